@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout (see README "Code layout"):
+// - C* targets: system libraries from Debian packages, only a module map and shim.h each.
+// - GeotriggerCore: the pure core (JSON/JSON5 reader, fence layers, geometry, index, Arcade,
+//   triggers and monitors). No C imports and no I/O; time is injected.
+// - MQTT, GPSD, Store: one thin wrapper per C library; the only modules importing C*.
+// - Gateway: wires feeds -> monitors -> delivery and implements every command.
+// - geotrigger: the thin @main.
+let package = Package(
+    name: "geotrigger",
+    products: [
+        .executable(name: "geotrigger", targets: ["geotrigger"])
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(
+            name: "CGPS", pkgConfig: "libgps",
+            providers: [.apt(["libgps-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "GeotriggerCore"),
+        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        .target(name: "GPSD", dependencies: ["CGPS"]),
+        .target(name: "Store", dependencies: ["CSQLite"]),
+        .target(
+            name: "Gateway",
+            dependencies: ["GeotriggerCore", "MQTT", "GPSD", "Store"]),
+        .executableTarget(name: "geotrigger", dependencies: ["Gateway"]),
+        // Fixtures live in Tests/Fixtures and are found through #filePath (no resource bundles).
+        .testTarget(name: "CoreTests", dependencies: ["GeotriggerCore"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store"]),
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

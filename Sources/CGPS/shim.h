@@ -1,0 +1,4 @@
+#ifndef GEOTRIGGER_CGPS_SHIM_H
+#define GEOTRIGGER_CGPS_SHIM_H
+#include <gps.h>
+#endif

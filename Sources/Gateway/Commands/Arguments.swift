@@ -1,0 +1,53 @@
+/// A small command-line reader: `--name value`, `--name=value`, flags and positionals.
+///
+/// Commands declare what they accept; anything else is a ``UsageError`` naming it.
+struct Arguments {
+    private(set) var options: [String: String] = [:]
+    private(set) var flags: Set<String> = []
+    private(set) var positionals: [String] = []
+
+    /// Reads `arguments`; `valued` names options that take a value, `flags` those that do not.
+    init(_ arguments: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            guard arg.hasPrefix("--"), arg.count > 2 else {
+                positionals.append(arg)
+                continue
+            }
+            var name = String(arg.dropFirst(2))
+            var inlineValue: String?
+            if let eq = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            if valued.contains(name) {
+                if let inlineValue {
+                    options[name] = inlineValue
+                } else {
+                    guard i < arguments.count else { throw UsageError("--\(name) needs a value") }
+                    options[name] = arguments[i]
+                    i += 1
+                }
+            } else if allowedFlags.contains(name), inlineValue == nil {
+                flags.insert(name)
+            } else {
+                throw UsageError("unknown option --\(name)")
+            }
+        }
+    }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    subscript(option: String) -> String? { options[option] }
+
+    /// The value of `option` as a number, if given; a ``UsageError`` if it is not one.
+    func number(_ option: String) throws(UsageError) -> Double? {
+        guard let text = options[option] else { return nil }
+        guard let value = Double(text), value.isFinite else {
+            throw UsageError("--\(option) expects a number, got '\(text)'")
+        }
+        return value
+    }
+}

@@ -1,0 +1,35 @@
+/// One fence: a GeoJSON Feature of a fence layer.
+public struct Fence: Sendable, Equatable {
+    /// The Feature's `id`, else `properties.id`; numbers become decimal strings.
+    public var id: String
+    /// The layer (file name without `.geojson`) this fence belongs to.
+    public var layer: String
+    /// `properties.name`, if it is a string.
+    public var name: String?
+    /// All of the Feature's properties, as written.
+    public var properties: JSONObject
+    public var geometry: FenceGeometry
+    /// `properties.buffer` in metres, if given (the first choice for the effective buffer).
+    public var buffer: Double?
+    /// The Feature's position in its file's `features` array (0-based), for messages.
+    public var featureIndex: Int
+
+    public init(
+        id: String, layer: String, name: String? = nil, properties: JSONObject = JSONObject(),
+        geometry: FenceGeometry, buffer: Double? = nil, featureIndex: Int = 0
+    ) {
+        self.id = id
+        self.layer = layer
+        self.name = name
+        self.properties = properties
+        self.geometry = geometry
+        self.buffer = buffer
+        self.featureIndex = featureIndex
+    }
+
+    /// `feature 3 ("Cactus")` or `feature 3`, as error messages name a fence.
+    public var label: String {
+        if let name { return "feature \(featureIndex) (\"\(name)\")" }
+        return "feature \(featureIndex)"
+    }
+}

@@ -1,0 +1,10 @@
+import Gateway
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The thin entry point: everything, including argument parsing, lives in Gateway so that the
+// tests call the same code.
+let status = await GeotriggerCommand.main(Array(CommandLine.arguments.dropFirst()))
+exit(status)
