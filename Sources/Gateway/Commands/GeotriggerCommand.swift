@@ -24,7 +24,8 @@ public enum ExitStatus {
 /// The `geotrigger` command line: picks the subcommand and maps errors to exit statuses.
 public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
-        VersionCommand.self
+        BenchCommand.self,
+        VersionCommand.self,
     ]
 
     static var overview: String {
@@ -54,7 +55,7 @@ public enum GeotriggerCommand {
             return ExitStatus.usage
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
+        if rest.first == "--help" || rest.first == "-h" || (command.name != BenchCommand.name && rest.contains("--help")) {
             print(command.help)
             return ExitStatus.ok
         }

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Process resource figures for benchmark reports (Linux: /proc and getrusage).
+enum ResourceUsage {
+    /// Peak resident set size of this process in bytes (VmHWM), or 0 if unknown.
+    static func peakResidentBytes() -> Int { statusField("VmHWM:") }
+
+    /// Current resident set size of this process in bytes (VmRSS), or 0 if unknown.
+    static func residentBytes() -> Int { statusField("VmRSS:") }
+
+    /// User + system CPU seconds this process has used.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    /// A monotonic clock in seconds, for timing.
+    static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    private static func statusField(_ name: String) -> Int {
+        guard let file = fopen("/proc/self/status", "r") else { return 0 }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(cString: line)
+            if text.hasPrefix(name) {
+                let digits = text.dropFirst(name.count).filter(\.isNumber)
+                return (Int(digits) ?? 0) * 1024
+            }
+        }
+        return 0
+    }
+}
