@@ -13,7 +13,7 @@ enum ResourceUsage {
     /// User + system CPU seconds this process has used.
     static func cpuSeconds() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
@@ -30,7 +30,8 @@ enum ResourceUsage {
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 256)
         while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(cString: line)
+            let bytes = line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            let text = String(decoding: bytes, as: UTF8.self)
             if text.hasPrefix(name) {
                 let digits = text.dropFirst(name.count).filter(\.isNumber)
                 return (Int(digits) ?? 0) * 1024
