@@ -1,0 +1,112 @@
+/// ISO-8601 / RFC 3339 timestamps without Foundation, for payload times.
+public enum ISO8601Time {
+    /// Seconds since 1970 for `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`
+    /// (a space is accepted for `T`, and a missing zone means UTC); nil if it is not one.
+    public static func parse(_ text: some StringProtocol) -> Double? {
+        let b = Array(text.utf8)
+        var i = 0
+        func digits(_ n: Int) -> Int? {
+            guard i + n <= b.count else { return nil }
+            var v = 0
+            for k in i..<(i + n) {
+                let d = Int(b[k]) - 48
+                guard d >= 0, d <= 9 else { return nil }
+                v = v * 10 + d
+            }
+            i += n
+            return v
+        }
+        func expect(_ c: Character) -> Bool {
+            guard i < b.count, b[i] == c.asciiValue! else { return false }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
+            i < b.count, b[i] == UInt8(ascii: "T") || b[i] == UInt8(ascii: "t") || b[i] == UInt8(ascii: " ")
+        else { return nil }
+        i += 1
+        guard let hour = digits(2), expect(":"), let minute = digits(2), expect(":"), let second = digits(2),
+            (1...12).contains(month), day >= 1, day <= daysInMonth(year, month), hour < 24, minute < 60,
+            second <= 60
+        else { return nil }
+        var fraction = 0.0
+        if i < b.count, b[i] == UInt8(ascii: ".") || b[i] == UInt8(ascii: ",") {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                fraction += Double(b[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        var offset = 0
+        if i < b.count {
+            switch b[i] {
+            case UInt8(ascii: "Z"), UInt8(ascii: "z"): i += 1
+            case UInt8(ascii: "+"), UInt8(ascii: "-"):
+                let sign = b[i] == UInt8(ascii: "-") ? -1 : 1
+                i += 1
+                guard let h = digits(2) else { return nil }
+                _ = expect(":")
+                guard let m = digits(2), h < 24, m < 60 else { return nil }
+                offset = sign * (h * 3600 + m * 60)
+            default: return nil
+            }
+        }
+        guard i == b.count else { return nil }
+        let days = daysFromCivil(year, month, day)
+        return Double(days * 86400 + hour * 3600 + minute * 60 + second - offset) + fraction
+    }
+
+    /// `2026-11-30T12:00:00.120Z`: UTC with milliseconds (the form events use for `emitted`).
+    public static func format(_ seconds: Double, fractionDigits: Int = 3) -> String {
+        let scale = fractionDigits == 3 ? 1000.0 : 1.0
+        let total = (seconds * scale).rounded()
+        var whole = Int(total / scale)
+        var fractionUnits = Int(total) - whole * Int(scale)
+        if fractionUnits < 0 { whole -= 1; fractionUnits += Int(scale) }
+        var days = whole / 86400
+        var rest = whole % 86400
+        if rest < 0 { rest += 86400; days -= 1 }
+        let (y, m, d) = civilFromDays(days)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        var out = "\(y)-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))"
+        if fractionDigits == 3 {
+            out += "." + (fractionUnits < 10 ? "00" : fractionUnits < 100 ? "0" : "") + "\(fractionUnits)"
+        }
+        return out + "Z"
+    }
+
+    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
+        switch m {
+        case 2: (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}
