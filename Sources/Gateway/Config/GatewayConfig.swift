@@ -1,0 +1,122 @@
+import GeotriggerCore
+
+/// The gateway's configuration: every key of DESIGN.md "Config", with its default.
+///
+/// Relative paths are resolved against the config file's folder when loaded from a file
+/// (against the working directory without one).
+public struct GatewayConfig: Sendable {
+    public struct Gateway: Sendable {
+        /// The gateway id, used in topics and as the default device id of the gpsd feed.
+        public var id = "gw-1"
+        public var database = "geotrigger.db"
+        public var fences = "fences"
+        public var durability = Durability.normal
+        /// Seconds without updates after which a device's monitor leaves memory (state kept on disk).
+        public var hibernateAfter: Double = 600
+        /// Seconds without updates after which a device is forgotten and its retained state cleared.
+        public var forgetAfter: Double = 2_592_000
+    }
+
+    public enum Durability: String, Sendable, CaseIterable {
+        /// `synchronous=NORMAL`: survives a process kill.
+        case normal
+        /// `synchronous=FULL`: survives power loss.
+        case full
+    }
+
+    public enum MQTTProtocol: String, Sendable, CaseIterable {
+        case v5
+        case v311
+    }
+
+    /// TLS files (paths): the CA, and optionally a client certificate and key.
+    public struct TLS: Sendable, Equatable {
+        public var ca: String
+        public var cert: String?
+        public var key: String?
+    }
+
+    /// A broker connection: `broker`, and `remote` for delivery `remote`/`both`.
+    public struct Broker: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 1883
+        /// `host:port` addresses tried in turn on every reconnect (instead of host and port).
+        public var hosts: [String] = []
+        /// Nil: `geotrigger-` + gateway id (`-remote` appended for the remote broker).
+        public var clientId: String?
+        public var `protocol` = MQTTProtocol.v5
+        public var sessionExpiry: Double = 86400
+        public var username: String?
+        public var passwordFile: String?
+        public var tls: TLS?
+        public var keepalive = 30
+    }
+
+    public struct Input: Sendable {
+        public var maxPayload = 65536
+        public var maxFutureSkew: Double = 300
+    }
+
+    public struct Output: Sendable {
+        public var prefix = "geotriggers"
+        public var qos = 1
+        public var owntracks = false
+        public var statusInterval: Double = 30
+        public var stateInterval: Double = 10
+    }
+
+    public struct Journal: Sendable {
+        public var retentionDays: Double = 30
+    }
+
+    public struct Outbox: Sendable {
+        public var cap = 1_000_000
+        public var inflight = 500
+    }
+
+    /// A source of updates.
+    public enum Feed: Sendable {
+        /// An MQTT topic filter and its payload format.
+        case mqtt(name: String, topic: String, format: PayloadFormat)
+        /// The gateway's own receiver through gpsd.
+        case gpsd(name: String, host: String, port: Int, device: String?, republish: Bool)
+
+        public var name: String {
+            switch self {
+            case .mqtt(let name, _, _), .gpsd(let name, _, _, _, _): name
+            }
+        }
+    }
+
+    public var gateway = Gateway()
+    public var broker = Broker()
+    public var remote: Broker?
+    public var input = Input()
+    public var output = Output()
+    public var journal = Journal()
+    public var outbox = Outbox()
+    public var feeds: [Feed] = [
+        .mqtt(name: "owntracks", topic: "owntracks/+/+", format: .owntracks),
+        .mqtt(name: "devices", topic: "devices/+/location", format: .json),
+    ]
+    /// The `triggers` array as written (validated by the engine's trigger model), or nil when the
+    /// key is missing (one trigger per layer).
+    public var triggers: [JSONObject]?
+    /// The config file, if one was read (messages name it).
+    public var file: String?
+    /// The folder relative paths resolve against.
+    public var folder = "."
+
+    public init() {}
+
+    /// `path` resolved against the config file's folder.
+    public func resolve(_ path: String) -> String {
+        path.hasPrefix("/") || folder == "." ? path : folder + "/" + path
+    }
+
+    /// The client id used for `broker` (`remote: true` for the remote broker).
+    public func clientID(remote isRemote: Bool) -> String {
+        let b = isRemote ? (remote ?? broker) : broker
+        return b.clientId ?? "geotrigger-\(gateway.id)" + (isRemote ? "-remote" : "")
+    }
+}

@@ -1,0 +1,12 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The gateway's clock: wall time in seconds since 1970 (fix times are compared to it).
+public enum WallClock {
+    public static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}
