@@ -2,4 +2,26 @@
 #define GEOTRIGGER_CMOSQUITTO_SHIM_H
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+
+/*
+ * libmosquitto 2.0 has no asynchronous connect that takes MQTT v5 CONNECT properties:
+ * only the blocking mosquitto_connect_bind_v5() stores them (in mosq->connect_properties,
+ * which every later reconnect sends again). It copies the properties BEFORE it validates
+ * the host, so calling it with host NULL stores them and returns MOSQ_ERR_INVAL without
+ * touching the network; mosquitto_connect_async() then connects with them. The
+ * properties are checked first, so an INVAL here can only come from the NULL host.
+ * Checked against lib/connect.c of 2.0.11 (Debian 12) up to 2.0.18.
+ */
+static inline int geotrigger_mosquitto_connect_async_v5(struct mosquitto *mosq, const char *host,
+                                                         int port, int keepalive,
+                                                         const mosquitto_property *properties) {
+    if (properties != NULL) {
+        int rc = mosquitto_property_check_all(CMD_CONNECT, properties);
+        if (rc != MOSQ_ERR_SUCCESS) return rc;
+        rc = mosquitto_connect_bind_v5(mosq, NULL, port, keepalive, NULL, properties);
+        if (rc != MOSQ_ERR_INVAL) return rc == MOSQ_ERR_SUCCESS ? MOSQ_ERR_UNKNOWN : rc;
+    }
+    return mosquitto_connect_async(mosq, host, port, keepalive);
+}
+
 #endif

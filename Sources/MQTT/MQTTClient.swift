@@ -1,0 +1,311 @@
+internal import CMosquitto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs `mosquitto_lib_init` once per process (it is not thread-safe; Swift initializes
+/// globals exactly once).
+private let mosquittoLibraryInitialized: Bool = {
+    mosquitto_lib_init()
+    return true
+}()
+
+/// An MQTT client over libmosquitto 2.0: one `struct mosquitto *`, one network thread.
+///
+/// - `start()` connects in the background and keeps reconnecting with backoff until `stop()`;
+///   after every successful CONNACK it subscribes again to everything `subscribe` was asked
+///   for, then reports `.connected` (publish `started` and retained state from there).
+/// - `messages` yields what arrives; its queue never drops (see `MQTTMessages`).
+/// - `publish` returns the message id at once; the broker's answer comes later through
+///   `onAcknowledgement`, never awaited.
+///
+/// Sendable: libmosquitto's publish/subscribe/unsubscribe/disconnect are thread-safe when its
+/// threading is on (they queue packets under its own mutexes and wake the network thread;
+/// `mosquitto_threaded_set(true)` here), and the client's own state is behind a lock. So any
+/// task or thread may call any method at any time, including the handlers on the network
+/// thread (except `stop()`, which waits for that thread).
+public final class MQTTClient: @unchecked Sendable {
+    /// The settings it was made with.
+    public let configuration: MQTTConfiguration
+    /// Received messages (single queue shared by all iterators).
+    public let messages: MQTTMessages
+    /// Connection events, also given to `onConnectionEvent` (buffer: the newest 256).
+    public let connectionEvents: AsyncStream<MQTTConnectionEvent>
+
+    private let core: MQTTClientCore
+    private let handle: OpaquePointer
+    private let unmanagedCore: Unmanaged<MQTTClientCore>
+
+    /// Creates the libmosquitto handle and applies `configuration` (nothing is sent yet).
+    ///
+    /// - Parameters:
+    ///   - onConnectionEvent: called on the network thread for every `MQTTConnectionEvent`;
+    ///     keep it short (it may call `publish` and `subscribe`).
+    ///   - onAcknowledgement: called on the network thread for every PUBACK (QoS 1) or
+    ///     written message (QoS 0); keep it short, never wait in it.
+    /// - Throws: `MosquittoError` naming the setting libmosquitto rejected (e.g. an unreadable
+    ///   TLS file, a keepalive out of range, a missing client id without clean start).
+    public init(
+        _ configuration: MQTTConfiguration,
+        onConnectionEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
+        onAcknowledgement: @escaping @Sendable (MQTTAcknowledgement) -> Void = { _ in }
+    ) throws {
+        _ = mosquittoLibraryInitialized
+        if configuration.clientId == nil && !configuration.cleanStart {
+            throw MosquittoError(
+                code: Int32(MOSQ_ERR_INVAL.rawValue),
+                message: "a persistent session (cleanStart false) needs a stable client id", call: "mosquitto_new")
+        }
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let core = MQTTClientCore(
+            configuration: configuration, onConnectionEvent: onConnectionEvent,
+            onAcknowledgement: onAcknowledgement, eventContinuation: continuation)
+        let unmanagedCore = Unmanaged.passRetained(core)
+        guard let handle = mosquitto_new(configuration.clientId, configuration.cleanStart, unmanagedCore.toOpaque())
+        else {
+            unmanagedCore.release()
+            let code = errno == ENOMEM ? MOSQ_ERR_NOMEM : MOSQ_ERR_INVAL
+            throw MosquittoError(code: Int32(code.rawValue), call: "mosquitto_new")
+        }
+        core.handle = handle
+        self.configuration = configuration
+        self.core = core
+        self.handle = handle
+        self.unmanagedCore = unmanagedCore
+        self.messages = MQTTMessages(queue: core.queue)
+        self.connectionEvents = stream
+        do {
+            try apply(configuration)
+        } catch {
+            mosquitto_destroy(handle)
+            unmanagedCore.release()
+            throw error
+        }
+    }
+
+    deinit {
+        stop()
+        mosquitto_destroy(handle)
+        unmanagedCore.release()
+    }
+
+    private func apply(_ configuration: MQTTConfiguration) throws {
+        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        try MosquittoError.check(
+            mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version), "mosquitto_int_option(PROTOCOL_VERSION)")
+        try MosquittoError.check(
+            mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: configuration.inflightWindow)),
+            "mosquitto_int_option(SEND_MAXIMUM)")
+        try MosquittoError.check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
+        if let username = configuration.username {
+            try MosquittoError.check(
+                mosquitto_username_pw_set(handle, username, configuration.password), "mosquitto_username_pw_set")
+        }
+        if let tls = configuration.tls {
+            try MosquittoError.check(
+                mosquitto_tls_set(handle, tls.ca, nil, tls.cert, tls.key, nil), "mosquitto_tls_set(\(tls.ca))")
+        }
+        if let will = configuration.will {
+            try will.payload.withUnsafeBytes { bytes in
+                try MosquittoError.check(
+                    mosquitto_will_set(
+                        handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos.rawValue, will.retain),
+                    "mosquitto_will_set(\(will.topic))")
+            }
+        }
+        mosquitto_connect_v5_callback_set(handle, mqttOnConnect)
+        mosquitto_disconnect_v5_callback_set(handle, mqttOnDisconnect)
+        mosquitto_publish_v5_callback_set(handle, mqttOnPublish)
+        mosquitto_message_v5_callback_set(handle, mqttOnMessage)
+        mosquitto_subscribe_v5_callback_set(handle, mqttOnSubscribe)
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts connecting in the background (`mosquitto_connect_async`, then the network
+    /// thread). Returns at once; watch `connectionEvents`. An unreachable broker is not an
+    /// error here: the client retries with backoff. Calling it again does nothing.
+    ///
+    /// - Throws: `MosquittoError` for settings the connect rejects (bad host or port,
+    ///   keepalive out of range) or when the thread cannot start.
+    public func start() throws {
+        core.lock.lock()
+        defer { core.lock.unlock() }
+        guard core.phase == .idle else { return }
+        let configuration = self.configuration
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if configuration.protocolVersion == .v5 && configuration.sessionExpiry > 0 {
+            try MosquittoError.check(
+                mosquitto_property_add_int32(
+                    &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), configuration.sessionExpiry),
+                "mosquitto_property_add_int32(SESSION_EXPIRY_INTERVAL)")
+        }
+        let code = geotrigger_mosquitto_connect_async_v5(
+            handle, configuration.host, Int32(clamping: configuration.port), Int32(clamping: configuration.keepalive),
+            properties)
+        let connectPending: Bool
+        switch code {
+        case Int32(MOSQ_ERR_SUCCESS.rawValue):
+            connectPending = true
+        case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_NOT_SUPPORTED.rawValue), Int32(MOSQ_ERR_NOMEM.rawValue),
+            Int32(MOSQ_ERR_PROTOCOL.rawValue), Int32(MOSQ_ERR_DUPLICATE_PROPERTY.rawValue):
+            throw MosquittoError(
+                code: code,
+                message: String(cString: mosquitto_strerror(code))
+                    + " (host \"\(configuration.host)\", port \(configuration.port), keepalive \(configuration.keepalive))",
+                call: "mosquitto_connect_async")
+        default:
+            // Unreachable right now (refused, name lookup failed...): the thread retries.
+            connectPending = false
+            core.report(.connectFailed(MosquittoError(code: code, call: "mosquitto_connect_async")))
+        }
+        core.phase = .running
+        let argument = Unmanaged.passRetained(core).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            connectPending ? { mqttNetworkThreadMain($0) } : { mqttNetworkThreadMainAfterFailure($0) },
+            argument)
+        guard created == 0 else {
+            Unmanaged<MQTTClientCore>.fromOpaque(argument).release()
+            core.phase = .idle
+            throw MosquittoError(
+                code: Int32(MOSQ_ERR_ERRNO.rawValue), message: String(cString: strerror(created)),
+                call: "pthread_create")
+        }
+        core.thread = thread
+    }
+
+    /// Disconnects cleanly (DISCONNECT, so no will) and waits for the network thread to end
+    /// (at most a few seconds). The `messages` sequence then ends once drained; messages
+    /// arriving while stopping are discarded if the queue is full. A stopped client cannot
+    /// start again. Blocks the calling thread: call it at shutdown, not in a handler.
+    public func stop() {
+        core.lock.lock()
+        guard core.phase == .running, let thread = core.thread else {
+            if core.phase == .idle { core.phase = .stopped }
+            core.lock.unlock()
+            core.queue.close()
+            core.eventContinuation.finish()
+            return
+        }
+        core.phase = .stopping
+        core.lock.broadcast()
+        core.lock.unlock()
+        core.queue.close()
+        _ = mosquitto_disconnect_v5(handle, 0, nil)
+        pthread_join(thread, nil)
+        core.lock.withLock {
+            core.phase = .stopped
+            core.thread = nil
+        }
+        core.eventContinuation.finish()
+    }
+
+    // MARK: Subscriptions
+
+    /// Subscribes now if connected, and again after every reconnect (in MQTT v5 with
+    /// "retained messages only if the subscription is new"). Subscribing to a filter again
+    /// replaces its QoS. The broker's answer arrives as `.subscribed`.
+    ///
+    /// - Throws: `MosquittoError` for an invalid filter (or if libmosquitto refuses it).
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws {
+        try MosquittoError.check(mosquitto_sub_topic_check(filter), "mosquitto_sub_topic_check(\(filter))")
+        try core.lock.withLock {
+            if let index = core.subscriptions.firstIndex(where: { $0.filter == filter }) {
+                core.subscriptions[index].qos = qos
+            } else {
+                core.subscriptions.append((filter, qos))
+            }
+            try core.sendSubscribeLocked(filter, qos: qos)
+        }
+    }
+
+    /// Removes `filter` from the subscriptions (and from the broker's session if connected).
+    public func unsubscribe(_ filter: String) throws {
+        try core.lock.withLock {
+            core.subscriptions.removeAll { $0.filter == filter }
+            let code = mosquitto_unsubscribe_v5(handle, nil, filter, nil)
+            if code != Int32(MOSQ_ERR_NO_CONN.rawValue) {
+                try MosquittoError.check(code, "mosquitto_unsubscribe_v5(\(filter))")
+            }
+        }
+    }
+
+    // MARK: Publishing
+
+    /// Queues a message and returns its message id at once; the broker's answer comes later
+    /// through `onAcknowledgement` with that id (never wait for it here or in a handler).
+    ///
+    /// QoS 1 messages are kept by libmosquitto until their PUBACK and resent after a
+    /// reconnect, so they may be published while disconnected. QoS 0 needs a connection.
+    /// `properties` need MQTT v5.
+    ///
+    /// - Throws: `MosquittoError`: not connected (QoS 0, `isNoConnection`), invalid topic,
+    ///   payload too large, properties on v3.1.1.
+    @discardableResult
+    public func publish(
+        topic: String, payload: UnsafeRawBufferPointer, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTPublishProperties? = nil
+    ) throws -> Int32 {
+        var messageId: Int32 = 0
+        var list: OpaquePointer?
+        defer { mosquitto_property_free_all(&list) }
+        if let properties {
+            if let responseTopic = properties.responseTopic {
+                try MosquittoError.check(
+                    mosquitto_property_add_string(&list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic),
+                    "mosquitto_property_add_string(RESPONSE_TOPIC)")
+            }
+            if let correlationData = properties.correlationData {
+                try correlationData.withUnsafeBytes { bytes in
+                    try MosquittoError.check(
+                        mosquitto_property_add_binary(
+                            &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress,
+                            UInt16(clamping: bytes.count)),
+                        "mosquitto_property_add_binary(CORRELATION_DATA)")
+                }
+            }
+        }
+        try MosquittoError.check(
+            mosquitto_publish_v5(
+                handle, &messageId, topic, Int32(clamping: payload.count), payload.baseAddress, qos.rawValue, retain,
+                list),
+            "mosquitto_publish_v5(\(topic))")
+        return messageId
+    }
+
+    /// `publish` with a byte payload.
+    @discardableResult
+    public func publish(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTPublishProperties? = nil
+    ) throws -> Int32 {
+        try payload.withUnsafeBytes { bytes in
+            try publish(topic: topic, payload: bytes, qos: qos, retain: retain, properties: properties)
+        }
+    }
+
+    /// `publish` with a text payload (sent as UTF-8).
+    @discardableResult
+    public func publish(
+        topic: String, payload: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTPublishProperties? = nil
+    ) throws -> Int32 {
+        var payload = payload
+        return try payload.withUTF8 { bytes in
+            try publish(
+                topic: topic, payload: UnsafeRawBufferPointer(bytes), qos: qos, retain: retain, properties: properties)
+        }
+    }
+
+    // MARK: State
+
+    /// Whether the connection is up (CONNACK success and no disconnect since).
+    public var isConnected: Bool { core.lock.withLock { core.isConnected } }
+
+    /// Messages received and waiting in the inbound queue.
+    public var inboundDepth: Int { core.queue.depth }
+}
