@@ -6,6 +6,7 @@ extension SQLiteConnection {
     ///
     /// IMMEDIATE takes the write lock at the start, so a busy database fails at BEGIN (after
     /// the busy timeout) rather than in the middle of the work.
+    @discardableResult
     public func transaction<Result>(_ body: () throws -> Result) throws -> Result {
         try run("BEGIN IMMEDIATE")
         do {
