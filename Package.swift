@@ -35,6 +35,8 @@ let package = Package(
         .testTarget(name: "CoreTests", dependencies: ["GeotriggerCore"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "StoreTests", dependencies: ["Store"]),
+        // Run by StoreTests as a separate process (kill -9) and for store measurements.
+        .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore"]),
     ],

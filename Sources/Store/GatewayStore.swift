@@ -1,0 +1,131 @@
+internal import CSQLite
+import Dispatch
+
+/// The gateway's durable state in one SQLite file (WAL): per-device monitor state, the event
+/// journal, and one outbox per destination.
+///
+/// An actor on its own serial executor (a dispatch queue), so the one connection is only used
+/// there and blocking SQLite calls never run on the cooperative pool. Writers call
+/// ``submit(_:)`` concurrently; everything pending is committed in one transaction as soon as
+/// the previous one ends (group commit, no timer), then every submitter resumes with its
+/// ``StoreReceipt`` or the error. A batch is atomic, so an event and the state change that
+/// caused it are both stored or neither.
+///
+/// Call ``close()`` when done: it commits what is pending and closes the connection on the
+/// store's queue.
+public actor GatewayStore {
+    /// How the store is opened (`gateway.durability`, `outbox.cap`).
+    public struct Options: Sendable, Equatable {
+        public var durability: StoreDurability
+        /// `outbox.cap`: the most messages one outbox holds; beyond it the oldest are dropped.
+        public var outboxCap: Int
+        public var busyTimeoutMilliseconds: Int
+        /// Read only (the `events` command): no migrations, no writes.
+        public var readOnly: Bool
+
+        public init(durability: StoreDurability = .normal, outboxCap: Int = 1_000_000,
+                    busyTimeoutMilliseconds: Int = 5000, readOnly: Bool = false) {
+            self.durability = durability
+            self.outboxCap = outboxCap
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.readOnly = readOnly
+        }
+    }
+
+    struct PendingBatch {
+        var batch: StoreBatch
+        var continuation: CheckedContinuation<StoreReceipt, any Error>
+    }
+
+    /// What opening produces on the store's queue, handed to the actor.
+    struct Opened {
+        var connection: SQLiteConnection
+        var outboxCounts: OutboxCounts
+    }
+
+    /// The database file.
+    public nonisolated let path: String
+    public nonisolated let options: Options
+    private nonisolated let executor: StoreExecutor
+    var connection: SQLiteConnection?
+    var pending: [PendingBatch] = []
+    var commitScheduled = false
+    /// Messages in each outbox, kept in step with every committed insert, drop and delete.
+    var queued: OutboxCounts
+    /// Counters since opening.
+    public internal(set) var statistics = StoreStatistics()
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    /// Opens (creating unless read-only) the store at `path` and brings its schema up to date.
+    public init(path: String, options: Options = Options()) async throws {
+        let executor = StoreExecutor(label: "geotrigger.store")
+        let opened = try await executor.run { try GatewayStore.open(path: path, options: options) }
+        self.path = path
+        self.options = options
+        self.executor = executor
+        self.connection = opened.connection
+        self.queued = opened.outboxCounts
+    }
+
+    private static func open(path: String, options: Options) throws -> Opened {
+        let connection = try SQLiteConnection(
+            path: path,
+            options: SQLiteConnection.Options(readOnly: options.readOnly, create: !options.readOnly,
+                                              synchronous: options.durability.synchronous,
+                                              busyTimeoutMilliseconds: options.busyTimeoutMilliseconds))
+        if options.readOnly {
+            let version = try connection.userVersion()
+            guard version == schemaVersion else {
+                throw StoreError.schemaVersion(path: path, found: version, expected: schemaVersion)
+            }
+        } else {
+            try connection.migrate(migrations)
+        }
+        var counts = OutboxCounts()
+        for destination in OutboxDestination.allCases {
+            counts[destination] = Int(try connection.scalarInt64("SELECT count(*) FROM \(destination.table)") ?? 0)
+        }
+        return Opened(connection: connection, outboxCounts: counts)
+    }
+
+    /// The open connection, or ``StoreError/closed(path:)``.
+    func openConnection() throws -> SQLiteConnection {
+        guard let connection else { throw StoreError.closed(path: path) }
+        return connection
+    }
+
+    /// Commits what is pending, then closes the connection. Later calls throw
+    /// ``StoreError/closed(path:)``. Closing twice does nothing.
+    public func close() {
+        guard connection != nil else { return }
+        commitPending()
+        connection = nil
+    }
+
+    /// Runs `body` with the store's connection on the store's executor, between commits: for
+    /// diagnostics and fault injection in tests (`PRAGMA max_page_count`).
+    public func withConnection<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result) throws -> Result {
+        try body(try openConnection())
+    }
+
+    // MARK: Monitor state
+
+    /// Every device's persisted monitor state (read once at start).
+    public func deviceStates() throws -> [String: [UInt8]] {
+        var states: [String: [UInt8]] = [:]
+        try openConnection().forEachRow("SELECT device, state FROM device_state") { row in
+            states[row.string(0)] = row.bytes(1)
+        }
+        return states
+    }
+
+    /// One device's persisted monitor state, if any.
+    public func deviceState(_ device: String) throws -> [UInt8]? {
+        try openConnection().query("SELECT state FROM device_state WHERE device = ?", [.text(device)]) {
+            $0.bytes(0)
+        }.first
+    }
+}

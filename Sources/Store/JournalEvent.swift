@@ -1,0 +1,35 @@
+internal import CSQLite
+
+/// One event as the journal keeps it: the columns it is queried by, and the event JSON exactly
+/// as published on MQTT (`payload`).
+public struct JournalEvent: Sendable, Equatable {
+    /// The event's deterministic id (unique in the journal).
+    public var id: String
+    public var device: String
+    public var trigger: String
+    /// The fence layer name.
+    public var layer: String
+    /// The fence id within its layer.
+    public var fence: String
+    /// `enter`, `exit` or `dwell`.
+    public var type: String
+    /// The fix time that decided the event, in seconds since 1970 (UTC).
+    public var fixTime: Double
+    /// When the gateway emitted the event, in seconds since 1970 (UTC); retention counts by it.
+    public var emittedTime: Double
+    /// The event JSON (the MQTT event schema), one line.
+    public var payload: String
+
+    public init(id: String, device: String, trigger: String, layer: String, fence: String, type: String,
+                fixTime: Double, emittedTime: Double, payload: String) {
+        self.id = id
+        self.device = device
+        self.trigger = trigger
+        self.layer = layer
+        self.fence = fence
+        self.type = type
+        self.fixTime = fixTime
+        self.emittedTime = emittedTime
+        self.payload = payload
+    }
+}

@@ -1,0 +1,12 @@
+internal import CSQLite
+
+/// A broker's successful acknowledgement of an outbox message: it may leave the outbox.
+public struct OutboxAcknowledgement: Sendable, Equatable, Hashable {
+    public var destination: OutboxDestination
+    public var sequence: Int64
+
+    public init(destination: OutboxDestination, sequence: Int64) {
+        self.destination = destination
+        self.sequence = sequence
+    }
+}

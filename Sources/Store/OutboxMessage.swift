@@ -1,0 +1,20 @@
+internal import CSQLite
+
+/// A publish waiting in an outbox.
+public struct OutboxMessage: Sendable, Equatable {
+    public var destination: OutboxDestination
+    /// The id of the event it carries (several destinations may carry one event).
+    public var eventID: String
+    public var topic: String
+    public var payload: [UInt8]
+    /// MQTT QoS (0, 1 or 2).
+    public var qos: Int
+
+    public init(destination: OutboxDestination, eventID: String, topic: String, payload: [UInt8], qos: Int) {
+        self.destination = destination
+        self.eventID = eventID
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+    }
+}

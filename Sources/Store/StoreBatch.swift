@@ -1,0 +1,49 @@
+internal import CSQLite
+
+/// Everything one submitter wants committed atomically: monitor state changes, the events they
+/// caused, the outbox messages carrying those events, and outbox acknowledgements.
+///
+/// A batch is applied in this order: state changes, journal events, outbox messages (then the
+/// outbox cap), acknowledgements. It commits whole or not at all, usually together with the
+/// batches of other submitters in one transaction (group commit).
+public struct StoreBatch: Sendable, Equatable {
+    public var stateChanges: [DeviceStateChange]
+    public var events: [JournalEvent]
+    public var outbox: [OutboxMessage]
+    /// (destination, sequence) of messages the broker acknowledged.
+    public var acknowledgements: [OutboxAcknowledgement]
+
+    public init(stateChanges: [DeviceStateChange] = [], events: [JournalEvent] = [],
+                outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = []) {
+        self.stateChanges = stateChanges
+        self.events = events
+        self.outbox = outbox
+        self.acknowledgements = acknowledgements
+    }
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool {
+        stateChanges.isEmpty && events.isEmpty && outbox.isEmpty && acknowledgements.isEmpty
+    }
+
+    /// Stores `state` as `device`'s monitor state.
+    public mutating func upsertState(device: String, state: [UInt8]) {
+        stateChanges.append(DeviceStateChange(device: device, state: state))
+    }
+
+    /// Removes `device`'s monitor state (a forgotten device).
+    public mutating func deleteState(device: String) {
+        stateChanges.append(DeviceStateChange(device: device, state: nil))
+    }
+
+    /// Journals `event`.
+    public mutating func append(_ event: JournalEvent) { events.append(event) }
+
+    /// Queues `message` in its destination's outbox.
+    public mutating func enqueue(_ message: OutboxMessage) { outbox.append(message) }
+
+    /// Removes message `sequence` from `destination`'s outbox.
+    public mutating func acknowledge(_ destination: OutboxDestination, sequence: Int64) {
+        acknowledgements.append(OutboxAcknowledgement(destination: destination, sequence: sequence))
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Testing
+import Store
+
+/// A journal event for tests; the payload is a small JSON object naming it.
+func testEvent(_ id: String, device: String = "workers/alice", trigger: String = "garden", layer: String = "sections",
+               fence: String = "desert", type: String = "enter", fix: Double = 1_800_000_000,
+               emitted: Double? = nil) -> JournalEvent {
+    JournalEvent(id: id, device: device, trigger: trigger, layer: layer, fence: fence, type: type,
+                 fixTime: fix, emittedTime: emitted ?? fix + 0.1,
+                 payload: "{\"id\":\"\(id)\",\"device\":\"\(device)\",\"type\":\"\(type)\"}")
+}
+
+func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxMessage {
+    OutboxMessage(destination: destination, eventID: eventID, topic: "geotriggers/events/garden/\(eventID)",
+                  payload: Array("{\"id\":\"\(eventID)\"}".utf8), qos: 1)
+}
+
+@Suite struct GatewayStoreTests {
+    @Test func createsTheSchemaAndReopens() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("gateway.db")
+        let store = try await GatewayStore(path: path)
+        #expect(try await store.withConnection { try $0.userVersion() } == GatewayStore.schemaVersion)
+        var batch = StoreBatch()
+        batch.upsertState(device: "a", state: [1])
+        batch.append(testEvent("e1"))
+        _ = try await store.submit(batch)
+        await store.close()
+        await #expect(throws: StoreError.closed(path: path)) { try await store.submit(StoreBatch()) }
+
+        let reopened = try await GatewayStore(path: path)
+        #expect(try await reopened.deviceStates() == ["a": [1]])
+        #expect(try await reopened.journalCount() == 1)
+        await reopened.close()
+
+        let reader = try await GatewayStore(path: path, options: .init(readOnly: true))
+        #expect(try await reader.events(JournalQuery()).map(\.event.id) == ["e1"])
+        await #expect(throws: StoreError.readOnly(path: path)) { try await reader.submit(StoreBatch()) }
+        await reader.close()
+        await #expect(throws: SQLiteError.self) {
+            try await GatewayStore(path: directory.file("absent.db"), options: .init(readOnly: true))
+        }
+    }
+
+    @Test func monitorStateRoundTrips() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.db")
+        let store = try await GatewayStore(path: path)
+        var first = StoreBatch()
+        first.upsertState(device: "owntracks/alice/phone", state: [1, 2, 3])
+        first.upsertState(device: "empty", state: [])
+        first.upsertState(device: "gone", state: [9])
+        _ = try await store.submit(first)
+        var second = StoreBatch()
+        second.upsertState(device: "owntracks/alice/phone", state: Array(repeating: 0xAB, count: 70_000))
+        second.deleteState(device: "gone")
+        _ = try await store.submit(second)
+        await store.close()
+
+        let reopened = try await GatewayStore(path: path)
+        let states = try await reopened.deviceStates()
+        #expect(states == ["owntracks/alice/phone": Array(repeating: 0xAB, count: 70_000), "empty": []])
+        #expect(try await reopened.deviceState("gone") == nil)
+        #expect(try await reopened.deviceState("empty") == [])
+        await reopened.close()
+    }
+
+    @Test func journalQueriesFilterInCommitOrder() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("journal.db"))
+        let events = [
+            testEvent("1", device: "a", trigger: "garden", fence: "desert", fix: 100),
+            testEvent("2", device: "b", trigger: "garden", fence: "roses", fix: 300),
+            testEvent("3", device: "a", trigger: "depot", fence: "gate", type: "exit", fix: 200),
+            testEvent("4", device: "a", trigger: "garden", fence: "roses", type: "dwell", fix: 400),
+            testEvent("5", device: "c", trigger: "garden", fence: "desert", fix: 500),
+        ]
+        _ = try await store.submit(StoreBatch(events: Array(events[0..<2])))
+        _ = try await store.submit(StoreBatch(events: Array(events[2...])))
+        func ids(_ query: JournalQuery) async throws -> [String] {
+            try await store.events(query).map(\.event.id)
+        }
+        #expect(try await ids(JournalQuery()) == ["1", "2", "3", "4", "5"])
+        #expect(try await ids(JournalQuery(since: 250)) == ["2", "4", "5"])
+        #expect(try await ids(JournalQuery(device: "a")) == ["1", "3", "4"])
+        #expect(try await ids(JournalQuery(trigger: "garden")) == ["1", "2", "4", "5"])
+        #expect(try await ids(JournalQuery(fence: "roses")) == ["2", "4"])
+        #expect(try await ids(JournalQuery(since: 150, device: "a", trigger: "garden")) == ["4"])
+        #expect(try await ids(JournalQuery(limit: 2)) == ["1", "2"])
+        let all = try await store.events(JournalQuery())
+        #expect(all.map(\.sequence) == all.map(\.sequence).sorted())
+        #expect(try await ids(JournalQuery(afterSequence: all[2].sequence, limit: 1)) == ["4"])
+        #expect(all.map(\.event) == events)  // every column and the payload exactly as stored
+        await store.close()
+    }
+
+    @Test func retentionDeletesEventsEmittedBeforeTheCutoff() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("retention.db"))
+        let now = 1_800_000_000.0
+        let day = 86_400.0
+        _ = try await store.submit(StoreBatch(events: [
+            testEvent("old", emitted: now - 40 * day), testEvent("older-than-30", emitted: now - 30 * day - 1),
+            testEvent("recent", emitted: now - 29 * day), testEvent("now", emitted: now),
+        ]))
+        #expect(try await store.applyRetention(days: 30, now: now) == 2)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["recent", "now"])
+        #expect(try await store.applyRetention(days: 30, now: now) == 0)
+        await store.close()
+    }
+
+    @Test func aRepeatedEventIdIsJournaledOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("duplicates.db"))
+        let first = try await store.submit(StoreBatch(events: [testEvent("same")]))
+        #expect(first.duplicateEventIDs.isEmpty)
+        let again = try await store.submit(StoreBatch(events: [testEvent("same", fix: 5), testEvent("other")]))
+        #expect(again.duplicateEventIDs == ["same"])
+        #expect(try await store.journalCount() == 2)
+        #expect(try await store.events(JournalQuery(limit: 1)).first?.event.fixTime == 1_800_000_000)
+        #expect(await store.statistics.events == 2)
+        await store.close()
+    }
+
+    @Test func outboxKeepsOrderRemovesOnAcknowledgementAndDropsPastTheCap() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("outbox.db")
+        let store = try await GatewayStore(path: path, options: .init(outboxCap: 5))
+        let queued = try await store.submit(StoreBatch(outbox: [
+            testMessage(.local, "1"), testMessage(.remote, "1"), testMessage(.local, "2"), testMessage(.local, "3"),
+        ]))
+        #expect(queued.outboxSequences.count == 4)
+        #expect(await store.outboxCounts == OutboxCounts(local: 3, remote: 1))
+        let firstTwo = try await store.outbox(.local, limit: 2)
+        #expect(firstTwo.map(\.message.eventID) == ["1", "2"])
+        #expect(firstTwo[0].message == testMessage(.local, "1"))
+        #expect(try await store.outbox(.local, after: firstTwo[1].sequence, limit: 10).map(\.message.eventID) == ["3"])
+        #expect(try await store.outbox(.remote, limit: 10).map(\.message.eventID) == ["1"])
+
+        // Acknowledging removes only that message; an unknown sequence removes nothing.
+        #expect(try await store.acknowledge(.local, sequences: [firstTwo[0].sequence, 999_999]) == 1)
+        #expect(await store.outboxCount(.local) == 2)
+        #expect(await store.outboxCount(.remote) == 1)
+
+        // 2 + 5 = 7 > cap 5: the two oldest ("2", "3") are dropped, and said so.
+        let overflow = try await store.submit(StoreBatch(outbox: (4...8).map { testMessage(.local, "\($0)") }))
+        #expect(overflow.dropped == OutboxCounts(local: 2, remote: 0))
+        #expect(await store.statistics.dropped == OutboxCounts(local: 2, remote: 0))
+        #expect(try await store.outbox(.local, limit: 100).map(\.message.eventID) == ["4", "5", "6", "7", "8"])
+        #expect(await store.outboxCount(.local) == 5)
+
+        // Sequences are never reused, even once an outbox is empty.
+        let all = try await store.outbox(.local, limit: 100).map(\.sequence)
+        #expect(try await store.acknowledge(.local, sequences: all) == 5)
+        let next = try await store.submit(StoreBatch(outbox: [testMessage(.local, "9")]))
+        #expect(next.outboxSequences[0] > all.max()!)
+        await store.close()
+
+        let reopened = try await GatewayStore(path: path, options: .init(outboxCap: 5))
+        #expect(await reopened.outboxCounts == OutboxCounts(local: 1, remote: 1))
+        await reopened.close()
+    }
+
+    @Test func groupCommitsFiftyConcurrentSubmittersInFewerTransactions() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("group.db"))
+        let receipts = try await withThrowingTaskGroup(of: StoreReceipt.self) { group in
+            for k in 0..<50 {
+                group.addTask {
+                    var batch = StoreBatch()
+                    batch.upsertState(device: "d\(k)", state: Array("state \(k)".utf8))
+                    for n in 0..<20 {
+                        batch.append(testEvent("d\(k)-\(n)", device: "d\(k)"))
+                        batch.enqueue(testMessage(.local, "d\(k)-\(n)"))
+                    }
+                    return try await store.submit(batch)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let statistics = await store.statistics
+        #expect(receipts.count == 50)
+        #expect(statistics.batches == 50)
+        #expect(statistics.transactions < 50)
+        #expect(Set(receipts.map(\.transaction)).count == statistics.transactions)
+        #expect(try await store.journalCount() == 1000)
+        #expect(try await store.deviceStates().count == 50)
+        #expect(await store.outboxCount(.local) == 1000)
+        // Outbox sequences follow the commit order of the batches.
+        let ordered = receipts.sorted { $0.outboxSequences[0] < $1.outboxSequences[0] }
+        #expect(ordered.map(\.transaction) == ordered.map(\.transaction).sorted())
+        await store.close()
+    }
+
+    @Test func aFullDatabaseFailsSubmittersClearlyAndRecovers() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("full.db"))
+        _ = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "a", state: [1])],
+                                              events: [testEvent("before")]))
+        // Cap the file at its current size: the next page it needs fails with SQLITE_FULL.
+        let limit = try await store.withConnection { connection in
+            let pages = try connection.scalarInt64("PRAGMA page_count") ?? 0
+            return try connection.scalarInt64("PRAGMA max_page_count = \(pages)") ?? -1
+        }
+        #expect(limit > 0)
+        let big = Array(repeating: UInt8(7), count: 256 * 1024)
+        let results = await withTaskGroup(of: Result<StoreReceipt, any Error>.self) { group in
+            for k in 0..<5 {
+                group.addTask {
+                    do {
+                        return .success(try await store.submit(StoreBatch(
+                            stateChanges: [DeviceStateChange(device: "big\(k)", state: big)],
+                            events: [testEvent("caused-by-big\(k)")])))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for result in results {
+            #expect(throws: SQLiteError.self) { try result.get() }
+            if case .failure(let error as SQLiteError) = result {
+                #expect(error.isFull)
+                #expect(error.description.contains("database or disk is full"))
+            }
+        }
+        let faulted = await store.statistics
+        #expect(faulted.failedBatches == 5)
+        #expect(faulted.lastError?.isFull == true)
+        // Neither the states nor their events: each batch is atomic.
+        #expect(try await store.deviceStates() == ["a": [1]])
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["before"])
+
+        // The fault clears: the same kind of batch now commits.
+        _ = try await store.withConnection { try $0.scalarInt64("PRAGMA max_page_count = 1000000") }
+        let receipt = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "big", state: big)],
+                                                        events: [testEvent("after")]))
+        #expect(receipt.transaction == faulted.transactions + 1)
+        #expect(try await store.deviceState("big") == big)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["before", "after"])
+        #expect(await store.statistics.lastError == nil)
+        await store.close()
+    }
+}

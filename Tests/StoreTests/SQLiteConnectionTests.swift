@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import Store
+
+@Suite struct SQLiteConnectionTests {
+    static let first = SQLiteMigration(version: 1, summary: "items",
+                                       sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);")
+    static let second = SQLiteMigration(version: 2, summary: "item colour",
+                                        sql: "ALTER TABLE items ADD COLUMN colour TEXT;")
+
+    @Test func opensInWALWithTheRequestedSynchronousMode() throws {
+        let directory = try TemporaryDirectory()
+        let normal = try SQLiteConnection(path: directory.file("normal.db"))
+        #expect(try normal.query("PRAGMA journal_mode") { $0.string(0) } == ["wal"])
+        #expect(try normal.scalarInt64("PRAGMA synchronous") == 1)
+        let full = try SQLiteConnection(path: directory.file("full.db"), options: .init(synchronous: .full))
+        #expect(try full.scalarInt64("PRAGMA synchronous") == 2)
+    }
+
+    @Test func migratesFromEmptyAndOnlyNewStepsOnReopen() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("migrate.db")
+        do {
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.userVersion() == 0)
+            #expect(try connection.migrate([Self.first]) == [1])
+            #expect(try connection.userVersion() == 1)
+            try connection.run("INSERT INTO items (name) VALUES (?)", ["spade"])
+        }
+        do {
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.migrate([Self.first]) == [])
+            #expect(try connection.migrate([Self.first, Self.second]) == [2])
+            #expect(try connection.userVersion() == 2)
+            try connection.run("UPDATE items SET colour = 'green'")
+            #expect(try connection.query("SELECT name, colour FROM items") { [$0.string(0), $0.string(1)] }
+                    == [["spade", "green"]])
+        }
+        let reopened = try SQLiteConnection(path: path)
+        #expect(try reopened.migrate([Self.first, Self.second]) == [])
+    }
+
+    @Test func failedMigrationLeavesThePreviousVersion() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("bad.db"))
+        try connection.migrate([Self.first])
+        let broken = SQLiteMigration(version: 2, summary: "broken", sql: "ALTER TABLE items ADD COLUMN a TEXT; ALTER TABLE nope ADD COLUMN b;")
+        let error = try #require(throws: SQLiteError.self) { try connection.migrate([Self.first, broken]) }
+        #expect(error.message.contains("no such table: nope"))
+        #expect(error.context.contains("migration 2 (broken)"))
+        #expect(try connection.userVersion() == 1)
+        // The step's first statement was rolled back with it.
+        #expect(throws: SQLiteError.self) { try connection.run("SELECT a FROM items") }
+    }
+
+    @Test func refusesASchemaNewerThanItsMigrations() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("newer.db"))
+        try connection.migrate([Self.first, Self.second])
+        let error = try #require(throws: SQLiteError.self) { try connection.migrate([Self.first]) }
+        #expect(error.message.contains("version 2, newer than this program's 1"))
+    }
+
+    @Test func preparesEachStatementOnce() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("cache.db"))
+        try connection.migrate([Self.first])
+        let before = connection.preparedStatementCount
+        for name in ["a", "b", "c"] {
+            try connection.run("INSERT INTO items (name) VALUES (?)", [.text(name)])
+        }
+        #expect(connection.preparedStatementCount == before + 1)
+        #expect(try connection.query("SELECT name FROM items ORDER BY id") { $0.string(0) } == ["a", "b", "c"])
+        #expect(try connection.query("SELECT name FROM items ORDER BY id") { $0.string(0) } == ["a", "b", "c"])
+        #expect(connection.preparedStatementCount == before + 2)
+        #expect(connection.cachedStatementCount >= 2)
+    }
+
+    @Test func bindsAndReadsEveryType() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("types.db"))
+        try connection.execute("CREATE TABLE v (i, r, t, b, n)")
+        let values: [SQLiteValue] = [.integer(.max), .real(-0.125), .text("Désert 🌵\u{0}end"), .blob([0, 1, 255]), .null]
+        try connection.run("INSERT INTO v VALUES (?, ?, ?, ?, ?)", values)
+        try connection.run("INSERT INTO v VALUES (?, ?, ?, ?, ?)", [.integer(.min), .real(1e300), .text(""), .blob([]), .null])
+        let rows = try connection.query("SELECT i, r, t, b, n FROM v ORDER BY rowid") { row in
+            (0..<5).map { row.value($0) }
+        }
+        #expect(rows == [values, [.integer(.min), .real(1e300), .text(""), .blob([]), .null]])
+        #expect(try connection.query("SELECT t, b FROM v ORDER BY rowid") { [$0.string(0).count, $0.bytes(1).count] }
+                == [[12, 3], [0, 0]])
+    }
+
+    @Test func errorsCarryTheCodeMessageAndSQL() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("errors.db"))
+        try connection.migrate([Self.first])
+        let missing = try #require(throws: SQLiteError.self) { try connection.run("SELECT * FROM missing") }
+        #expect(missing.primaryCode == 1)
+        #expect(missing.message == "no such table: missing")
+        #expect(missing.context == "SELECT * FROM missing")
+
+        try connection.run("INSERT INTO items (name) VALUES (?)", ["x"])
+        let duplicate = try #require(throws: SQLiteError.self) {
+            try connection.run("INSERT INTO items (name) VALUES (?)", ["x"])
+        }
+        #expect(duplicate.isConstraint)
+        #expect(duplicate.code == 2067)  // SQLITE_CONSTRAINT_UNIQUE: extended codes are on
+        #expect(duplicate.description.contains("UNIQUE constraint failed: items.name"))
+
+        let count = try #require(throws: SQLiteError.self) { try connection.run("SELECT ?", []) }
+        #expect(count.message.contains("1 parameters"))
+        // The statement cache stays usable after errors.
+        #expect(try connection.scalarInt64("SELECT count(*) FROM items") == 1)
+    }
+
+    @Test func transactionRollsBackWhenItsBodyThrows() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("rollback.db"))
+        try connection.migrate([Self.first])
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) {
+            try connection.transaction {
+                try connection.run("INSERT INTO items (name) VALUES ('kept?')")
+                throw Abandon()
+            }
+        }
+        #expect(!connection.isInTransaction)
+        #expect(throws: SQLiteError.self) {
+            try connection.transaction {
+                try connection.run("INSERT INTO items (name) VALUES ('twice')")
+                try connection.run("INSERT INTO items (name) VALUES ('twice')")
+            }
+        }
+        #expect(try connection.scalarInt64("SELECT count(*) FROM items") == 0)
+        try connection.transaction { try connection.run("INSERT INTO items (name) VALUES ('committed')") }
+        #expect(try connection.scalarInt64("SELECT count(*) FROM items") == 1)
+    }
+
+    @Test func openingAMissingFileReadOnlyFailsNamingIt() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("absent.db")
+        let error = try #require(throws: SQLiteError.self) {
+            try SQLiteConnection(path: path, options: .init(readOnly: true))
+        }
+        #expect(error.primaryCode == 14)  // SQLITE_CANTOPEN
+        #expect(error.context.contains(path))
+    }
+}
