@@ -1,0 +1,202 @@
+/// Everything the monitors need to decide, compiled once and shared by every device: the
+/// prepared fences, the spatial index, and for each fence the triggers that watch it with their
+/// effective buffers. Immutable; a reload builds a new one and each monitor adopts it
+/// (``DeviceMonitor/adopt(_:now:)``). A fence's identity across snapshots is (layer, fence id).
+public final class EngineSnapshot: Sendable {
+    /// One (trigger, layer) pair: the settings that trigger applies to that layer's fences.
+    struct Watch: Sendable {
+        var settings: TriggerSettings
+        /// The stable key of (trigger, layer), as persisted in monitor state.
+        var key: UInt64
+        var expressions: TriggerExpressions
+        /// The largest buffer + exit margin this watch gives any fence, and whether it uses accuracy.
+        var usesAccuracy: Bool
+    }
+
+    /// A trigger watching a fence, with the fence's effective buffer in that trigger.
+    struct FenceWatch: Sendable {
+        var watch: Int32
+        var buffer: Double
+    }
+
+    /// Identity of a fence across snapshots.
+    struct FenceKey: Sendable, Hashable {
+        var layer: String
+        var id: String
+    }
+
+    /// The layers this snapshot was built from, by name (fences are in ``fences``).
+    public let layerNames: [String]
+    /// Every fence of every layer, prepared, in layer then file order.
+    public let fences: [PreparedFence]
+    /// The triggers, in configuration order.
+    public let triggers: [Trigger]
+    let watches: [Watch]
+    let watchNumbers: [UInt64: Int32]
+    let fenceNumbers: [FenceKey: Int32]
+    /// Watches of fence `f`: `fenceWatches[fenceWatchStart[f] ..< fenceWatchStart[f + 1]]`.
+    let fenceWatchStart: [Int32]
+    let fenceWatches: [FenceWatch]
+    /// The index holds only watched fences: entry `i` is fence `indexedFences[i]`.
+    let index: FenceIndex
+    let indexedFences: [Int32]
+    /// True if some watch compares accuracy circles (the index query must then reach further).
+    let anyWatchUsesAccuracy: Bool
+
+    /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
+    /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
+    public convenience init(layers: [FenceLayer], configTriggers: JSONValue?) throws(TriggerError) {
+        try self.init(layers: layers, triggers: try Trigger.parseAll(configTriggers, layers: layers))
+    }
+
+    /// Builds the snapshot from fence layers and parsed triggers.
+    public init(layers: [FenceLayer], triggers: [Trigger]) throws(TriggerError) {
+        var issues: [TriggerIssue] = []
+        // Layer defaults, each read once (so an error in them is reported once).
+        var defaults: [String: TriggerOptions] = [:]
+        for layer in layers {
+            let subject = layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file
+            defaults[layer.name] = TriggerOptions.parse(layer.defaults ?? JSONObject(), handledKeys: []) { path, message in
+                let full: [JSONPathComponent] = [.key("geotrigger")] + path
+                issues.append(
+                    TriggerIssue(
+                        origin: .layer(name: layer.name, file: layer.file), path: full, subject: subject,
+                        key: full.pathString, message: message))
+            }
+        }
+        // Fences.
+        var prepared: [PreparedFence] = []
+        var fenceLayerIndex: [Int] = []
+        var fenceNumbers: [FenceKey: Int32] = [:]
+        for (layerIndex, layer) in layers.enumerated() {
+            for fence in layer.fences {
+                let key = FenceKey(layer: layer.name, id: fence.id)
+                let subject = (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.label
+                let origin = TriggerIssue.Origin.layer(name: layer.name, file: layer.file)
+                let path: [JSONPathComponent] = [.key("features"), .index(fence.featureIndex)]
+                if fenceNumbers[key] != nil {
+                    issues.append(
+                        TriggerIssue(
+                            origin: origin, path: path, subject: subject, key: "",
+                            message: "fence id \"\(fence.id)\" is used twice in layer \"\(layer.name)\""))
+                    continue
+                }
+                do throws(GeometryError) {
+                    let p = try PreparedFence(fence)
+                    fenceNumbers[key] = Int32(prepared.count)
+                    prepared.append(p)
+                    fenceLayerIndex.append(layerIndex)
+                } catch {
+                    issues.append(TriggerIssue(origin: origin, path: path, subject: subject, key: "", message: error.message))
+                }
+            }
+        }
+        // Watches: one per (trigger, watched layer).
+        var watches: [Watch] = []
+        var watchNumbers: [UInt64: Int32] = [:]
+        var watchesOfLayer = [[Int32]](repeating: [], count: layers.count)
+        for trigger in triggers {
+            for (layerIndex, layer) in layers.enumerated() where trigger.layers?.contains(layer.name) ?? true {
+                let settings = TriggerSettings(
+                    trigger: trigger, layer: layer.name, layerDefaults: defaults[layer.name] ?? TriggerOptions())
+                let expressions: TriggerExpressions
+                do throws(TriggerError) {
+                    expressions = try TriggerExpressions(settings: settings, trigger: trigger, layer: layer)
+                } catch {
+                    issues += error.issues
+                    continue
+                }
+                let key = StableHash.watchKey(trigger: trigger.name, layer: layer.name)
+                watchNumbers[key] = Int32(watches.count)
+                watchesOfLayer[layerIndex].append(Int32(watches.count))
+                watches.append(
+                    Watch(
+                        settings: settings, key: key, expressions: expressions,
+                        usesAccuracy: settings.accuracyMode == .useGeometryWithAccuracy))
+            }
+        }
+        // Per fence: the watches that keep it (after `where`) with its effective buffer.
+        var fenceWatchStart: [Int32] = [0]
+        var fenceWatches: [FenceWatch] = []
+        var indexed: [Int32] = []
+        var bounds: [GeoBounds] = []
+        var reach: [Double] = []
+        for (f, fence) in prepared.enumerated() {
+            var farthest = 0.0
+            var any = false
+            for w in watchesOfLayer[fenceLayerIndex[f]] {
+                let watch = watches[Int(w)]
+                let keep: Bool
+                do throws(TriggerError) {
+                    keep = try watch.expressions.keeps(fence.fence, settings: watch.settings)
+                } catch {
+                    issues += error.issues
+                    continue
+                }
+                guard keep else { continue }
+                let buffer = fence.fence.buffer ?? watch.settings.buffer
+                if fence.fence.geometry.needsBuffer && !(buffer > 0) {
+                    let layer = layers[fenceLayerIndex[f]]
+                    issues.append(
+                        TriggerIssue(
+                            origin: .layer(name: layer.name, file: layer.file),
+                            path: [.key("features"), .index(fence.fence.featureIndex)],
+                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
+                            key: "",
+                            message:
+                                "\(fence.fence.geometry.kindName) needs a buffer > 0 in trigger \"\(watch.settings.trigger)\" "
+                                + "(set properties.buffer, the trigger's buffer or the layer's geotrigger.buffer)"))
+                    continue
+                }
+                fenceWatches.append(FenceWatch(watch: w, buffer: buffer))
+                farthest = max(farthest, buffer + watch.settings.exitMargin)
+                any = true
+            }
+            fenceWatchStart.append(Int32(fenceWatches.count))
+            if any {
+                indexed.append(Int32(f))
+                bounds.append(fence.bounds)
+                reach.append(farthest)
+            }
+        }
+        if !issues.isEmpty { throw TriggerError(issues) }
+        self.layerNames = layers.map(\.name)
+        self.fences = prepared
+        self.triggers = triggers
+        self.watches = watches
+        self.watchNumbers = watchNumbers
+        self.fenceNumbers = fenceNumbers
+        self.fenceWatchStart = fenceWatchStart
+        self.fenceWatches = fenceWatches
+        self.indexedFences = indexed
+        self.index = FenceIndex(bounds: bounds, reach: reach)
+        self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
+    }
+
+    /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.
+    public var settings: [TriggerSettings] { watches.map(\.settings) }
+
+    /// The fence with `id` in `layer`, if this snapshot has it.
+    public func fence(layer: String, id: String) -> PreparedFence? {
+        fenceNumbers[FenceKey(layer: layer, id: id)].map { fences[Int($0)] }
+    }
+
+    /// Calls `body(fence number, watch number, effective buffer)` for every trigger watching fence `f`.
+    @inline(__always)
+    func forEachWatch(ofFence f: Int, _ body: (Int, Int, Double) -> Void) {
+        let start = Int(fenceWatchStart[f]), end = Int(fenceWatchStart[f + 1])
+        var i = start
+        while i < end {
+            let fw = fenceWatches[i]
+            body(f, Int(fw.watch), fw.buffer)
+            i += 1
+        }
+    }
+
+    /// The effective buffer of fence `f` in watch `w`, or nil if that watch does not keep it.
+    func buffer(fence f: Int, watch w: Int) -> Double? {
+        let start = Int(fenceWatchStart[f]), end = Int(fenceWatchStart[f + 1])
+        for i in start..<end where Int(fenceWatches[i].watch) == w { return fenceWatches[i].buffer }
+        return nil
+    }
+}

@@ -1,0 +1,95 @@
+/// The kind of a notification: `type` in the event (`notification` is ``notificationName``).
+public enum NotificationType: String, Sendable, CaseIterable {
+    case enter
+    case exit
+    case dwell
+
+    /// `entered`, `exited`, `dwelled`: the event's `notification` and Arcade's `$fencenotificationtype`.
+    public var notificationName: String {
+        switch self {
+        case .enter: "entered"
+        case .exit: "exited"
+        case .dwell: "dwelled"
+        }
+    }
+}
+
+/// Why an exit happened.
+public enum ExitReason: String, Sendable, CaseIterable {
+    /// The device moved out (a crossing update, confirmed).
+    case moved
+    /// No update for the trigger's `staleAfter`.
+    case stale
+    /// The fence left the trigger (removed from its layer, a `where` or `devices` change, or the
+    /// trigger itself removed) while the device was inside.
+    case fenceRemoved
+}
+
+/// What a trigger's `message` expression gave: text, or a dictionary's `message`, `actions`
+/// and other keys (`properties`).
+public struct NotificationMessage: Sendable, Equatable {
+    public var message: String?
+    public var actions: [JSONValue]
+    public var properties: JSONObject
+    /// The evaluation error, if the expression failed for this notification (the event then
+    /// has no message; the gateway logs this).
+    public var error: String?
+
+    public init(message: String? = nil, actions: [JSONValue] = [], properties: JSONObject = JSONObject(), error: String? = nil) {
+        self.message = message
+        self.actions = actions
+        self.properties = properties
+        self.error = error
+    }
+}
+
+/// One enter, exit or dwell of one device at one fence for one trigger: everything an event
+/// holds except the gateway id and the publication time (see ``eventJSON(gateway:emitted:)``).
+public struct FenceNotification: Sendable, Equatable {
+    /// Deterministic: from (trigger, layer, fence, device, type, the fix time that decided it).
+    public var id: String
+    /// The id of the stay's enter (or of its silent baseline).
+    public var visit: String
+    public var trigger: String
+    public var layer: String
+    public var fenceID: String
+    public var fenceName: String?
+    public var fenceProperties: JSONObject
+    public var device: String
+    public var type: NotificationType
+    /// Set on exits only.
+    public var reason: ExitReason?
+    /// The crossing update (or, for `stale` and `fenceRemoved` exits and dwells decided by
+    /// silence, the last known position).
+    public var position: LocationUpdate
+    /// Signed metres from `position` to the buffered boundary, negative inside.
+    public var distance: Double
+    /// On exit and dwell: this crossing's fix time minus the enter crossing's.
+    public var dwellSeconds: Double?
+    /// From the trigger's `message` expression; nil without one.
+    public var message: NotificationMessage?
+    public var delivery: Delivery
+
+    public init(
+        id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
+        fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
+        position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: NotificationMessage?,
+        delivery: Delivery
+    ) {
+        self.id = id
+        self.visit = visit
+        self.trigger = trigger
+        self.layer = layer
+        self.fenceID = fenceID
+        self.fenceName = fenceName
+        self.fenceProperties = fenceProperties
+        self.device = device
+        self.type = type
+        self.reason = reason
+        self.position = position
+        self.distance = distance
+        self.dwellSeconds = dwellSeconds
+        self.message = message
+        self.delivery = delivery
+    }
+}
