@@ -19,11 +19,7 @@ enum ResourceUsage {
     }
 
     /// A monotonic clock in seconds, for timing.
-    static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
+    static func now() -> Double { MonotonicClock.now() }
 
     private static func statusField(_ name: String) -> Int {
         guard let file = fopen("/proc/self/status", "r") else { return 0 }

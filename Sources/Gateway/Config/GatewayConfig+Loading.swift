@@ -20,6 +20,7 @@ extension GatewayConfig {
         }
         var config = try decode(document)
         config.file = path
+        config.document = document
         if let slash = path.lastIndex(of: "/") {
             config.folder = slash == path.startIndex ? "/" : String(path[..<slash])
         }

@@ -106,6 +106,8 @@ public struct GatewayConfig: Sendable {
     public var file: String?
     /// The folder relative paths resolve against.
     public var folder = "."
+    /// The parsed file, to locate problems found later (trigger keys) by line and column.
+    public var document: JSONDocument?
 
     public init() {}
 

@@ -10,3 +10,13 @@ public enum WallClock {
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 }
+
+/// The gateway clock of the monitors (silence confirmations, `staleAfter`, hibernation):
+/// monotonic seconds, unaffected by wall-clock steps.
+public enum MonotonicClock {
+    public static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}

@@ -5,13 +5,13 @@
 /// Two FNV-1a 64 lanes with different offsets and primes, each finished with MurmurHash3's
 /// `fmix64` and mixed with the other. Fields are separated by the byte 0xFF, which never occurs
 /// in UTF-8, so no two different field lists give the same byte stream.
-struct StableHash {
+public struct StableHash {
     private var high: UInt64 = 0xcbf2_9ce4_8422_2325
     private var low: UInt64 = 0x6c62_272e_07bb_0142
 
-    init() {}
+    public init() {}
 
-    mutating func combine(_ text: String) {
+    public mutating func combine(_ text: String) {
         for byte in text.utf8 { add(byte) }
         add(0xFF)
     }
@@ -42,10 +42,17 @@ struct StableHash {
     }
 
     /// The two 64-bit halves.
-    func finish() -> (UInt64, UInt64) {
+    public func finish() -> (UInt64, UInt64) {
         let a = StableHash.mix(high ^ (low >> 1))
         let b = StableHash.mix(low ^ a)
         return (a, b)
+    }
+
+    /// The first 64 bits of the hash of one string (for sharding and other stable numbers).
+    public static func of(_ text: String) -> UInt64 {
+        var h = StableHash()
+        h.combine(text)
+        return h.finish().0
     }
 
     /// 32 lowercase hex digits.

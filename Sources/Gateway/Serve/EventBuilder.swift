@@ -1,0 +1,57 @@
+import GeotriggerCore
+import Store
+
+/// Turns a monitor's notifications into what is committed and delivered: the journal row,
+/// the event for each destination of its trigger's `delivery`, and the OwnTracks transition.
+struct EventBuilder: Sendable {
+    let gatewayID: String
+    let prefix: String
+    let qos: Int
+    let owntracksTransitions: Bool
+
+    /// `PREFIX/events/TRIGGER/DEVICE`
+    func topic(trigger: String, device: String) -> String { "\(prefix)/events/\(trigger)/\(device)" }
+
+    func append(_ note: FenceNotification, emitted: Double, trackerID: String?, owntracks: Bool, to item: inout EventCommitter.Item) {
+        let payload = payloadBytes(note.eventJSON(gateway: gatewayID, emitted: emitted))
+        item.events.append(JournalEvent(
+            id: note.id, device: note.device, trigger: note.trigger, layer: note.layer, fence: note.fenceID,
+            type: note.type.rawValue, fixTime: note.position.time, emittedTime: emitted,
+            payload: String(decoding: payload, as: UTF8.self)))
+        let topic = topic(trigger: note.trigger, device: note.device)
+        let destinations: [OutboxDestination] =
+            switch note.delivery {
+            case .local: [.local]
+            case .remote: [.remote]
+            case .both: [.local, .remote]
+            }
+        for destination in destinations {
+            item.outbox.append(OutboxMessage(destination: destination, eventID: note.id, topic: topic, payload: payload, qos: qos))
+        }
+        if owntracksTransitions, owntracks, note.type != .dwell, note.delivery != .remote {
+            item.outbox.append(OutboxMessage(
+                destination: .local, eventID: note.id + "-t", topic: "owntracks/\(note.device)/event",
+                payload: payloadBytes(transition(note, trackerID: trackerID)), qos: qos))
+        }
+    }
+
+    /// An OwnTracks `_type: transition` for an enter or exit. `rid` is `LAYER/FENCE`; OwnTracks
+    /// keys regions by their creation time `wtst`, so it is a stable number derived from `rid`.
+    func transition(_ note: FenceNotification, trackerID: String?) -> JSONValue {
+        let rid = "\(note.layer)/\(note.fenceID)"
+        var object: JSONObject = [
+            "_type": .string("transition"),
+            "event": .string(note.type == .enter ? "enter" : "leave"),
+            "desc": .string(note.fenceName ?? note.fenceID),
+            "rid": .string(rid),
+            "wtst": .number(Double(StableHash.of(rid) % 1_000_000_000)),
+            "tst": .number(note.position.time.rounded(.down)),
+            "lat": .number(note.position.lat),
+            "lon": .number(note.position.lon),
+        ]
+        if let accuracy = note.position.accuracy { object["acc"] = .number(accuracy.rounded()) }
+        object["tid"] = .string(trackerID ?? String(note.device.suffix(2)))
+        object["t"] = .string("c")
+        return .object(object)
+    }
+}

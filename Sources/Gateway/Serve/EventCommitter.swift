@@ -1,0 +1,158 @@
+import GeotriggerCore
+import Store
+import Synchronization
+
+/// Group commit between the device monitors and the database: monitors hand over what an
+/// update decided (state change, events, state publication) without waiting; this service
+/// commits everything pending in one transaction as soon as the previous one ended, then
+/// hands the events to the outbox publishers and the device states to the state publisher.
+/// So an event and the state change that caused it are committed together, before the event
+/// is published (DESIGN.md "Durability").
+final class EventCommitter: Service, Sendable {
+    /// What one monitor step produced.
+    struct Item: Sendable {
+        var state: DeviceStateChange?
+        var events: [JournalEvent] = []
+        var outbox: [OutboxMessage] = []
+        /// A retained device state to publish once committed (payload nil: clear it).
+        var publication: (device: String, payload: [UInt8]?)?
+    }
+
+    private struct Pending {
+        var batch = StoreBatch()
+        var publications: [(device: String, payload: [UInt8]?)] = []
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        var committing = false
+        var count: Int { batch.stateChanges.count + batch.events.count }
+    }
+
+    let name = "committer"
+    let store: GatewayStore
+    let counters: GatewayCounters
+    let warnings: Warnings
+    let logger: Logger
+    let publishers: [OutboxDestination: OutboxPublisher]
+    let statePublisher: StatePublisher
+    /// Monitors wait while this many items are pending (back-pressure from a slow disk).
+    let limit: Int
+    /// Journal events kept for a retry while the database fails.
+    let retryCap: Int
+
+    private let pending = Mutex(Pending())
+    private let doorbell = BoundedQueue<Void>(capacity: 1)
+
+    init(
+        store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
+        publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
+        limit: Int = 20_000, retryCap: Int = 100_000
+    ) {
+        self.store = store
+        self.counters = counters
+        self.warnings = warnings
+        self.logger = logger
+        self.publishers = publishers
+        self.statePublisher = statePublisher
+        self.limit = limit
+        self.retryCap = retryCap
+    }
+
+    /// Hands over one step's results; waits only while too much is pending.
+    func add(_ item: Item) async {
+        let mustWait: Bool = pending.withLock { p in
+            if let state = item.state { p.batch.stateChanges.append(state) }
+            p.batch.events.append(contentsOf: item.events)
+            p.batch.outbox.append(contentsOf: item.outbox)
+            if let publication = item.publication { p.publications.append(publication) }
+            return p.count > limit
+        }
+        _ = doorbell.trySend(())
+        if mustWait {
+            await withCheckedContinuation { c in
+                let resume: Bool = pending.withLock { p in
+                    if p.count <= limit { return true }
+                    p.waiters.append(c)
+                    return false
+                }
+                if resume { c.resume() }
+            }
+        }
+    }
+
+    /// Returns once everything handed over before the call is committed (or failed).
+    func flush() async {
+        await withCheckedContinuation { c in
+            let idle: Bool = pending.withLock { p in
+                if p.count == 0 && p.publications.isEmpty && p.batch.outbox.isEmpty && !p.committing { return true }
+                p.idleWaiters.append(c)
+                return false
+            }
+            if idle { c.resume() } else { _ = doorbell.trySend(()) }
+        }
+    }
+
+    func shutdown() async {
+        await flush()
+        doorbell.finish()
+    }
+
+    func run() async throws {
+        var retry = StoreBatch()  // state and journal of batches the database refused
+        while await doorbell.next() != nil {
+            let (taken, publications, waiters): (StoreBatch, [(device: String, payload: [UInt8]?)], [CheckedContinuation<Void, Never>]) =
+                pending.withLock { p in
+                    let t = (p.batch, p.publications, p.waiters)
+                    p.batch = StoreBatch()
+                    p.publications = []
+                    p.waiters = []
+                    p.committing = true
+                    return t
+                }
+            for w in waiters { w.resume() }
+            var batch = retry
+            batch.stateChanges += taken.stateChanges
+            batch.events += taken.events
+            batch.outbox = taken.outbox
+            if !batch.isEmpty {
+                do {
+                    let receipt = try await store.submit(batch)
+                    retry = StoreBatch()
+                    warnings.clear("database", resolved: "the database accepts writes again")
+                    if receipt.dropped.local + receipt.dropped.remote > 0 {
+                        warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
+                    }
+                    for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
+                } catch {
+                    warnings.set("database", "the database refused a commit (\(error)); events are published from memory and state is retried")
+                    // Events go out now, from memory; state and journal are tried again.
+                    for (destination, publisher) in publishers {
+                        let messages = batch.outbox.filter { $0.destination == destination }.map {
+                            OutboxPublisher.VolatileMessage(topic: $0.topic, payload: $0.payload, qos: $0.qos)
+                        }
+                        if !messages.isEmpty { publisher.publishVolatile(messages) }
+                    }
+                    retry.stateChanges = batch.stateChanges
+                    retry.events = Array(batch.events.suffix(retryCap))
+                    retry.outbox = []
+                }
+                counters.events.add(taken.events.count, ordering: .relaxed)
+            }
+            for publication in publications {
+                statePublisher.publish(device: publication.device, payload: publication.payload)
+            }
+            let idle: [CheckedContinuation<Void, Never>] = pending.withLock { p in
+                p.committing = false
+                guard p.count == 0 && p.batch.outbox.isEmpty && p.publications.isEmpty else { return [] }
+                let w = p.idleWaiters
+                p.idleWaiters = []
+                return w
+            }
+            for w in idle { w.resume() }
+            if !retry.isEmpty {
+                // Try the refused state again shortly, even if no new work arrives.
+                try? await Task.sleep(for: .seconds(1))
+                _ = doorbell.trySend(())
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import FoundationEssentials
+import GeotriggerCore
+
+/// What `serve`, `check`, `locate` and `replay` build before they work: the config, the fence
+/// layers of its folder and the compiled triggers, with every problem found on the way.
+struct GatewaySetup: Sendable {
+    let config: GatewayConfig
+    let layers: [FenceLayer]
+    let snapshot: EngineSnapshot
+
+    /// Every problem, one line each, located as precisely as possible
+    /// (`FILE:LINE:COLUMN: key path: message`, or `FILE: feature N ("name"): message`).
+    struct Failure: Error, Sendable, CustomStringConvertible {
+        var problems: [String]
+        var description: String { problems.joined(separator: "\n") }
+    }
+
+    /// Reads `configFile` (nil: defaults), the fence folder and the triggers. `fencesOverride`
+    /// replaces `gateway.fences` (the `--fences` option).
+    static func load(configFile: String?, fencesOverride: String? = nil) throws(Failure) -> GatewaySetup {
+        let config: GatewayConfig
+        if let configFile {
+            do {
+                config = try GatewayConfig.load(file: configFile)
+            } catch {
+                throw Failure(problems: error.errors.map(\.description))
+            }
+        } else {
+            config = GatewayConfig()
+        }
+        let folder = fencesOverride ?? config.resolve(config.gateway.fences)
+        var problems: [String] = []
+        let (layers, fenceErrors) = loadLayers(folder: folder)
+        problems += fenceErrors
+        let configTriggers: JSONValue? = config.triggers.map { .array($0.map { .object($0) }) }
+        do {
+            let snapshot = try EngineSnapshot(layers: layers, configTriggers: configTriggers)
+            for (i, settings) in snapshot.settings.enumerated() where settings.delivery != .local && config.remote == nil {
+                if !snapshot.settings[..<i].contains(where: { $0.trigger == settings.trigger && $0.delivery == settings.delivery }) {
+                    problems.append("trigger \"\(settings.trigger)\": delivery \(settings.delivery.rawValue) needs a \"remote\" broker in the config")
+                }
+            }
+            guard problems.isEmpty else { throw Failure(problems: problems) }
+            return GatewaySetup(config: config, layers: layers, snapshot: snapshot)
+        } catch let error as TriggerError {
+            problems += error.issues.map { describe($0, config: config) }
+            throw Failure(problems: problems)
+        } catch {
+            throw error as! Failure
+        }
+    }
+
+    /// A trigger problem with the config file's line and column when it comes from the config.
+    static func describe(_ issue: TriggerIssue, config: GatewayConfig) -> String {
+        guard case .config = issue.origin, let file = config.file else { return issue.description }
+        let location = config.document.flatMap { GatewayConfig.nearestLocation(of: issue.path, in: $0) }
+        return (location.map { "\(file):\($0.line):\($0.column): " } ?? "\(file): ") + issue.description
+    }
+
+    /// Every `*.geojson` of `folder`, sorted by name; the layer name is the file name without
+    /// `.geojson`. Problems name the file and feature.
+    static func loadLayers(folder: String) -> (layers: [FenceLayer], problems: [String]) {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".geojson") }.sorted()
+        } catch {
+            return ([], ["\(folder): cannot read the fences folder (gateway.fences): \(error)"])
+        }
+        var layers: [FenceLayer] = []
+        var problems: [String] = []
+        for name in names {
+            let path = folder == "." ? name : folder + "/" + name
+            guard let data = FileManager.default.contents(atPath: path) else {
+                problems.append("\(path): cannot read the file")
+                continue
+            }
+            let (layer, errors) = FenceLayerParser.parse([UInt8](data), file: path, layer: String(name.dropLast(".geojson".count)))
+            problems += errors.map(\.description)
+            layers.append(layer)
+        }
+        return (layers, problems)
+    }
+}

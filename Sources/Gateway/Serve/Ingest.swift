@@ -1,0 +1,81 @@
+import GeotriggerCore
+import MQTT
+import Synchronization
+
+/// Reads the broker's messages for the MQTT feeds, decodes them, counts and logs (at most once
+/// per reason per minute) what is dropped, and hands updates to the monitors.
+final class Ingest: Service, Sendable {
+    struct Feed: Sendable {
+        var name: String
+        var filter: String
+        var decoder: LocationDecoder
+        var owntracks: Bool
+    }
+
+    let name = "ingest"
+    let client: MQTTClient
+    let feeds: [Feed]
+    let pool: MonitorPool
+    let counters: GatewayCounters
+    let logger: Logger
+    /// The topic the gateway republishes its own position to: never ingested back.
+    let ownEchoTopics: Set<String>
+    private let limiter = LogLimiter(interval: 60)
+
+    init(client: MQTTClient, feeds: [Feed], pool: MonitorPool, counters: GatewayCounters, logger: Logger, ownEchoTopics: Set<String>) {
+        self.client = client
+        self.feeds = feeds
+        self.pool = pool
+        self.counters = counters
+        self.logger = logger
+        self.ownEchoTopics = ownEchoTopics
+    }
+
+    /// Subscribes every feed's filter (the client subscribes again after each reconnect).
+    func subscribe() throws {
+        for feed in feeds { try client.subscribe(feed.filter, qos: .atLeastOnce) }
+    }
+
+    func run() async throws {
+        for await message in client.messages {
+            counters.received.add(1, ordering: .relaxed)
+            await take(message)
+        }
+    }
+
+    func take(_ message: MQTTMessage) async {
+        if ownEchoTopics.contains(message.topic) {
+            counters.drop(.ownEcho)
+            return
+        }
+        let now = WallClock.now()
+        var drop: InputDrop?
+        for feed in feeds {
+            switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
+            case .success(let decoded):
+                await pool.submit(decoded.update, receivedAt: MonotonicClock.now(), trackerID: decoded.trackerID, owntracks: feed.owntracks)
+                return
+            case .failure(let failure):
+                // A topic that does not match this feed may match the next one.
+                if failure.reason == .badDeviceId, feed.decoder.topicFilter.deviceID(in: message.topic) == nil { continue }
+                drop = failure
+            }
+            break
+        }
+        let failure = drop ?? InputDrop(.badDeviceId, "topic '\(message.topic)' matches no feed")
+        counters.drop(failure.reason)
+        if limiter.allow(failure.reason.rawValue, now: now) {
+            logger.warning("dropped input (\(failure.reason.rawValue)): \(failure.detail) (logged at most once a minute per reason)",
+                           ["mqtt.topic": message.topic])
+        }
+    }
+
+    func shutdown() async {
+        // No new updates: stop the subscriptions, then let what was received drain into the monitors.
+        for feed in feeds { try? client.unsubscribe(feed.filter) }
+        let deadline = MonotonicClock.now() + 3
+        while client.inboundDepth > 0, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}

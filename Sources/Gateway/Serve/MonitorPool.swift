@@ -1,0 +1,78 @@
+import GeotriggerCore
+import Synchronization
+
+/// The device monitors: one ``DeviceShard`` per core, each device always on the same shard
+/// (by a stable hash of its id), and a clock that ticks them every `tickInterval` seconds.
+final class MonitorPool: Service, Sendable {
+    let name = "monitors"
+    let shards: [DeviceShard]
+    let tickInterval: Double
+    private let snapshot: Mutex<EngineSnapshot>
+    private let stopping = Atomic<Bool>(false)
+
+    init(context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, mailboxCapacity: Int = 1024, tickInterval: Double = 0.5) {
+        self.shards = (0..<max(1, shardCount)).map { _ in DeviceShard(context: context, capacity: mailboxCapacity) }
+        self.snapshot = Mutex(snapshot)
+        self.tickInterval = tickInterval
+    }
+
+    func shard(for device: String) -> DeviceShard {
+        shards[Int(StableHash.of(device) % UInt64(shards.count))]
+    }
+
+    /// Hands an update to its device's monitor, waiting while that shard's mailbox is full.
+    func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) async {
+        await shard(for: update.device).mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks))
+    }
+
+    /// Restores a saved monitor at start.
+    func restore(device: String, state: [UInt8], now: Double) async {
+        await shard(for: device).mailbox.send(.restore(state, now))
+    }
+
+    /// Sends the same work to every shard.
+    func broadcast(_ work: DeviceShard.Work) async {
+        for shard in shards { await shard.mailbox.send(work) }
+    }
+
+    /// Swaps in a new fence/trigger snapshot (fenceRemoved exits follow).
+    func adopt(_ newSnapshot: EngineSnapshot) async {
+        snapshot.withLock { $0 = newSnapshot }
+        await broadcast(.adopt(newSnapshot, MonotonicClock.now()))
+    }
+
+    /// Returns once every shard handled everything sent before the call.
+    func barrier() async {
+        for shard in shards {
+            await withCheckedContinuation { c in
+                Task { await shard.mailbox.send(.barrier(c)) }
+            }
+        }
+    }
+
+    var queueDepth: Int { shards.reduce(0) { $0 + $1.mailbox.count } }
+    var deviceCount: Int { shards.reduce(0) { $0 + $1.deviceCount.load(ordering: .relaxed) } }
+
+    func run() async throws {
+        let initial = snapshot.withLock { $0 }
+        await withTaskGroup(of: Void.self) { group in
+            for shard in shards {
+                group.addTask { await shard.run(snapshot: initial) }
+            }
+            group.addTask { [self] in
+                while !stopping.load(ordering: .relaxed) {
+                    try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
+                    let now = MonotonicClock.now()
+                    // A busy shard skips a tick rather than queueing clock work behind updates.
+                    for shard in shards where !stopping.load(ordering: .relaxed) { _ = shard.mailbox.trySend(.tick(now)) }
+                }
+            }
+        }
+    }
+
+    func shutdown() async {
+        await barrier()
+        stopping.store(true, ordering: .relaxed)
+        for shard in shards { shard.mailbox.finish() }
+    }
+}

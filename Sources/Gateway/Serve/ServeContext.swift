@@ -1,0 +1,14 @@
+import GeotriggerCore
+import Store
+
+/// What the parts of a running gateway share.
+struct ServeContext: Sendable {
+    let config: GatewayConfig
+    let counters: GatewayCounters
+    let warnings: Warnings
+    let logger: Logger
+    let store: GatewayStore
+    let committer: EventCommitter
+    let statePublisher: StatePublisher
+    let eventBuilder: EventBuilder
+}
