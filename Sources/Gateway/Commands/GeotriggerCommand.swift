@@ -24,6 +24,7 @@ public enum ExitStatus {
 /// The `geotrigger` command line: picks the subcommand and maps errors to exit statuses.
 public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
+        ServeCommand.self,
         BenchCommand.self,
         VersionCommand.self,
     ]

@@ -10,9 +10,16 @@ final class MonitorPool: Service, Sendable {
     private let snapshot: Mutex<EngineSnapshot>
     private let stopping = Atomic<Bool>(false)
 
-    init(context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, mailboxCapacity: Int = 1024, tickInterval: Double = 0.5) {
+    /// Monitor states saved by the previous run, restored when the pool starts.
+    private let initialStates: Mutex<[String: [UInt8]]>
+
+    init(
+        context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, initialStates: [String: [UInt8]] = [:],
+        mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
+    ) {
         self.shards = (0..<max(1, shardCount)).map { _ in DeviceShard(context: context, capacity: mailboxCapacity) }
         self.snapshot = Mutex(snapshot)
+        self.initialStates = Mutex(initialStates)
         self.tickInterval = tickInterval
     }
 
@@ -60,6 +67,9 @@ final class MonitorPool: Service, Sendable {
                 group.addTask { await shard.run(snapshot: initial) }
             }
             group.addTask { [self] in
+                let saved = initialStates.withLock { s in defer { s = [:] }; return s }
+                let now = MonotonicClock.now()
+                for (device, state) in saved { await restore(device: device, state: state, now: now) }
                 while !stopping.load(ordering: .relaxed) {
                     try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
                     let now = MonotonicClock.now()

@@ -57,7 +57,7 @@ final class StatusReporter: Service, Sendable {
         while !stopped.load(ordering: .relaxed) {
             try? await Task.sleep(for: .milliseconds(100))
             let now = MonotonicClock.now()
-            guard now >= next else { continue }
+            guard now >= next, !stopped.load(ordering: .relaxed) else { continue }
             next = now + interval
             if client.isConnected { publish(status.withLock { $0 }) }
         }
