@@ -11,7 +11,7 @@ extension TrackReader {
             guard !range.isEmpty else { continue }
             let fields = try JSONLineFields(bytes, range, line: line, file: file)
             var point = TrackPoint(lat: try fields.required("lat"), lon: try fields.required("lon"))
-            if let problem = checkPosition(lat: point.lat, lon: point.lon) { throw fields.error("lat", problem) }
+            if let problem = checkPosition(lat: point.lat, lon: point.lon) { throw fields.error(problem.hasPrefix("lon") ? "lon" : "lat", problem) }
             switch fields.object["device"] {
             case nil, .null?: break
             case .string(let device)?: point.device = device

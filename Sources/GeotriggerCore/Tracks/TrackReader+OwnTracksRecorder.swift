@@ -27,7 +27,7 @@ extension TrackReader {
             var point = TrackPoint(
                 device: device, lat: try fields.required("lat"), lon: try fields.required("lon"),
                 time: try fields.optional("tst", in: 0...Double.infinity) ?? lineTime)
-            if let problem = checkPosition(lat: point.lat, lon: point.lon) { throw fields.error("lat", problem) }
+            if let problem = checkPosition(lat: point.lat, lon: point.lon) { throw fields.error(problem.hasPrefix("lon") ? "lon" : "lat", problem) }
             point.accuracy = try fields.optional("acc", in: 0...Double.infinity)
             point.speed = try fields.optional("vel", in: -1...Double.infinity).flatMap { $0 < 0 ? nil : $0 / 3.6 }
             point.heading = try fields.optional("cog", in: -1...360).flatMap { $0 < 0 ? nil : $0 }
