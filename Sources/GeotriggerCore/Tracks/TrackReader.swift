@@ -1,0 +1,44 @@
+/// Reads the track and route files of `simulate` and `replay` (DESIGN.md "Commands": GeoJSON
+/// LineString, GPX, OwnTracks recorder files, NMEA logs and JSON lines). Pure: the caller
+/// reads the file and passes its bytes and name; the name is used in error messages and, for
+/// recorder files, to find the device (`…/rec/USER/DEVICE/YYYY-MM.rec`).
+public enum TrackReader {
+    /// Reads `bytes` as `format`, or as the format ``TrackFormat/detect(file:bytes:)`` finds.
+    /// Throws a ``TrackError`` naming the file, the line (or feature, or element) and what was
+    /// expected; a file without a single point is an error too.
+    public static func read(_ bytes: [UInt8], file: String, format: TrackFormat? = nil) throws(TrackError) -> Track {
+        guard let format = format ?? TrackFormat.detect(file: file, bytes: bytes) else {
+            throw TrackError(
+                file: file,
+                message: "cannot tell the track format; expected GeoJSON, GPX, an OwnTracks recorder file, "
+                    + "an NMEA log or JSON lines (name the format: geojson, gpx, owntracks, nmea or jsonl)")
+        }
+        let track: Track
+        switch format {
+        case .geojson: track = try readGeoJSON(bytes, file: file)
+        case .gpx: track = try readGPX(bytes, file: file)
+        case .owntracksRecorder: track = try readOwnTracksRecorder(bytes, file: file)
+        case .nmea: track = try readNMEA(bytes, file: file)
+        case .jsonLines: track = try readJSONLines(bytes, file: file)
+        }
+        return track
+    }
+
+    /// Checks a position read from `what` (e.g. `line 3`), for messages.
+    static func checkPosition(lat: Double, lon: Double) -> String? {
+        guard lat.isFinite, lon.isFinite else { return "lat and lon must be finite numbers" }
+        guard (-90...90).contains(lat) else { return "lat must be -90 to 90, found \(lat)" }
+        guard (-180...180).contains(lon) else { return "lon must be -180 to 180, found \(lon)" }
+        return nil
+    }
+
+    /// A time given as ISO-8601 text or as epoch seconds (a number > 1e11 is milliseconds), as
+    /// the `json` payload format takes it; nil if it is neither.
+    static func time(_ value: JSONValue) -> Double? {
+        switch value {
+        case .number(let n) where n.isFinite: n > 1e11 ? n / 1000 : n
+        case .string(let s): ISO8601Time.parse(s)
+        default: nil
+        }
+    }
+}
