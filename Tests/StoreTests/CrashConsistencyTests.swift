@@ -11,25 +11,6 @@ import Glibc
 /// several points, restarting it each time: every state change and the event it caused are
 /// both stored or both absent, and every commit the writer saw acknowledged survived.
 @Suite(.serialized) struct CrashConsistencyTests {
-    /// The StoreHelper executable next to the test bundle (`swift build --build-tests` builds it).
-    static func helperPath() throws -> String {
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        var candidates = [URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("StoreHelper").path]
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(root.appendingPathComponent(".build/debug/StoreHelper").path)
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw HelperMissing(candidates: candidates)
-        }
-        return found
-    }
-
-    struct HelperMissing: Error, CustomStringConvertible {
-        var candidates: [String]
-        var description: String {
-            "StoreHelper not found at \(candidates.joined(separator: " or ")): build it with `swift build --build-tests`"
-        }
-    }
-
     /// Collects a child's stdout lines from the pipe's handler thread.
     final class Lines: Sendable {
         private let state = Mutex<(pending: [UInt8], lines: [String])>(([], []))
@@ -48,7 +29,7 @@ import Glibc
     }
 
     @Test func killDashNineLeavesStateAndEventsTogether() async throws {
-        let helper = try Self.helperPath()
+        let helper = try BuiltExecutable.path("StoreHelper")
         let directory = try TemporaryDirectory()
         let database = directory.file("crash.db")
         let devices = 8
