@@ -32,6 +32,7 @@ extension GatewayStore {
     /// transaction fails and it held several batches, each is retried alone, so one batch's
     /// problem does not fail the others; under a database-wide fault each gets the error.
     func commitPending() {
+        executor.checkIsolated()  // blocking SQLite work runs on the store's queue, never the pool
         commitScheduled = false
         guard !pending.isEmpty else { return }
         let group = pending

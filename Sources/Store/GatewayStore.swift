@@ -46,7 +46,7 @@ public actor GatewayStore {
     /// The database file.
     public nonisolated let path: String
     public nonisolated let options: Options
-    private nonisolated let executor: StoreExecutor
+    nonisolated let executor: StoreExecutor
     var connection: SQLiteConnection?
     var pending: [PendingBatch] = []
     var commitScheduled = false
@@ -108,7 +108,8 @@ public actor GatewayStore {
     /// Runs `body` with the store's connection on the store's executor, between commits: for
     /// diagnostics and fault injection in tests (`PRAGMA max_page_count`).
     public func withConnection<Result: Sendable>(_ body: @Sendable (SQLiteConnection) throws -> Result) throws -> Result {
-        try body(try openConnection())
+        executor.checkIsolated()
+        return try body(try openConnection())
     }
 
     // MARK: Monitor state

@@ -56,6 +56,14 @@ func crashWriter(database: String, devices: Int) async throws {
     }
 }
 
+/// User + system CPU seconds of this process so far (a loaded machine stretches wall time, not this).
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
@@ -72,6 +80,13 @@ func timed(_ budget: Double, _ round: () async throws -> Void) async rethrows ->
     return (rounds, seconds(clock.now - start))
 }
 
+/// CPU microseconds per event since `start` (then reset to now).
+func cpuPerEvent(_ start: inout Double, _ events: Int) -> Int {
+    let now = cpuSeconds()
+    defer { start = now }
+    return Int((now - start) * 1e6 / Double(max(events, 1)))
+}
+
 func measure(directory: String, budget: Double) async throws {
     writeLine("SQLite \(SQLiteLibrary.version), WAL; an event = journal row + state upsert + outbox row; \(budget) s per figure")
     for durability in StoreDurability.allCases {
@@ -81,13 +96,15 @@ func measure(directory: String, budget: Double) async throws {
         var number = 0
 
         // 1. One event per transaction, one submitter waiting for each commit.
+        var cpu = cpuSeconds()
         let (singles, singleTime) = try await timed(budget) {
             number += 1
             _ = try await store.submit(batch(device: "single", number: number, time: Double(number)))
         }
-        writeLine("\(durability.rawValue): 1 event per transaction, 1 submitter: \(Int(Double(singles) / singleTime)) commits/s = events/s")
+        writeLine("\(durability.rawValue): 1 event per transaction, 1 submitter: \(Int(Double(singles) / singleTime)) commits/s = events/s, \(cpuPerEvent(&cpu, singles)) CPU us/event")
 
         // 2. Batches of 100 events, one submitter.
+        cpu = cpuSeconds()
         let (hundreds, hundredTime) = try await timed(budget) {
             var combined = StoreBatch()
             for _ in 0..<100 {
@@ -99,10 +116,11 @@ func measure(directory: String, budget: Double) async throws {
             }
             _ = try await store.submit(combined)
         }
-        writeLine("\(durability.rawValue): 100 events per batch, 1 submitter: \(Int(Double(hundreds) / hundredTime)) commits/s, \(Int(Double(hundreds * 100) / hundredTime)) events/s")
+        writeLine("\(durability.rawValue): 100 events per batch, 1 submitter: \(Int(Double(hundreds) / hundredTime)) commits/s, \(Int(Double(hundreds * 100) / hundredTime)) events/s, \(cpuPerEvent(&cpu, hundreds * 100)) CPU us/event")
 
         // 3. Group commit: 100 concurrent submitters of one-event batches.
         let before = await store.statistics
+        cpu = cpuSeconds()
         let clock = ContinuousClock()
         let start = clock.now
         let base = number
@@ -123,7 +141,7 @@ func measure(directory: String, budget: Double) async throws {
         let elapsed = seconds(clock.now - start)
         let after = await store.statistics
         let transactions = after.transactions - before.transactions
-        writeLine("\(durability.rawValue): group commit, 100 submitters of 1 event: \(Int(Double(transactions) / elapsed)) commits/s, \(Int(Double(perWriter) / elapsed)) events/s, \(perWriter / max(transactions, 1)) batches per commit")
+        writeLine("\(durability.rawValue): group commit, 100 submitters of 1 event: \(Int(Double(transactions) / elapsed)) commits/s, \(Int(Double(perWriter) / elapsed)) events/s, \(perWriter / max(transactions, 1)) batches per commit, \(cpuPerEvent(&cpu, perWriter)) CPU us/event")
         await store.close()
         for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
     }

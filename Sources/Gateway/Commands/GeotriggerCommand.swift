@@ -27,6 +27,7 @@ public enum GeotriggerCommand {
         ServeCommand.self,
         WatchCommand.self,
         BenchCommand.self,
+        EventsCommand.self,
         VersionCommand.self,
     ]
 

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import Store
+
+/// `geotrigger events`, run as the real binary against a journal written by ``GatewayStore``.
+@Suite struct EventsCommandTests {
+    static let payloads = [
+        #"{"id":"e1","visit":"e1","gateway":"gw-1","trigger":"garden","device":"workers/alice","type":"enter","notification":"entered","fence":{"id":"desert","layer":"sections","name":"Desert Section","properties":{}},"position":{"lat":34.45,"lon":-119.71,"time":"2026-11-30T12:00:00Z"},"distance":-3.2,"message":"Entered Desert Section","actions":[],"properties":{},"emitted":"2026-11-30T12:00:00.120Z"}"#,
+        #"{"id":"e2","visit":"x","gateway":"gw-1","trigger":"depot","device":"vehicles/v17","type":"enter","notification":"entered","fence":{"id":"gate","layer":"depot","name":"Gate","properties":{}},"position":{"lat":34.4,"lon":-119.7,"time":"2026-11-30T12:30:00Z"},"distance":-1,"actions":[],"properties":{},"emitted":"2026-11-30T12:30:00.050Z"}"#,
+        #"{"id":"e3","visit":"e1","gateway":"gw-1","trigger":"garden","device":"workers/alice","type":"exit","notification":"exited","reason":"stale","fence":{"id":"desert","layer":"sections","name":"Desert Section","properties":{}},"position":{"lat":34.45,"lon":-119.71,"time":"2026-11-30T13:00:00Z"},"distance":-3.2,"dwellSeconds":3600,"actions":[],"properties":{},"emitted":"2026-11-30T13:10:00Z"}"#,
+    ]
+
+    static func journal(in directory: TemporaryDirectory) async throws -> String {
+        let path = directory.file("journal.db")
+        let store = try await GatewayStore(path: path)
+        let t = 1_796_040_000.0  // 2026-11-30T12:00:00Z
+        _ = try await store.submit(StoreBatch(events: [
+            JournalEvent(id: "e1", device: "workers/alice", trigger: "garden", layer: "sections", fence: "desert",
+                         type: "enter", fixTime: t, emittedTime: t + 0.12, payload: payloads[0]),
+            JournalEvent(id: "e2", device: "vehicles/v17", trigger: "depot", layer: "depot", fence: "gate",
+                         type: "enter", fixTime: t + 1800, emittedTime: t + 1800.05, payload: payloads[1]),
+        ]))
+        _ = try await store.submit(StoreBatch(events: [
+            JournalEvent(id: "e3", device: "workers/alice", trigger: "garden", layer: "sections", fence: "desert",
+                         type: "exit", fixTime: t + 3600, emittedTime: t + 4200, payload: payloads[2]),
+        ]))
+        await store.close()
+        return path
+    }
+
+    @Test func jsonPrintsEachEventExactlyAsStoredWithFilters() async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await Self.journal(in: directory)
+        let all = try BuiltExecutable.run("geotrigger", ["events", "--json", "--database", database], in: directory)
+        #expect(all.status == 0, "\(all.error)")
+        #expect(all.output == Self.payloads.joined(separator: "\n") + "\n")
+
+        let alice = try BuiltExecutable.run(
+            "geotrigger", ["events", "--json", "--database", database, "--device", "workers/alice",
+                           "--since", "2026-11-30T12:15:00Z"], in: directory)
+        #expect(alice.output == Self.payloads[2] + "\n")
+        let epoch = try BuiltExecutable.run(
+            "geotrigger", ["events", "--json", "--database=\(database)", "--since", "1796041800"], in: directory)
+        #expect(epoch.output == Self.payloads[1] + "\n" + Self.payloads[2] + "\n")
+        let byTrigger = try BuiltExecutable.run(
+            "geotrigger", ["events", "--json", "--database", database, "--trigger", "depot"], in: directory)
+        #expect(byTrigger.output == Self.payloads[1] + "\n")
+        let byFence = try BuiltExecutable.run(
+            "geotrigger", ["events", "--json", "--database", database, "--fence", "desert"], in: directory)
+        #expect(byFence.output == Self.payloads[0] + "\n" + Self.payloads[2] + "\n")
+    }
+
+    @Test func textPrintsOneReadableLinePerEvent() async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await Self.journal(in: directory)
+        let text = try BuiltExecutable.run("geotrigger", ["events", "--database", database], in: directory)
+        #expect(text.status == 0, "\(text.error)")
+        #expect(text.output.split(separator: "\n") == [
+            #"2026-11-30T12:00:00Z  enter  workers/alice  sections/desert (Desert Section)  trigger garden  "Entered Desert Section""#,
+            "2026-11-30T12:30:00Z  enter  vehicles/v17  depot/gate (Gate)  trigger depot",
+            "2026-11-30T13:00:00Z  exit  workers/alice  sections/desert (Desert Section)  trigger garden  reason stale  after 3600 s",
+        ])
+    }
+
+    @Test func usageErrorsExitTwoAndSayWhy() async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await Self.journal(in: directory)
+        let config = try BuiltExecutable.run("geotrigger", ["events", "--config", "gw.json5", "--database", database], in: directory)
+        #expect(config.status == 2)
+        #expect(config.error.contains("config files are not supported yet"))
+        let missing = try BuiltExecutable.run("geotrigger", ["events", "--database", directory.file("none.db")], in: directory)
+        #expect(missing.status == 2)
+        #expect(missing.error.contains("none.db: no such file"))
+        let since = try BuiltExecutable.run("geotrigger", ["events", "--database", database, "--since", "yesterday"], in: directory)
+        #expect(since.status == 2)
+        #expect(since.error.contains("--since expects an ISO-8601 time"))
+        let help = try BuiltExecutable.run("geotrigger", ["events", "--help"], in: directory)
+        #expect(help.status == 0)
+        #expect(help.output.contains("Usage: geotrigger events [--since TIME]"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("none.db")))
+    }
+}
