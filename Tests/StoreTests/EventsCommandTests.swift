@@ -67,7 +67,14 @@ import Store
         let database = try await Self.journal(in: directory)
         let config = try BuiltExecutable.run("geotrigger", ["events", "--config", "gw.json5", "--database", database], in: directory)
         #expect(config.status == 2)
-        #expect(config.error.contains("config files are not supported yet"))
+        #expect(config.error.contains("gw.json5: cannot read the config file: no such file"))
+        // With a config, gateway.database (relative to the config's folder) is the journal.
+        try FileManager.default.createDirectory(atPath: directory.file("etc"), withIntermediateDirectories: true)
+        let name = URL(fileURLWithPath: database).lastPathComponent
+        try "{ gateway: { database: \"../\(name)\" } }".write(toFile: directory.file("etc/real.json5"), atomically: true, encoding: .utf8)
+        let viaConfig = try BuiltExecutable.run("geotrigger", ["events", "--config", directory.file("etc/real.json5"), "--json"], in: directory)
+        #expect(viaConfig.status == 0, "\(viaConfig.error)")
+        #expect(viaConfig.output.split(separator: "\n").count == 3)
         let missing = try BuiltExecutable.run("geotrigger", ["events", "--database", directory.file("none.db")], in: directory)
         #expect(missing.status == 2)
         #expect(missing.error.contains("none.db: no such file"))

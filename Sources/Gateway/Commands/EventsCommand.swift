@@ -19,7 +19,7 @@ enum EventsCommand: Subcommand {
           --fence ID        only this fence id (in any layer)
           --json            one event per line, exactly as published on MQTT (the event schema)
           --database FILE   the gateway database (default ./geotrigger.db)
-          --config FILE     the gateway config (not supported yet: give --database)
+          --config FILE     the gateway config (its gateway.database is read)
 
         Without --json each event is one line: fix time, type, device, layer/fence (name),
         trigger, reason, and message when there is one. The journal keeps events for
@@ -30,10 +30,11 @@ enum EventsCommand: Subcommand {
         let options = try Arguments(arguments, valued: ["since", "device", "trigger", "fence", "database", "config"],
                                     flags: ["json"])
         if let extra = options.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
-        if let config = options["config"] {
-            throw UsageError("--config \(config): config files are not supported yet; give the database with --database FILE")
+        var config = GatewayConfig()
+        if let file = options["config"] {
+            do { config = try GatewayConfig.load(file: file) } catch { throw UsageError(error.description) }
         }
-        let path = options["database"] ?? "geotrigger.db"
+        let path = options["database"] ?? config.resolve(config.gateway.database)
         if path.isEmpty { throw UsageError("--database expects a file name") }
         var query = JournalQuery(device: options["device"], trigger: options["trigger"], fence: options["fence"])
         if let since = options["since"] { query.since = try parseTime(since, option: "since") }

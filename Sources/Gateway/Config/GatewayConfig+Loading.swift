@@ -6,12 +6,11 @@ extension GatewayConfig {
     /// wrong types, out-of-range values) is reported at once, each with file, line, column and key path.
     /// Relative paths in the config resolve against the file's folder.
     public static func load(file path: String) throws(ConfigErrors) -> GatewayConfig {
-        let bytes: [UInt8]
-        do {
-            bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw ConfigErrors(errors: [ConfigError(file: path, location: nil, path: "$", message: "cannot read the config file: \(error)")])
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "it is not readable" : "no such file"
+            throw ConfigErrors(errors: [ConfigError(file: path, location: nil, path: "$", message: "cannot read the config file: \(why)")])
         }
+        let bytes = [UInt8](data)
         let document: JSONDocument
         do {
             document = try JSONReader.parse(bytes, file: path, dialect: .json5)
