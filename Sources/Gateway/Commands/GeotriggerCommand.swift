@@ -25,9 +25,10 @@ public enum ExitStatus {
 public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
         ServeCommand.self,
+        CheckCommand.self,
         WatchCommand.self,
-        BenchCommand.self,
         EventsCommand.self,
+        BenchCommand.self,
         VersionCommand.self,
     ]
 
