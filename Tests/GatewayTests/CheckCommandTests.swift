@@ -43,7 +43,7 @@ private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out:
     @Test func exampleFencesAreValid() async {
         let report = CheckCommand.check(fencesFolder: repositoryRoot + "/fences")
         #expect(report.errors == [])
-        #expect(report.summary == repositoryRoot + "/fences: 3 layers, 22 fences, no errors")
+        #expect(report.summary == repositoryRoot + "/fences: 3 layers, 22 fences, 3 triggers, no errors")
         #expect(await GeotriggerCommand.main(["check", "--fences", repositoryRoot + "/fences"]) == ExitStatus.ok)
     }
 
@@ -54,7 +54,7 @@ private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out:
         #expect(report.errors.contains(badFixtures + "/invalid-json.geojson:8:7: expected ',' or '}' after object member"))
         #expect(report.errors.contains(
             badFixtures + #"/point-without-buffer.geojson: feature 0 ("Bench"): Point needs a buffer > 0 in trigger "point-without-buffer" (set properties.buffer, the trigger's buffer or the layer's geotrigger.buffer)"#))
-        #expect(report.summary == badFixtures + ": 46 errors in 22 files")
+        #expect(report.summary == "46 errors found")
         #expect(await GeotriggerCommand.main(["check", "--fences", badFixtures]) == ExitStatus.usage)
     }
 
@@ -64,8 +64,36 @@ private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out:
         #expect(await GeotriggerCommand.main(["check", "--fences", "/nonexistent-geotrigger-fences"]) == ExitStatus.usage)
     }
 
-    @Test func configIsNotSupportedYetAndHelpWorks() async {
-        #expect(await GeotriggerCommand.main(["check", "--config", "geotrigger.json5"]) == ExitStatus.usage)
+    @Test func configTriggerAndExpressionErrorsAreListedTogether() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/gw.json5"
+        try """
+            {
+              gateway: { fences: "\(repositoryRoot)/fences" },
+              output: { qos: 3 },
+              triggers: [
+                { name: "a", fences: ["garden-sections"], rule: "entre" },
+                { name: "b", fences: ["fleet"], message: "'x' + (" },
+              ],
+            }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let report = CheckCommand.check(configFile: config, fencesFolder: nil)
+        // The config's own error stops before fences and triggers are read.
+        #expect(report.errors == ["\(config):3:13: output.qos: expected a whole number from 0 to 1, found 3"])
+        try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "qos: 3", with: "qos: 1")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let second = CheckCommand.check(configFile: config, fencesFolder: nil)
+        #expect(second.errors.count == 2, "\(second.errors)")
+        #expect(second.errors.first?.hasPrefix("\(config):5:") == true)
+        #expect(second.errors.first?.contains("rule") == true)
+        #expect(second.errors.last?.hasPrefix("\(config):6:") == true)
+        #expect(second.errors.last?.contains("message") == true)
+    }
+
+    @Test func argumentsAndHelp() async {
+        #expect(await GeotriggerCommand.main(["check", "--config", "/nonexistent/geotrigger.json5"]) == ExitStatus.usage)
         #expect(await GeotriggerCommand.main(["check", "extra"]) == ExitStatus.usage)
         #expect(await GeotriggerCommand.main(["check", "--help"]) == ExitStatus.ok)
         #expect(GeotriggerCommand.subcommands.contains { $0.name == "check" })
@@ -74,19 +102,19 @@ private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out:
     @Test func realBinaryChecksTheDefaultFolder() throws {
         let ok = try runGeotrigger(["check"])
         #expect(ok.status == 0)
-        #expect(ok.out == "fences: 3 layers, 22 fences, no errors\n")
+        #expect(ok.out == "fences: 3 layers, 22 fences, 3 triggers, no errors\n")
         #expect(ok.err == "")
 
         let bad = try runGeotrigger(["check", "--fences", "Tests/Fixtures/fences-bad"])
         #expect(bad.status == 2)
         let lines = bad.err.split(separator: "\n")
         #expect(lines.count == 47)
-        #expect(lines.last == "Tests/Fixtures/fences-bad: 46 errors in 22 files")
+        #expect(lines.last == "46 errors found")
         #expect(lines.contains("Tests/Fixtures/fences-bad/invalid-json.geojson:8:7: expected ',' or '}' after object member"))
         #expect(bad.out == "")
 
         let config = try runGeotrigger(["check", "--config", "geotrigger.json5"])
         #expect(config.status == 2)
-        #expect(config.err.contains("config files are not supported yet"))
+        #expect(config.err.contains("geotrigger.json5: cannot read the config file: no such file"))
     }
 }

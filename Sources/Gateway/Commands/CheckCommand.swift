@@ -1,35 +1,32 @@
 import GeotriggerCore
 
-/// `geotrigger check`: validates every fence layer (and, later, the config and its expressions).
+/// `geotrigger check`: validates the config, every fence layer and every trigger expression.
 enum CheckCommand: Subcommand {
     static let name = "check"
-    static let summary = "validate every fence file in the fences folder: all errors listed, exit 2"
+    static let summary = "validate the config, every fence file and every expression: all errors listed, exit 2"
     static let help = """
-        Usage: geotrigger check [--fences DIR] [--config FILE]
+        Usage: geotrigger check [--config FILE] [--fences DIR]
 
-        Validates every *.geojson fence layer in the fences folder (default: fences, relative to
-        the current directory) and prints every error found, one per line, on standard error:
-          FILE:LINE:COLUMN: message                 (invalid JSON)
-          FILE: feature N ("NAME"): message         (a defective feature)
-        Then exits 2. With no error it prints one summary line and exits 0.
-
-        Each layer is also checked as the trigger used when there is no config file (one trigger
-        per layer, named after it, with the layer's "geotrigger" defaults): a Point or Line fence
-        needs an effective buffer > 0.
+        Validates what `serve` would load, and prints every error found, one per line, on
+        standard error, then exits 2; with no error it prints one summary line and exits 0:
+          - the config file (unknown or duplicate keys, wrong types, out-of-range values):
+              FILE:LINE:COLUMN: key.path: message
+          - every *.geojson fence layer of the fences folder (gateway.fences, default fences):
+              FILE:LINE:COLUMN: message                 (invalid JSON)
+              FILE: feature N ("NAME"): message         (a defective feature)
+          - every trigger (config triggers, or one per layer without a `triggers` key) with its
+            layer defaults and Arcade expressions (message, filter, where); a Point or Line fence
+            whose effective buffer is 0 in some trigger.
 
         Options:
-          --fences DIR     the fences folder to check (default: fences)
-          --config FILE    the config file (not supported yet: exits 2)
+          --config FILE    the config file (default: none, every key has its default)
+          --fences DIR     check this fences folder instead of gateway.fences
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let args = try Arguments(arguments, valued: ["config", "fences"], flags: [])
         if let unexpected = args.positionals.first { throw UsageError("unexpected argument '\(unexpected)'") }
-        if let config = args["config"] {
-            throw UsageError(
-                "config files are not supported yet (--config \(config)); run without --config to check the fences folder")
-        }
-        let report = check(fencesFolder: args["fences"] ?? "fences")
+        let report = check(configFile: args["config"], fencesFolder: args["fences"])
         for line in report.errors { printError(line) }
         if report.errors.isEmpty {
             print(report.summary)
@@ -39,26 +36,17 @@ enum CheckCommand: Subcommand {
         return ExitStatus.usage
     }
 
-    /// Every error of the fences folder, in file order, and a one-line summary.
-    static func check(fencesFolder: String) -> (errors: [String], summary: String) {
-        let (layers, loadErrors) = FenceFolder.load(fencesFolder)
-        var errors = loadErrors
-        for layer in layers { errors += layer.defaultTriggerErrors() }
-        // Keep each file's errors together, files in name order (load order).
-        let order = Dictionary(layers.enumerated().map { ($1.file, $0) }, uniquingKeysWith: { a, _ in a })
-        let sorted = errors.enumerated().sorted { x, y in
-            let fx = order[x.element.file] ?? -1, fy = order[y.element.file] ?? -1
-            return fx != fy ? fx < fy : x.offset < y.offset
-        }.map(\.element.description)
-        let fences = layers.reduce(0) { $0 + $1.fences.count }
-        let summary: String
-        if sorted.isEmpty {
-            summary = "\(fencesFolder): \(plural(layers.count, "layer")), \(plural(fences, "fence")), no errors"
-        } else {
-            let files = Set(errors.map(\.file)).count
-            summary = "\(fencesFolder): \(plural(sorted.count, "error")) in \(plural(files, "file"))"
+    /// Every error of the config, fences and triggers, and a one-line summary.
+    static func check(configFile: String? = nil, fencesFolder: String?) -> (errors: [String], summary: String) {
+        do {
+            let setup = try GatewaySetup.load(configFile: configFile, fencesOverride: fencesFolder)
+            let folder = fencesFolder ?? setup.config.resolve(setup.config.gateway.fences)
+            let fences = setup.layers.reduce(0) { $0 + $1.fences.count }
+            let triggers = Set(setup.snapshot.settings.map(\.trigger)).count
+            return ([], "\(folder): \(plural(setup.layers.count, "layer")), \(plural(fences, "fence")), \(plural(triggers, "trigger")), no errors")
+        } catch {
+            return (error.problems, "\(plural(error.problems.count, "error")) found")
         }
-        return (sorted, summary)
     }
 
     static func plural(_ n: Int, _ word: String) -> String { n == 1 ? "1 \(word)" : "\(n) \(word)s" }

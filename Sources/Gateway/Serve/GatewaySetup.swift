@@ -1,4 +1,3 @@
-import FoundationEssentials
 import GeotriggerCore
 
 /// What `serve`, `check`, `locate` and `replay` build before they work: the config, the fence
@@ -30,8 +29,8 @@ struct GatewaySetup: Sendable {
         }
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
-        let (layers, fenceErrors) = loadLayers(folder: folder)
-        problems += fenceErrors
+        let (layers, fenceErrors) = FenceFolder.load(folder)
+        problems += fenceErrors.map(\.description)
         let configTriggers: JSONValue? = config.triggers.map { .array($0.map { .object($0) }) }
         do {
             let snapshot = try EngineSnapshot(layers: layers, configTriggers: configTriggers)
@@ -55,29 +54,5 @@ struct GatewaySetup: Sendable {
         guard case .config = issue.origin, let file = config.file else { return issue.description }
         let location = config.document.flatMap { GatewayConfig.nearestLocation(of: issue.path, in: $0) }
         return (location.map { "\(file):\($0.line):\($0.column): " } ?? "\(file): ") + issue.description
-    }
-
-    /// Every `*.geojson` of `folder`, sorted by name; the layer name is the file name without
-    /// `.geojson`. Problems name the file and feature.
-    static func loadLayers(folder: String) -> (layers: [FenceLayer], problems: [String]) {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".geojson") }.sorted()
-        } catch {
-            return ([], ["\(folder): cannot read the fences folder (gateway.fences): \(error)"])
-        }
-        var layers: [FenceLayer] = []
-        var problems: [String] = []
-        for name in names {
-            let path = folder == "." ? name : folder + "/" + name
-            guard let data = FileManager.default.contents(atPath: path) else {
-                problems.append("\(path): cannot read the file")
-                continue
-            }
-            let (layer, errors) = FenceLayerParser.parse([UInt8](data), file: path, layer: String(name.dropLast(".geojson".count)))
-            problems += errors.map(\.description)
-            layers.append(layer)
-        }
-        return (layers, problems)
     }
 }
