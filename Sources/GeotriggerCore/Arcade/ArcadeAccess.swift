@@ -11,7 +11,7 @@ enum ArcadeAccess {
         switch value {
         case .dictionary(let dictionary): return dictionary[folded: folded] ?? .null
         case .null: return .null
-        default: throw location.error("cannot read '\(spelled)' of a \(value.typeName)")
+        default: throw location.error("cannot read '\(spelled)' of \(value.typeNameWithArticle)")
         }
     }
 
@@ -34,7 +34,7 @@ enum ArcadeAccess {
             let i = try position(key, count: characters.count, of: value, location)
             return .string(String(characters[i]))
         default:
-            throw location.error("cannot index a \(value.typeName)")
+            throw location.error("cannot index \(value.typeNameWithArticle)")
         }
     }
 
@@ -42,12 +42,12 @@ enum ArcadeAccess {
         _ key: ArcadeValue, count: Int, of value: ArcadeValue, _ location: ArcadeLocation
     ) throws(ArcadeError) -> Int {
         guard case .number(let n) = key, n == n.rounded(), abs(n) < 1e15 else {
-            throw location.error("an index of a \(value.typeName) must be a whole number, found a \(key.typeName)")
+            throw location.error("an index of \(value.typeNameWithArticle) must be a whole number, found \(key.typeNameWithArticle)")
         }
         let i = n < 0 ? Int(n) + count : Int(n)
         guard i >= 0, i < count else {
             let what = if case .string = value { "characters" } else { "elements" }
-            throw location.error("index \(Int(n)) is out of range for a \(value.typeName) of \(count) \(what)")
+            throw location.error("index \(Int(n)) is out of range for \(value.typeNameWithArticle) of \(count) \(what)")
         }
         return i
     }

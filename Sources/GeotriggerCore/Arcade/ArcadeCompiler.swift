@@ -194,7 +194,7 @@ struct ArcadeCompiler {
             container = .dictionary(dictionary)
         case (.array(var elements), .index(let keyValue, let l)):
             guard case .number(let n) = keyValue, n == n.rounded(), abs(n) < 1e9 else {
-                throw l.error("an Array index must be a whole number, found \(keyValue.typeName)")
+                throw l.error("an Array index must be a whole number, found \(keyValue.typeNameWithArticle)")
             }
             var i = Int(n)
             if i < 0 { i += elements.count }
@@ -214,9 +214,9 @@ struct ArcadeCompiler {
             }
             container = .array(elements)
         case (_, .key(let key, let l)):
-            throw l.error("cannot set '\(key)' on a \(container.typeName)")
+            throw l.error("cannot set '\(key)' on \(container.typeNameWithArticle)")
         case (_, .index(_, let l)):
-            throw l.error("cannot set an element of a \(container.typeName)")
+            throw l.error("cannot set an element of \(container.typeNameWithArticle)")
         }
     }
 

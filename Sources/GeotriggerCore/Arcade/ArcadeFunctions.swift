@@ -211,7 +211,7 @@ enum ArcadeFunctions {
                 case .array(let elements): return .number(Double(elements.count))
                 case .string(let text): return .number(Double(text.count))
                 case .null: return .number(0)
-                case let other: throw location.error("Count expects an Array or Text, found a \(other.typeName)")
+                case let other: throw location.error("Count expects an Array or Text, found \(other.typeNameWithArticle)")
                 }
             }
         },

@@ -109,8 +109,9 @@ struct ArcadeParser {
             while accept(.semicolon) {}
             if current.kind == .end || (inBlock && isSymbol(.closeBrace)) { return statements }
             statements.append(try parseStatement())
-            // Statements end with ';', a line break, a '}' or the end.
-            if isSymbol(.semicolon) || isSymbol(.closeBrace) || current.kind == .end || current.newlineBefore {
+            // Statements end with ';', a line break, a '}' or the end; a block needs nothing after it.
+            let afterBlock = index > 0 && tokens[index - 1].kind == .symbol(.closeBrace)
+            if isSymbol(.semicolon) || isSymbol(.closeBrace) || current.kind == .end || current.newlineBefore || afterBlock {
                 continue
             }
             throw error("expected ';' or a line break")

@@ -26,6 +26,15 @@ public enum ArcadeValue: Sendable, Equatable {
         }
     }
 
+    /// The type name with its article ("a Number", "an Array", "null"), for error messages.
+    public var typeNameWithArticle: String {
+        switch self {
+        case .null: "null"
+        case .array: "an Array"
+        default: "a \(typeName)"
+        }
+    }
+
     /// Arcade's implicit boolean cast, used by `if`, `!`, `&&`, `||`, `IIf` and `When`.
     ///
     /// Choice (the reference casts explicitly with `Boolean()`, which treats every text other
