@@ -367,14 +367,15 @@ public struct DeviceMonitor: Sendable {
         entry: Entry, watch: EngineSnapshot.Watch?, fence: Fence, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, decidedAt: Double
     ) -> FenceNotification {
-        FenceNotification(
+        let (message, messageError) =
+            watch?.expressions.message(fence: fence, update: position, notification: type) ?? (nil, nil)
+        return FenceNotification(
             id: EventID.make(
                 trigger: entry.trigger, layer: entry.layer, fence: entry.fenceID, device: device, type: type.rawValue,
                 time: decidedAt),
             visit: visit(of: entry), trigger: entry.trigger, layer: entry.layer, fenceID: entry.fenceID,
             fenceName: fence.name, fenceProperties: fence.properties, device: device, type: type, reason: reason,
             position: position, distance: distance, dwellSeconds: dwellSeconds,
-            message: watch?.expressions.message(fence: fence, update: position, notification: type),
-            delivery: watch?.settings.delivery ?? .local)
+            message: message, messageError: messageError, delivery: watch?.settings.delivery ?? .local)
     }
 }

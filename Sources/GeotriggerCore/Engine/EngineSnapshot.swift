@@ -92,6 +92,7 @@ public final class EngineSnapshot: Sendable {
             }
         }
         // Watches: one per (trigger, watched layer).
+        var compiler = ExpressionCompiler()
         var watches: [Watch] = []
         var watchNumbers: [UInt64: Int32] = [:]
         var watchesOfLayer = [[Int32]](repeating: [], count: layers.count)
@@ -99,13 +100,8 @@ public final class EngineSnapshot: Sendable {
             for (layerIndex, layer) in layers.enumerated() where trigger.layers?.contains(layer.name) ?? true {
                 let settings = TriggerSettings(
                     trigger: trigger, layer: layer.name, layerDefaults: defaults[layer.name] ?? TriggerOptions())
-                let expressions: TriggerExpressions
-                do throws(TriggerError) {
-                    expressions = try TriggerExpressions(settings: settings, trigger: trigger, layer: layer)
-                } catch {
-                    issues += error.issues
-                    continue
-                }
+                guard let expressions = compiler.expressions(settings: settings, trigger: trigger, layer: layer, issues: &issues)
+                else { continue }
                 let key = StableHash.watchKey(trigger: trigger.name, layer: layer.name)
                 watchNumbers[key] = Int32(watches.count)
                 watchesOfLayer[layerIndex].append(Int32(watches.count))
@@ -127,10 +123,17 @@ public final class EngineSnapshot: Sendable {
             for w in watchesOfLayer[fenceLayerIndex[f]] {
                 let watch = watches[Int(w)]
                 let keep: Bool
-                do throws(TriggerError) {
-                    keep = try watch.expressions.keeps(fence.fence, settings: watch.settings)
+                do throws(ArcadeError) {
+                    keep = try watch.expressions.keeps(fence.fence)
                 } catch {
-                    issues += error.issues
+                    let layer = layers[fenceLayerIndex[f]]
+                    issues.append(
+                        TriggerIssue(
+                            origin: .layer(name: layer.name, file: layer.file),
+                            path: [.key("features"), .index(fence.fence.featureIndex)],
+                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
+                            key: "",
+                            message: "trigger \"\(watch.settings.trigger)\": where: \(error.description)"))
                     continue
                 }
                 guard keep else { continue }
