@@ -51,6 +51,27 @@ private func parse(_ text: String, _ dialect: JSONDialect = .json) throws -> JSO
         }
     }
 
+    /// Random doubles in shortest form and with 17 significant digits read back exactly as
+    /// Swift's own correctly rounded parser reads them (the fast path and the fallback).
+    @Test func randomNumbersMatchSwiftsParser() throws {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        var checked = 0
+        for i in 0..<3000 {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            let d: Double
+            switch i % 3 {
+            case 0: d = Double(bitPattern: state & 0x7FEF_FFFF_FFFF_FFFF)
+            case 1: d = Double(Int64(bitPattern: state) % 360_000_000_000) / 1e9
+            default: d = Double(state % 1_000_000_007) / 1024
+            }
+            for text in ["\(d)", "\(-d)", "\(d)".replacing("e+", with: "e")] where Double(text) != nil {
+                #expect(try parse(text) == .number(Double(text)!), "\(text)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 9000)
+    }
+
     @Test func decodesEscapesAndUnicode() throws {
         #expect(try parse(#""a\"b\\c\/d\b\f\n\r\t\u00e9\uD83D\uDE00""#) == .string("a\"b\\c/d\u{8}\u{c}\n\r\té😀"))
         #expect(try parse("\"Jardín 🌵\"") == .string("Jardín 🌵"))
