@@ -9,7 +9,7 @@ public final class EngineSnapshot: Sendable {
         /// The stable key of (trigger, layer), as persisted in monitor state.
         var key: UInt64
         var expressions: TriggerExpressions
-        /// The largest buffer + exit margin this watch gives any fence, and whether it uses accuracy.
+        /// The watch compares accuracy circles (`useGeometryWithAccuracy`).
         var usesAccuracy: Bool
     }
 
@@ -42,6 +42,9 @@ public final class EngineSnapshot: Sendable {
     let indexedFences: [Int32]
     /// True if some watch compares accuracy circles (the index query must then reach further).
     let anyWatchUsesAccuracy: Bool
+    /// Per fence: the largest effective buffer + exit margin any watch gives it (the distance
+    /// within which the monitor needs exact distances to decide).
+    let fenceReach: [Double]
 
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
@@ -117,6 +120,7 @@ public final class EngineSnapshot: Sendable {
         var indexed: [Int32] = []
         var bounds: [GeoBounds] = []
         var reach: [Double] = []
+        var fenceReach: [Double] = []
         for (f, fence) in prepared.enumerated() {
             var farthest = 0.0
             var any = false
@@ -156,6 +160,7 @@ public final class EngineSnapshot: Sendable {
                 any = true
             }
             fenceWatchStart.append(Int32(fenceWatches.count))
+            fenceReach.append(farthest)
             if any {
                 indexed.append(Int32(f))
                 bounds.append(fence.bounds)
@@ -174,6 +179,7 @@ public final class EngineSnapshot: Sendable {
         self.indexedFences = indexed
         self.index = FenceIndex(bounds: bounds, reach: reach)
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
+        self.fenceReach = fenceReach
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.
