@@ -65,9 +65,10 @@ extension DeviceMonitor {
                 confirm(entry: next.index, by: nil, into: &notifications)
                 if !entries[next.index].inside && entries[next.index].pending == nil { entries.remove(at: next.index) }
             case .dwellBySilence:
+                let position = lastUpdate ?? placeholderUpdate
                 fireDwell(
-                    entry: next.index, position: lastUpdate ?? entries[next.index].pending?.crossing ?? placeholderUpdate,
-                    distance: entries[next.index].lastDistance, into: &notifications)
+                    entry: next.index, position: position, distance: exactDistance(entries[next.index], at: position),
+                    into: &notifications)
             case .stale:
                 staleOut(watch: entries[next.index].watch, into: &notifications)
             }
@@ -89,7 +90,7 @@ extension DeviceMonitor {
                 notifications.append(
                     notification(
                         entry: entries[i], type: .exit, reason: .stale, position: position,
-                        distance: entries[i].lastDistance, dwellSeconds: max(0, position.time - entries[i].since),
+                        distance: exactDistance(entries[i], at: position), dwellSeconds: max(0, position.time - entries[i].since),
                         decidedAt: position.time))
             }
             entries.remove(at: i)
@@ -161,8 +162,8 @@ extension DeviceMonitor {
                 notifications.append(
                     notification(
                         entry: entry, type: .exit, reason: .fenceRemoved, position: position,
-                        distance: entry.lastDistance, dwellSeconds: max(0, position.time - entry.since),
-                        decidedAt: position.time, in: old))
+                        distance: exactDistance(entry, at: position, in: old),
+                        dwellSeconds: max(0, position.time - entry.since), decidedAt: position.time, in: old))
             }
         }
         entries = kept

@@ -156,8 +156,12 @@ public struct DeviceMonitor: Sendable {
         var notifications: [FenceNotification] = []
         var changed = false
         let point = update.coordinate
+        let prepared = PreparedPoint(point)
         let accuracy = (update.accuracy ?? 0) >= 0 ? (update.accuracy ?? 0) : 0
         let snapshot = self.snapshot
+        // Distances are exact within the fence's reach (+ accuracy): enough to decide every
+        // relation; beyond it they only have the right sign, and events recompute them exactly.
+        let slack = snapshot.anyWatchUsesAccuracy ? accuracy : 0
 
         // 1. Every stay or pending crossing, wherever the update is.
         var cachedFence = -1
@@ -172,12 +176,15 @@ public struct DeviceMonitor: Sendable {
             let f = Int(entries[i].fence)
             if f != cachedFence {
                 cachedFence = f
-                cachedDistance = snapshot.fences[f].signedDistance(to: point)
+                cachedDistance = snapshot.fences[f].signedDistance(to: prepared, within: snapshot.fenceReach[f] + slack)
             }
             let settings = snapshot.watches[w].settings
             let radius = settings.accuracyMode == .useGeometryWithAccuracy ? accuracy : 0
             let d = cachedDistance - entries[i].buffer
-            if step(entry: i, update: update, distance: d, radius: radius, settings: settings, now: now, into: &notifications) {
+            if step(
+                entry: i, update: update, point: prepared, distance: d, radius: radius, settings: settings, now: now,
+                into: &notifications)
+            {
                 changed = true
             }
             if entries[i].inside || entries[i].pending != nil {
@@ -197,14 +204,18 @@ public struct DeviceMonitor: Sendable {
                 guard DeviceMonitor.bit(applicable, w), rejected.isEmpty || !DeviceMonitor.bit(rejected, w) else { return }
                 for j in 0..<existing where entries[j].fence == Int32(f) && entries[j].watch == Int32(w) { return }
                 if distance.isNaN {
-                    distance = f == cachedFence ? cachedDistance : snapshot.fences[f].signedDistance(to: point)
+                    distance =
+                        f == cachedFence
+                        ? cachedDistance
+                        : snapshot.fences[f].signedDistance(to: prepared, within: snapshot.fenceReach[f] + slack)
                 }
                 let settings = snapshot.watches[w].settings
                 let radius = settings.accuracyMode == .useGeometryWithAccuracy ? accuracy : 0
                 let d = distance - buffer
                 guard settings.spatialRelationship.enters(distance: d, radius: radius) else { return }
                 changed = true
-                cross(fence: f, watch: w, buffer: buffer, update: update, distance: d, now: now, into: &notifications)
+                let exact = abs(distance) > snapshot.fenceReach[f] + slack ? snapshot.fences[f].signedDistance(to: point) - buffer : d
+                cross(fence: f, watch: w, buffer: buffer, update: update, distance: exact, now: now, into: &notifications)
             }
         }
 
@@ -247,9 +258,15 @@ public struct DeviceMonitor: Sendable {
 
     /// Applies one update to entry `i`; returns true if persisted state changed.
     private mutating func step(
-        entry i: Int, update: LocationUpdate, distance d: Double, radius: Double, settings: TriggerSettings, now: Double,
-        into notifications: inout [FenceNotification]
+        entry i: Int, update: LocationUpdate, point: PreparedPoint, distance approximate: Double, radius: Double,
+        settings: TriggerSettings, now: Double, into notifications: inout [FenceNotification]
     ) -> Bool {
+        let d = approximate
+        let fence = snapshot.fences[Int(entries[i].fence)]
+        let buffer = entries[i].buffer
+        let reach = snapshot.fenceReach[Int(entries[i].fence)] + radius
+        /// The exact distance (only needed when something is recorded or published).
+        let exactDistance = { abs(d + buffer) <= reach ? d : fence.signedDistance(to: point, within: .infinity) - buffer }
         entries[i].lastDistance = d
         let tentativeInside = entries[i].pending?.toInside ?? entries[i].inside
         let updateInside =
@@ -262,10 +279,11 @@ public struct DeviceMonitor: Sendable {
             if let pending = entries[i].pending {
                 let hold = pending.toInside ? settings.enterAfter : settings.exitAfter
                 guard update.time >= pending.crossing.time + hold else { return false }
+                entries[i].lastDistance = exactDistance()
                 confirm(entry: i, by: update, into: &notifications)
                 return true
             }
-            return checkDwell(entry: i, update: update, distance: d, settings: settings, into: &notifications)
+            return checkDwell(entry: i, update: update, distance: exactDistance, settings: settings, into: &notifications)
         }
         if entries[i].pending != nil {
             // Back on the old side: the crossing is cancelled, the visit (if any) goes on.
@@ -273,12 +291,14 @@ public struct DeviceMonitor: Sendable {
             entries[i].lastSameSideFix = update.time
             entries[i].lastSameSideReceived = now
             if entries[i].inside {
-                _ = checkDwell(entry: i, update: update, distance: d, settings: settings, into: &notifications)
+                _ = checkDwell(entry: i, update: update, distance: exactDistance, settings: settings, into: &notifications)
             }
             return true
         }
         // A crossing out of a confirmed stay (an entry without pending is inside).
-        entries[i].pending = Pending(toInside: false, crossing: update, distance: d)
+        let exact = exactDistance()
+        entries[i].lastDistance = exact
+        entries[i].pending = Pending(toInside: false, crossing: update, distance: exact)
         entries[i].lastSameSideFix = update.time
         entries[i].lastSameSideReceived = now
         if settings.exitAfter == 0 {
@@ -305,7 +325,8 @@ public struct DeviceMonitor: Sendable {
                         distance: pending.distance, dwellSeconds: nil, decidedAt: pending.crossing.time))
             }
             if let update {
-                _ = checkDwell(entry: i, update: update, distance: entries[i].lastDistance, settings: settings, into: &notifications)
+                let distance = entries[i].lastDistance
+                _ = checkDwell(entry: i, update: update, distance: { distance }, settings: settings, into: &notifications)
             }
         } else {
             entries[i].inside = false
@@ -321,13 +342,13 @@ public struct DeviceMonitor: Sendable {
 
     /// Fires dwell for entry `i` if `update` (inside, no exit pending) shows the visit long enough.
     private mutating func checkDwell(
-        entry i: Int, update: LocationUpdate, distance: Double, settings: TriggerSettings,
+        entry i: Int, update: LocationUpdate, distance: () -> Double, settings: TriggerSettings,
         into notifications: inout [FenceNotification]
     ) -> Bool {
         guard let dwell = settings.dwell, entries[i].inside, !entries[i].dwellFired, entries[i].pending == nil,
             update.time >= entries[i].since + dwell
         else { return false }
-        fireDwell(entry: i, position: update, distance: distance, into: &notifications)
+        fireDwell(entry: i, position: update, distance: distance(), into: &notifications)
         return true
     }
 
@@ -341,6 +362,12 @@ public struct DeviceMonitor: Sendable {
     }
 
     // MARK: - Notifications
+
+    /// The exact signed distance from `position` to entry `entry`'s buffered boundary in `snapshot`.
+    func exactDistance(_ entry: Entry, at position: LocationUpdate, in source: EngineSnapshot? = nil) -> Double {
+        let snap = source ?? snapshot
+        return snap.fences[Int(entry.fence)].signedDistance(to: position.coordinate) - entry.buffer
+    }
 
     /// The visit id of an entry's stay.
     func visit(of entry: Entry) -> String {
@@ -367,14 +394,15 @@ public struct DeviceMonitor: Sendable {
         entry: Entry, watch: EngineSnapshot.Watch?, fence: Fence, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, decidedAt: Double
     ) -> FenceNotification {
-        FenceNotification(
+        let (message, messageError) =
+            watch?.expressions.message(fence: fence, update: position, notification: type) ?? (nil, nil)
+        return FenceNotification(
             id: EventID.make(
                 trigger: entry.trigger, layer: entry.layer, fence: entry.fenceID, device: device, type: type.rawValue,
                 time: decidedAt),
             visit: visit(of: entry), trigger: entry.trigger, layer: entry.layer, fenceID: entry.fenceID,
             fenceName: fence.name, fenceProperties: fence.properties, device: device, type: type, reason: reason,
             position: position, distance: distance, dwellSeconds: dwellSeconds,
-            message: watch?.expressions.message(fence: fence, update: position, notification: type),
-            delivery: watch?.settings.delivery ?? .local)
+            message: message, messageError: messageError, delivery: watch?.settings.delivery ?? .local)
     }
 }

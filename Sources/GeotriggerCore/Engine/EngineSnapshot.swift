@@ -9,7 +9,7 @@ public final class EngineSnapshot: Sendable {
         /// The stable key of (trigger, layer), as persisted in monitor state.
         var key: UInt64
         var expressions: TriggerExpressions
-        /// The largest buffer + exit margin this watch gives any fence, and whether it uses accuracy.
+        /// The watch compares accuracy circles (`useGeometryWithAccuracy`).
         var usesAccuracy: Bool
     }
 
@@ -42,6 +42,9 @@ public final class EngineSnapshot: Sendable {
     let indexedFences: [Int32]
     /// True if some watch compares accuracy circles (the index query must then reach further).
     let anyWatchUsesAccuracy: Bool
+    /// Per fence: the largest effective buffer + exit margin any watch gives it (the distance
+    /// within which the monitor needs exact distances to decide).
+    let fenceReach: [Double]
 
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
@@ -92,6 +95,7 @@ public final class EngineSnapshot: Sendable {
             }
         }
         // Watches: one per (trigger, watched layer).
+        var compiler = ExpressionCompiler()
         var watches: [Watch] = []
         var watchNumbers: [UInt64: Int32] = [:]
         var watchesOfLayer = [[Int32]](repeating: [], count: layers.count)
@@ -99,13 +103,8 @@ public final class EngineSnapshot: Sendable {
             for (layerIndex, layer) in layers.enumerated() where trigger.layers?.contains(layer.name) ?? true {
                 let settings = TriggerSettings(
                     trigger: trigger, layer: layer.name, layerDefaults: defaults[layer.name] ?? TriggerOptions())
-                let expressions: TriggerExpressions
-                do throws(TriggerError) {
-                    expressions = try TriggerExpressions(settings: settings, trigger: trigger, layer: layer)
-                } catch {
-                    issues += error.issues
-                    continue
-                }
+                guard let expressions = compiler.expressions(settings: settings, trigger: trigger, layer: layer, issues: &issues)
+                else { continue }
                 let key = StableHash.watchKey(trigger: trigger.name, layer: layer.name)
                 watchNumbers[key] = Int32(watches.count)
                 watchesOfLayer[layerIndex].append(Int32(watches.count))
@@ -121,16 +120,24 @@ public final class EngineSnapshot: Sendable {
         var indexed: [Int32] = []
         var bounds: [GeoBounds] = []
         var reach: [Double] = []
+        var fenceReach: [Double] = []
         for (f, fence) in prepared.enumerated() {
             var farthest = 0.0
             var any = false
             for w in watchesOfLayer[fenceLayerIndex[f]] {
                 let watch = watches[Int(w)]
                 let keep: Bool
-                do throws(TriggerError) {
-                    keep = try watch.expressions.keeps(fence.fence, settings: watch.settings)
+                do throws(ArcadeError) {
+                    keep = try watch.expressions.keeps(fence.fence)
                 } catch {
-                    issues += error.issues
+                    let layer = layers[fenceLayerIndex[f]]
+                    issues.append(
+                        TriggerIssue(
+                            origin: .layer(name: layer.name, file: layer.file),
+                            path: [.key("features"), .index(fence.fence.featureIndex)],
+                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
+                            key: "",
+                            message: "trigger \"\(watch.settings.trigger)\": where: \(error.description)"))
                     continue
                 }
                 guard keep else { continue }
@@ -153,6 +160,7 @@ public final class EngineSnapshot: Sendable {
                 any = true
             }
             fenceWatchStart.append(Int32(fenceWatches.count))
+            fenceReach.append(farthest)
             if any {
                 indexed.append(Int32(f))
                 bounds.append(fence.bounds)
@@ -171,6 +179,7 @@ public final class EngineSnapshot: Sendable {
         self.indexedFences = indexed
         self.index = FenceIndex(bounds: bounds, reach: reach)
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
+        self.fenceReach = fenceReach
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.

@@ -25,24 +25,6 @@ public enum ExitReason: String, Sendable, CaseIterable {
     case fenceRemoved
 }
 
-/// What a trigger's `message` expression gave: text, or a dictionary's `message`, `actions`
-/// and other keys (`properties`).
-public struct NotificationMessage: Sendable, Equatable {
-    public var message: String?
-    public var actions: [JSONValue]
-    public var properties: JSONObject
-    /// The evaluation error, if the expression failed for this notification (the event then
-    /// has no message; the gateway logs this).
-    public var error: String?
-
-    public init(message: String? = nil, actions: [JSONValue] = [], properties: JSONObject = JSONObject(), error: String? = nil) {
-        self.message = message
-        self.actions = actions
-        self.properties = properties
-        self.error = error
-    }
-}
-
 /// One enter, exit or dwell of one device at one fence for one trigger: everything an event
 /// holds except the gateway id and the publication time (see ``eventJSON(gateway:emitted:)``).
 public struct FenceNotification: Sendable, Equatable {
@@ -66,15 +48,17 @@ public struct FenceNotification: Sendable, Equatable {
     public var distance: Double
     /// On exit and dwell: this crossing's fix time minus the enter crossing's.
     public var dwellSeconds: Double?
-    /// From the trigger's `message` expression; nil without one.
-    public var message: NotificationMessage?
+    /// From the trigger's `message` expression; nil without one (or when it failed).
+    public var message: ArcadeMessage?
+    /// Why the `message` expression failed for this notification (for the log), if it did.
+    public var messageError: String?
     public var delivery: Delivery
 
     public init(
         id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
-        position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: NotificationMessage?,
-        delivery: Delivery
+        position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
+        messageError: String? = nil, delivery: Delivery
     ) {
         self.id = id
         self.visit = visit
@@ -90,6 +74,7 @@ public struct FenceNotification: Sendable, Equatable {
         self.distance = distance
         self.dwellSeconds = dwellSeconds
         self.message = message
+        self.messageError = messageError
         self.delivery = delivery
     }
 }

@@ -85,7 +85,7 @@ public struct Trigger: Sendable, Equatable {
             func report(_ path: [JSONPathComponent], _ message: String) {
                 issues.append(
                     TriggerIssue(
-                        origin: .config, path: base + path, subject: subject, key: path.pathString, message: message))
+                        origin: .config, path: base + path, subject: subject, key: path.isEmpty ? "" : path.pathString, message: message))
             }
             switch object["name"] {
             case .string(let s)?:

@@ -1,4 +1,4 @@
-/// A WGS84 position in degrees.
+/// A WGS84 position in degrees (latitude -90...90, longitude -180...180).
 public struct Coordinate: Sendable, Hashable {
     public var lat: Double
     public var lon: Double

@@ -1,26 +1,181 @@
-/// An immutable spatial index over fence bounds, queried by a point and a radius in metres.
+/// An immutable spatial index over fence bounds, queried by a point and a radius in metres;
+/// a Sendable snapshot to share between actors.
 ///
 /// Each entry is a box plus a reach in metres (the largest buffer and exit margin any trigger
-/// gives that fence); a query returns the entries whose box, grown by reach + radius, holds the point.
+/// gives that fence). ``query(_:radius:_:)`` reports every entry whose box, grown by
+/// reach + radius with ``GeoBounds/expanded(by:)``, holds the point (and possibly a few
+/// more near it, which the caller's exact test drops).
+///
+/// It is an R-tree bulk-loaded by Sort-Tile-Recursive packing at every level, stored in flat
+/// arrays (four doubles per box, children as index ranges), so a query allocates nothing.
+/// Boxes crossing the antimeridian (``GeoBounds/crossesAntimeridian``) work: a query near ±180
+/// also looks 360 degrees to either side.
 public struct FenceIndex: Sendable {
-    struct Entry: Sendable {
-        var bounds: GeoBounds
-        var reach: Double
-    }
-    let entries: [Entry]
+    /// Children per node.
+    static let fanout = 8
+    /// Extra latitude (degrees) for which each entry's longitude margin is already wide enough.
+    static let latitudeSlack = 1.0
+
+    /// Boxes of every level, leaves first: minLat, minLon, maxLat, maxLon for box i at 4i.
+    let boxes: [Double]
+    /// For a node (not a leaf entry): its children's range in `boxes`, at 2i and 2i+1.
+    let children: [Int32]
+    /// For the leaf entries (the first `count` boxes): the entry's number as given.
+    let ids: [Int32]
+    /// Range of the top level's nodes.
+    let rootRange: Range<Int>
+    /// West and east limits of all boxes.
+    let westmost: Double, eastmost: Double
+    let maxReach: Double
+    let maxHeight: Double
+
+    /// The number of entries.
+    public let count: Int
 
     /// Builds the index over `bounds[i]` with reach `reach[i]`; entry numbers are array positions.
     public init(bounds: [GeoBounds], reach: [Double]) {
-        precondition(bounds.count == reach.count)
-        entries = zip(bounds, reach).map { Entry(bounds: $0, reach: $1) }
+        precondition(bounds.count == reach.count, "FenceIndex: one reach per box")
+        count = bounds.count
+        var maxReach = 0.0, maxHeight = 0.0
+        // Leaf boxes: grown by reach in latitude exactly and in longitude with the margin
+        // needed `latitudeSlack` degrees farther from the equator (see query).
+        var items: [(box: SIMD4<Double>, payload: SIMD2<Int32>)] = []
+        items.reserveCapacity(bounds.count)
+        for (i, (b, r)) in zip(bounds, reach).enumerated() {
+            let reach = r.isFinite ? Swift.max(0, r) : 0
+            maxReach = Swift.max(maxReach, reach)
+            maxHeight = Swift.max(maxHeight, b.maxLat - b.minLat)
+            let dLat = Earth.degreesLatitude(metres: reach) * (1 + 1e-12)
+            let lat = Swift.min(89.99, b.extremeLatitude + dLat + FenceIndex.latitudeSlack)
+            let dLon = reach > 0 ? Earth.degreesLongitude(metres: reach, atLatitude: lat) * (1 + 1e-12) : 0
+            var minLon = b.minLon, maxLon = b.maxLon
+            while minLon >= 180 {
+                minLon -= 360
+                maxLon -= 360
+            }
+            while minLon < -180 {
+                minLon += 360
+                maxLon += 360
+            }
+            items.append(
+                (SIMD4(b.minLat - dLat, minLon - dLon, b.maxLat + dLat, maxLon + dLon), SIMD2(Int32(i), 0)))
+        }
+        self.maxReach = maxReach
+        self.maxHeight = maxHeight
+
+        var boxes: [Double] = []
+        var children: [Int32] = []
+        var ids: [Int32] = []
+        var levelStart = 0
+        var level = items
+        var isLeafLevel = true
+        var west = Double.infinity, east = -Double.infinity
+        while !level.isEmpty {
+            level = FenceIndex.strOrder(level)
+            levelStart = boxes.count / 4
+            for item in level {
+                boxes += [item.box.x, item.box.y, item.box.z, item.box.w]
+                if isLeafLevel {
+                    ids.append(item.payload.x)
+                    children += [0, 0]
+                    west = Swift.min(west, item.box.y)
+                    east = Swift.max(east, item.box.w)
+                } else {
+                    children += [item.payload.x, item.payload.y]
+                }
+            }
+            isLeafLevel = false
+            if level.count == 1 { break }
+            // Group consecutive items into parents.
+            var parents: [(box: SIMD4<Double>, payload: SIMD2<Int32>)] = []
+            var start = 0
+            while start < level.count {
+                let end = Swift.min(start + FenceIndex.fanout, level.count)
+                var box = level[start].box
+                for item in level[(start + 1)..<end] {
+                    box = SIMD4(
+                        Swift.min(box.x, item.box.x), Swift.min(box.y, item.box.y),
+                        Swift.max(box.z, item.box.z), Swift.max(box.w, item.box.w))
+                }
+                parents.append((box, SIMD2(Int32(levelStart + start), Int32(levelStart + end))))
+                start = end
+            }
+            level = parents
+        }
+        self.boxes = boxes
+        self.children = children
+        self.ids = ids
+        rootRange = levelStart..<(boxes.count / 4)
+        westmost = west
+        eastmost = east
     }
 
-    public var count: Int { entries.count }
+    /// Sort-Tile-Recursive order: vertical slices by centre longitude, each sorted by centre latitude.
+    static func strOrder(_ items: [(box: SIMD4<Double>, payload: SIMD2<Int32>)]) -> [(
+        box: SIMD4<Double>, payload: SIMD2<Int32>
+    )] {
+        guard items.count > fanout else { return items }
+        let pages = (items.count + fanout - 1) / fanout
+        let slices = Int(Double(pages).squareRoot().rounded(.up))
+        let perSlice = slices * fanout
+        let byLon = items.sorted { $0.box.y + $0.box.w < $1.box.y + $1.box.w }
+        var out: [(box: SIMD4<Double>, payload: SIMD2<Int32>)] = []
+        out.reserveCapacity(items.count)
+        var start = 0
+        while start < byLon.count {
+            let end = Swift.min(start + perSlice, byLon.count)
+            out += byLon[start..<end].sorted { $0.box.x + $0.box.z < $1.box.x + $1.box.z }
+            start = end
+        }
+        return out
+    }
 
-    /// Calls `body` with the number of every entry whose grown box holds `point`.
+    /// Calls `body` with the number of every entry whose box, grown by its reach plus `radius`
+    /// metres, holds `point` (see the type's notes). Allocates nothing.
     public func query(_ point: Coordinate, radius: Double, _ body: (Int) -> Void) {
-        for (i, e) in entries.enumerated() where e.bounds.expanded(by: e.reach + radius).contains(point) {
-            body(i)
+        guard count > 0, point.lat.isFinite, point.lon.isFinite else { return }
+        let r = radius.isFinite ? Swift.max(0, radius) : 1e9
+        let dLat = Earth.degreesLatitude(metres: r) * (1 + 1e-12)
+        // The longitude margin for `r` is taken where degrees are shortest for any entry that can
+        // match: an entry's farthest latitude is within its height and both margins of the point.
+        let farLat = Swift.min(
+            89.99, abs(point.lat) + maxHeight + 2 * Earth.degreesLatitude(metres: maxReach + r) + 1e-9)
+        let lonMetres = dLat <= FenceIndex.latitudeSlack ? r : r + maxReach
+        let w = Earth.degreesLongitude(metres: lonMetres, atLatitude: farLat) * (1 + 1e-12)
+        var lon = point.lon
+        while lon >= 180 { lon -= 360 }
+        while lon < -180 { lon += 360 }
+        let south = point.lat - dLat, north = point.lat + dLat
+
+        boxes.withUnsafeBufferPointer { boxes in
+            children.withUnsafeBufferPointer { children in
+                ids.withUnsafeBufferPointer { ids in
+                    func overlaps(_ i: Int, _ shift: Double) -> Bool {
+                        boxes[4 * i] <= north && boxes[4 * i + 2] >= south
+                            && boxes[4 * i + 1] <= lon + shift + w && boxes[4 * i + 3] >= lon + shift - w
+                    }
+                    // `earlier`: shifts already searched, whose entries are not reported again.
+                    func search(_ range: Range<Int>, _ shift: Double, _ earlier: Double?, _ earliest: Double?) {
+                        for i in range where overlaps(i, shift) {
+                            if i < count {
+                                if let earlier, overlaps(i, earlier) { continue }
+                                if let earliest, overlaps(i, earliest) { continue }
+                                body(Int(ids[i]))
+                            } else {
+                                search(Int(children[2 * i])..<Int(children[2 * i + 1]), shift, earlier, earliest)
+                            }
+                        }
+                    }
+                    func active(_ shift: Double) -> Bool { lon + shift - w <= eastmost && lon + shift + w >= westmost }
+                    var done: Double? = nil
+                    if active(0) {
+                        search(rootRange, 0, nil, nil)
+                        done = 0
+                    }
+                    if active(360) { search(rootRange, 360, done, nil) }
+                    if active(-360) { search(rootRange, -360, done, active(360) ? 360 : nil) }
+                }
+            }
         }
     }
 }

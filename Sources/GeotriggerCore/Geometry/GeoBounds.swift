@@ -1,5 +1,8 @@
-/// A lon/lat bounding box in degrees. Fences never cross the antimeridian inside one part
-/// (RFC 7946 asks for them to be split), so `minLon <= maxLon` always holds.
+/// A lon/lat bounding box in degrees.
+///
+/// `minLon <= maxLon` always holds. A box that crosses the antimeridian keeps `minLon` in
+/// -180..<180 and lets `maxLon` go past 180 (179.5...180.5 holds 179.7 and -179.7); boxes grown by
+/// ``expanded(by:)`` may also reach below -180. ``contains(_:)`` understands both.
 public struct GeoBounds: Sendable, Equatable {
     public var minLat: Double
     public var minLon: Double
@@ -13,7 +16,7 @@ public struct GeoBounds: Sendable, Equatable {
         self.maxLon = maxLon
     }
 
-    /// The box around `coordinates` (which must not be empty).
+    /// The box around `coordinates` (which must not be empty), taking longitudes as given.
     public init<C: Collection<Coordinate>>(of coordinates: C) {
         var b = GeoBounds(minLat: .infinity, minLon: .infinity, maxLat: -.infinity, maxLon: -.infinity)
         for c in coordinates { b.extend(c) }
@@ -34,17 +37,28 @@ public struct GeoBounds: Sendable, Equatable {
         maxLon = Swift.max(maxLon, other.maxLon)
     }
 
+    /// True if the box reaches past 180 or below -180 degrees of longitude.
+    public var crossesAntimeridian: Bool { maxLon > 180 || minLon < -180 }
+
+    /// The larger of `|minLat|` and `|maxLat|`: where degrees of longitude are shortest.
+    var extremeLatitude: Double { Swift.max(abs(minLat), abs(maxLat)) }
+
     /// This box grown by `metres` on every side (a conservative lon/lat margin).
     public func expanded(by metres: Double) -> GeoBounds {
         guard metres > 0 else { return self }
         let dLat = Earth.degreesLatitude(metres: metres)
-        let extremeLat = Swift.min(89.99, Swift.max(abs(minLat), abs(maxLat)) + dLat)
+        let extremeLat = Swift.min(89.99, extremeLatitude + dLat)
         let dLon = Earth.degreesLongitude(metres: metres, atLatitude: extremeLat)
         return GeoBounds(
             minLat: minLat - dLat, minLon: minLon - dLon, maxLat: maxLat + dLat, maxLon: maxLon + dLon)
     }
 
+    /// True if the box holds `c`, also when the box crosses the antimeridian.
     public func contains(_ c: Coordinate) -> Bool {
-        c.lat >= minLat && c.lat <= maxLat && c.lon >= minLon && c.lon <= maxLon
+        guard c.lat >= minLat, c.lat <= maxLat else { return false }
+        if c.lon >= minLon, c.lon <= maxLon { return true }
+        if maxLon > 180, c.lon + 360 >= minLon, c.lon + 360 <= maxLon { return true }
+        if minLon < -180, c.lon - 360 >= minLon, c.lon - 360 <= maxLon { return true }
+        return false
     }
 }

@@ -1,0 +1,102 @@
+import Testing
+@testable import GeotriggerCore
+
+/// The event and device state payloads, exactly as DESIGN.md "Outputs" shows them.
+@Suite struct EngineEventTests {
+    typealias Kit = EngineTestKit
+
+    static let desert = Kit.box(
+        "desert", layer: "garden-sections", name: "Desert Section", west: -100, east: 0, south: -50, north: 50,
+        properties: ["zone": .string("arid")])
+
+    static func snapshot(_ message: String?) throws -> EngineSnapshot {
+        let layer = FenceLayer(name: "garden-sections", file: "fences/garden-sections.geojson", fences: [desert])
+        var trigger: JSONObject = ["name": .string("garden-sections"), "fences": .array([.string("garden-sections")])]
+        if let message { trigger["message"] = .string(message) }
+        return try EngineSnapshot(layers: [layer], configTriggers: .array([.object(trigger)]))
+    }
+
+    @Test func enterEventHasExactlyTheDocumentedKeys() throws {
+        var m = DeviceMonitor(device: "workers/alice", snapshot: try Self.snapshot("'Entered ' + $fencefeature.name"), now: 0)
+        let u = Kit.update(east: -3.2, time: 1_796_040_000, accuracy: 5)
+        let enter = try #require(m.handle(u, receivedAt: 0).notifications.first)
+        let json = enter.eventJSON(gateway: "gw-1", emitted: 1_796_040_000.12).serialized()
+        let id = EventID.make(trigger: "garden-sections", layer: "garden-sections", fence: "desert", device: "workers/alice", type: "enter", time: 1_796_040_000)
+        #expect(json == """
+            {"id":"\(id)","visit":"\(id)","gateway":"gw-1","trigger":"garden-sections","device":"workers/alice",\
+            "type":"enter","notification":"entered","fence":{"id":"desert","layer":"garden-sections","name":"Desert Section",\
+            "properties":{"zone":"arid","name":"Desert Section"}},"position":{"lat":\(u.lat),"lon":\(u.lon),"accuracy":5,\
+            "time":"2026-11-30T12:00:00Z"},"distance":-3.2,"message":"Entered Desert Section","actions":[],"properties":{},\
+            "emitted":"2026-11-30T12:00:00.120Z"}
+            """)
+    }
+
+    @Test func exitEventHasReasonAndDwellSecondsAndNoMessageWithoutExpression() throws {
+        var m = DeviceMonitor(device: "workers/alice", snapshot: try Self.snapshot(nil), now: 0)
+        _ = m.handle(Kit.update(east: -10, time: 1_796_040_000), receivedAt: 0)
+        let out = Kit.update(east: 7, time: 1_796_040_340.5)
+        let exit = try #require(m.handle(out, receivedAt: 1).notifications.first)
+        let json = try #require(exit.eventJSON(gateway: "gw-1", emitted: 1_796_040_341).objectValue)
+        #expect(json.keys == [
+            "id", "visit", "gateway", "trigger", "device", "type", "notification", "reason", "fence", "position",
+            "distance", "dwellSeconds", "actions", "properties", "emitted",
+        ])
+        #expect(json["type"] == .string("exit") && json["notification"] == .string("exited") && json["reason"] == .string("moved"))
+        #expect(json["dwellSeconds"] == .number(340.5) && json["distance"] == .number(7))
+        #expect(json["position"]?.objectValue?.keys == ["lat", "lon", "time"])  // no accuracy when unknown
+        #expect(json["position"]?.objectValue?["time"] == .string("2026-11-30T12:05:40.500Z"))
+        #expect(json["emitted"] == .string("2026-11-30T12:05:41.000Z"))
+        #expect(json["visit"] == .string(EventID.make(
+            trigger: "garden-sections", layer: "garden-sections", fence: "desert", device: "workers/alice", type: "enter",
+            time: 1_796_040_000)))
+    }
+
+    @Test func arcadeMessagesSeeFenceFeedAndNotificationType() throws {
+        let script = """
+            var verb = Decode($fencenotificationtype, 'entered', 'Entered', 'exited', 'Left', 'Dwelled in');
+            return {message: verb + ' ' + $fencefeature.name + ' (' + $feedfeature.device + ')',
+                    actions: ['notify'], zone: $fencefeature.zone, fence: $fencefeature.id}
+            """
+        var m = DeviceMonitor(device: "workers/alice", snapshot: try Self.snapshot(script), now: 0)
+        let events = EngineScenarioTests.run(&m, [Kit.update(east: -10, time: 0), Kit.update(east: 10, time: 9)])
+        #expect(events.map { $0.message?.message } == ["Entered Desert Section (workers/alice)", "Left Desert Section (workers/alice)"])
+        let first = try #require(events.first?.message)
+        #expect(first.actions == [.string("notify")])
+        #expect(first.properties == ["zone": .string("arid"), "fence": .string("desert")])
+        let json = try #require(events.first?.eventJSON(gateway: "g", emitted: 0).objectValue)
+        #expect(json["actions"] == .array([.string("notify")]))
+        #expect(json["properties"] == .object(["zone": .string("arid"), "fence": .string("desert")]))
+        // The ArcGIS documentation's example.
+        var docs = DeviceMonitor(device: "d", snapshot: try Self.snapshot("'You have entered ' + $fencefeature.name"), now: 0)
+        #expect(docs.handle(Kit.update("d", east: -10, time: 0), receivedAt: 0).notifications.first?.message?.message
+                == "You have entered Desert Section")
+    }
+
+    @Test func aFailingMessageLeavesTheEventWithoutMessage() throws {
+        var m = DeviceMonitor(device: "d", snapshot: try Self.snapshot("[1, 2][$fencefeature.zone]"), now: 0)
+        let enter = try #require(m.handle(Kit.update("d", east: -10, time: 0), receivedAt: 0).notifications.first)
+        #expect(enter.message == nil && enter.messageError != nil)
+        #expect(enter.eventJSON(gateway: "g", emitted: 0).objectValue?["message"] == nil)
+    }
+
+    @Test func deviceStatePayload() throws {
+        var m = DeviceMonitor(device: "workers/alice", snapshot: try Self.snapshot(nil), now: 0)
+        #expect(m.stateJSON(updated: 0).serialized() == #"{"device":"workers/alice","position":null,"inside":[],"updated":"1970-01-01T00:00:00.000Z"}"#)
+        let u = Kit.update(east: -10, time: 1_796_040_000, accuracy: 3)
+        _ = m.handle(u, receivedAt: 0)
+        let visit = EventID.make(trigger: "garden-sections", layer: "garden-sections", fence: "desert", device: "workers/alice", type: "enter", time: 1_796_040_000)
+        #expect(m.stateJSON(updated: 1_796_040_000.25).serialized() == """
+            {"device":"workers/alice","position":{"lat":\(u.lat),"lon":\(u.lon),"accuracy":3,"time":"2026-11-30T12:00:00Z"},\
+            "inside":[{"trigger":"garden-sections","layer":"garden-sections","fence":"desert","name":"Desert Section",\
+            "since":"2026-11-30T12:00:00Z","visit":"\(visit)"}],"updated":"2026-11-30T12:00:00.250Z"}
+            """)
+    }
+
+    @Test func timestamps() {
+        #expect(Timestamp.iso8601(0) == "1970-01-01T00:00:00Z")
+        #expect(Timestamp.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
+        #expect(Timestamp.iso8601(1_796_040_000.12, milliseconds: true) == "2026-11-30T12:00:00.120Z")
+        #expect(Timestamp.iso8601(-1) == "1969-12-31T23:59:59Z")
+        #expect(Timestamp.iso8601(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
+    }
+}
