@@ -32,13 +32,15 @@ let package = Package(
             dependencies: ["GeotriggerCore", "MQTT", "GPSD", "Store"]),
         .executableTarget(name: "geotrigger", dependencies: ["Gateway"]),
         // Fixtures live in Tests/Fixtures and are found through #filePath (no resource bundles).
+        // Test plumbing (real brokers, certificates, polling); never a product dependency.
+        .target(name: "TestSupport", dependencies: ["MQTT"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["GeotriggerCore"]),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store"]),
         // Run by StoreTests as a separate process (kill -9) and for store measurements.
         .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -269,11 +269,15 @@ public final class MQTTClient: @unchecked Sendable {
                 }
             }
         }
-        try MosquittoError.check(
-            mosquitto_publish_v5(
-                handle, &messageId, topic, Int32(clamping: payload.count), payload.baseAddress, qos.rawValue, retain,
-                list),
-            "mosquitto_publish_v5(\(topic))")
+        let code = mosquitto_publish_v5(
+            handle, &messageId, topic, Int32(clamping: payload.count), payload.baseAddress, qos.rawValue, retain, list)
+        // libmosquitto 2.0 queues a QoS 1/2 message before it tries to send it, and returns
+        // MOSQ_ERR_NO_CONN when the send fails for want of a connection: the message stays
+        // queued and goes out after the next CONNACK, so for QoS > 0 that is a success.
+        if code == Int32(MOSQ_ERR_NO_CONN.rawValue) && qos != .atMostOnce && messageId != 0 {
+            return messageId
+        }
+        try MosquittoError.check(code, "mosquitto_publish_v5(\(topic))")
         return messageId
     }
 

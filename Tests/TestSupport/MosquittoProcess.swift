@@ -1,0 +1,242 @@
+import Foundation
+
+/// A real `/usr/sbin/mosquitto` for one test: its own config, password, ACL and persistence
+/// files in a temp directory, a plain listener on a free loopback port (and a TLS listener on
+/// another when asked), launched directly with `posix_spawn` so `pid` is the broker's, stopped
+/// by SIGTERM to that PID. `restart()` keeps the ports, files and persistence database.
+public final class MosquittoProcess: @unchecked Sendable {
+    // @unchecked: the mutable `pid` is only touched with `lock` held.
+
+    /// How to configure the broker.
+    public struct Options: Sendable {
+        /// `persistence true` with `persistence_location` in the temp directory, so sessions,
+        /// subscriptions and queued QoS 1 messages survive `restart()`.
+        public var persistence = false
+        /// User name -> password, written with `mosquitto_passwd -b`. When not empty,
+        /// anonymous clients are refused unless `allowAnonymous` says otherwise.
+        public var users: [String: String] = [:]
+        /// `allow_anonymous`; `nil`: true without `users`, false with.
+        public var allowAnonymous: Bool?
+        /// The ACL file's text (`user NAME` / `topic readwrite|read|write TOPIC`, `pattern`),
+        /// or `nil` for no ACL.
+        public var acl: String?
+        /// Certificates for a TLS listener on `tlsPort` that requires a client certificate
+        /// (`require_certificate true`, `use_identity_as_username` when `identityAsUsername`).
+        public var tls: TestCertificates?
+        /// Use the client certificate's CN as the user name on the TLS listener.
+        public var identityAsUsername = false
+        /// `max_inflight_messages` (also the v5 receive maximum the broker announces; mosquitto's
+        /// default is 20).
+        public var maxInflightMessages: Int?
+        /// `max_queued_messages` for offline persistent sessions (mosquitto's default 1000).
+        public var maxQueuedMessages: Int?
+        /// Further config lines, written before the listeners.
+        public var extraLines: [String] = []
+
+        public init(
+            persistence: Bool = false, users: [String: String] = [:], allowAnonymous: Bool? = nil,
+            acl: String? = nil, tls: TestCertificates? = nil, identityAsUsername: Bool = false,
+            maxInflightMessages: Int? = nil, maxQueuedMessages: Int? = nil, extraLines: [String] = []
+        ) {
+            self.persistence = persistence
+            self.users = users
+            self.allowAnonymous = allowAnonymous
+            self.acl = acl
+            self.tls = tls
+            self.identityAsUsername = identityAsUsername
+            self.maxInflightMessages = maxInflightMessages
+            self.maxQueuedMessages = maxQueuedMessages
+            self.extraLines = extraLines
+        }
+    }
+
+    /// The plain MQTT port on 127.0.0.1.
+    public let port: Int
+    /// The TLS port on 127.0.0.1 when `Options.tls` was given.
+    public let tlsPort: Int?
+    /// Where the config, log, password, ACL and persistence files live.
+    public let directory: TemporaryDirectory
+    /// The config file passed with `-c`.
+    public let configPath: String
+    /// The broker's log file (stdout and stderr, plus `log_dest file`).
+    public let logPath: String
+    /// The options it was made with.
+    public let options: Options
+
+    private let executable: String
+    private let lock = NSLock()
+    private var runningPid: pid_t?
+
+    /// Writes the files and starts the broker, waiting until every listener accepts
+    /// connections.
+    /// - Throws: `TestSupportError` if mosquitto_passwd fails or the broker does not come up
+    ///   (the message includes its log).
+    public init(_ options: Options = Options(), executable: String = "/usr/sbin/mosquitto") throws {
+        self.options = options
+        self.executable = executable
+        directory = try TemporaryDirectory(prefix: "mosquitto")
+        port = try FreePort.next()
+        tlsPort = options.tls == nil ? nil : try FreePort.next()
+        logPath = directory.file("mosquitto.log")
+        configPath = directory.file("mosquitto.conf")
+        try writeConfiguration()
+        try start()
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The broker's PID while it runs.
+    public var pid: pid_t? {
+        lock.lock()
+        defer { lock.unlock() }
+        return runningPid
+    }
+
+    /// The broker's log so far, for failure messages.
+    public var log: String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log at \(logPath))"
+    }
+
+    private func writeConfiguration() throws {
+        var lines = [
+            "# written by TestSupport.MosquittoProcess",
+            "user root",
+            "log_dest stdout",
+            "log_type all",
+            "connection_messages true",
+            "allow_anonymous \(options.allowAnonymous ?? options.users.isEmpty)",
+        ]
+        if options.persistence {
+            lines += ["persistence true", "persistence_location \(directory.path)/", "autosave_interval 1"]
+        }
+        if !options.users.isEmpty {
+            let passwords = directory.file("passwords")
+            _ = FileManager.default.createFile(atPath: passwords, contents: nil)
+            for (user, password) in options.users.sorted(by: { $0.key < $1.key }) {
+                try ExternalProgram.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password])
+            }
+            lines.append("password_file \(passwords)")
+        }
+        if let acl = options.acl {
+            lines.append("acl_file \(try directory.write("acl", acl))")
+        }
+        if let count = options.maxInflightMessages { lines.append("max_inflight_messages \(count)") }
+        if let count = options.maxQueuedMessages { lines.append("max_queued_messages \(count)") }
+        lines += options.extraLines
+        lines.append("listener \(port) 127.0.0.1")
+        if let tls = options.tls, let tlsPort {
+            lines += [
+                "listener \(tlsPort) 127.0.0.1",
+                "cafile \(tls.ca)",
+                "certfile \(tls.serverCertificate)",
+                "keyfile \(tls.serverKey)",
+                "require_certificate true",
+                "use_identity_as_username \(options.identityAsUsername)",
+            ]
+        }
+        try directory.write("mosquitto.conf", lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Starts the broker if it is not running and waits (up to `timeout`) until its
+    /// listeners accept connections.
+    public func start(timeout: Duration = .seconds(30)) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if runningPid != nil { return }
+        var fileActions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&fileActions)
+        defer { posix_spawn_file_actions_destroy(&fileActions) }
+        posix_spawn_file_actions_addopen(&fileActions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&fileActions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&fileActions, 1, 2)
+        // The broker must not inherit this process's sockets (libmosquitto's are not
+        // close-on-exec): a client socket kept open in the broker would hide a disconnect.
+        Self.addCloseFrom(&fileActions, 3)
+        // Threads of a test process may block signals; the broker must start with none blocked
+        // and default handlers, or SIGTERM would not stop it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaultSignals = sigset_t()
+        sigemptyset(&defaultSignals)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2] { sigaddset(&defaultSignals, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let arguments = [executable, "-c", configPath]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, executable, &fileActions, &attributes, &argv, environ)
+        guard spawned == 0 else {
+            throw TestSupportError("posix_spawn \(executable) failed: \(String(cString: strerror(spawned)))")
+        }
+        runningPid = child
+        let ports = [port] + (tlsPort.map { [$0] } ?? [])
+        let ready = pollBlocking(timeout: timeout) {
+            if Self.hasExited(child) { return true }
+            return ports.allSatisfy(FreePort.isListening)
+        }
+        if Self.hasExited(child) || !ready {
+            if !Self.hasExited(child) { Glibc.kill(child, SIGKILL); Self.reap(child) }
+            runningPid = nil
+            throw TestSupportError(
+                "mosquitto (\(configPath)) did not start listening on \(ports) within \(timeout):\n\(log)")
+        }
+    }
+
+    /// Stops the broker with SIGTERM (it saves its persistence database) and waits for it to
+    /// exit; SIGKILL after `timeout`. Does nothing when it is not running.
+    public func stop(timeout: Duration = .seconds(20)) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let child = runningPid else { return }
+        Glibc.kill(child, SIGTERM)
+        if !pollBlocking(timeout: timeout, until: { Self.hasExited(child) }) {
+            Glibc.kill(child, SIGKILL)
+            Self.reap(child)
+        }
+        runningPid = nil
+    }
+
+    /// Kills the broker with SIGKILL (no database save, sockets dropped) and reaps it.
+    public func kill() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let child = runningPid else { return }
+        Glibc.kill(child, SIGKILL)
+        Self.reap(child)
+        runningPid = nil
+    }
+
+    /// `stop()` then `start()` on the same ports with the same files.
+    public func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// glibc >= 2.34 `posix_spawn_file_actions_addclosefrom_np` (Debian 12 has 2.36); Swift's
+    /// Glibc module does not declare it (it needs _GNU_SOURCE), so it is looked up by name.
+    private static func addCloseFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) {
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else { return }
+        _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest)
+    }
+
+    /// Whether `child` has exited (reaps it if so).
+    private static func hasExited(_ child: pid_t) -> Bool {
+        var status: Int32 = 0
+        let result = waitpid(child, &status, WNOHANG)
+        return result == child || (result == -1 && errno == ECHILD)
+    }
+
+    private static func reap(_ child: pid_t) {
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+    }
+}
