@@ -1,0 +1,90 @@
+internal import CGPS
+
+/// One open connection to gpsd, watching JSON reports: owns libgps's `gps_data_t`.
+///
+/// `init` opens the connection (`gps_open`) and starts watching (`gps_stream` with
+/// `WATCH_ENABLE | WATCH_JSON`); `deinit` stops watching and closes it. Not Sendable: libgps
+/// handles are not thread-safe, so one thread uses a connection (see `GPSDReader`). Its calls
+/// block; never use it on the cooperative thread pool.
+public final class GPSDConnection {
+    /// Where gpsd listens.
+    public let host: String
+    public let port: Int
+    private let data: UnsafeMutablePointer<gps_data_t>
+    private let message: UnsafeMutablePointer<CChar>
+    private static let messageCapacity: Int32 = 16_384
+
+    /// Connects to gpsd at `host`:`port` and starts watching JSON reports.
+    public init(host: String = "127.0.0.1", port: Int = 2947) throws(GPSDError) {
+        self.host = host
+        self.port = port
+        // gps_data_t is ~24 kB on API 11: allocated once per connection, zeroed as libgps expects.
+        let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
+        UnsafeMutableRawPointer(data).initializeMemory(
+            as: UInt8.self, repeating: 0, count: MemoryLayout<gps_data_t>.size)
+        let endpoint = "\(host):\(port)"
+        do {
+            try GPSDError.check(gps_open(host, String(port), data), "gps_open(\(endpoint))")
+        } catch {
+            data.deallocate()
+            throw error
+        }
+        do {
+            try GPSDError.check(
+                geotrigger_gps_stream(data, geotrigger_watch_enable_json()),
+                "gps_stream(WATCH_ENABLE|WATCH_JSON) on \(endpoint)")
+        } catch {
+            gps_close(data)
+            data.deallocate()
+            throw error
+        }
+        self.data = data
+        self.message = .allocate(capacity: Int(GPSDConnection.messageCapacity))
+        self.message.initialize(to: 0)
+    }
+
+    deinit {
+        _ = geotrigger_gps_stream(data, geotrigger_watch_disable())
+        gps_close(data)
+        data.deallocate()
+        message.deallocate()
+    }
+
+    /// Waits up to `timeout` seconds for a report to arrive (`gps_waiting`); true if one did
+    /// (or the connection closed: the next `readReport()` then throws).
+    public func waitForReport(timeout: Double) -> Bool {
+        let microseconds = Int32(clamping: Int((max(0, timeout) * 1_000_000).rounded()))
+        return gps_waiting(data, microseconds)
+    }
+
+    /// Reads one report (`gps_read`); throws when the connection is closed or broken.
+    public func readReport() throws(GPSDError) -> GPSDReport {
+        message[0] = 0
+        let count = try GPSDError.check(
+            geotrigger_gps_read(data, message, GPSDConnection.messageCapacity),
+            "gps_read from \(host):\(port)")
+        guard count > 0 else { return .incomplete }
+        let length = strnlen(message, Int(GPSDConnection.messageCapacity))
+        let line = UnsafeRawBufferPointer(start: message, count: length)
+        guard let className = GPSDReport.className(ofJSON: line) else { return .incomplete }
+        guard className == "TPV" else { return .other(className: className) }
+        return .tpv(currentTPV())
+    }
+
+    /// The TPV fields of the report just read.
+    private func currentTPV() -> TPVReport {
+        let fix = data.pointee.fix
+        return withUnsafePointer(to: fix) { fixPointer in
+            TPVReport(
+                mode: Int(fix.mode),
+                modeSet: geotrigger_set_has(data, geotrigger_mode_set()) != 0,
+                latLonSet: geotrigger_set_has(data, geotrigger_latlon_set()) != 0,
+                timeSet: geotrigger_set_has(data, geotrigger_time_set()) != 0,
+                time: geotrigger_fix_time(fixPointer),
+                latitude: fix.latitude, longitude: fix.longitude,
+                epx: fix.epx, epy: fix.epy, eph: fix.eph,
+                speed: fix.speed, track: fix.track,
+                altitude: geotrigger_fix_altitude_msl(fixPointer))
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `gpsfake -1 -q -P PORT -c CYCLE LOG`, launched directly (its PID is gpsfake's) and stopped by
+/// PID together with the private gpsd it starts.
+///
+/// gpsfake quirks handled here:
+/// - with `-1` and no `-p` it never exits by itself after the log (it waits 60 s, then fails
+///   with "Test timed out"), so a test always stops it;
+/// - it starts gpsd as its child (`gpsd -b -N -S PORT -F /tmp/gpsfake-PID.sock`); SIGTERM to
+///   gpsfake runs its cleanup but can leave gpsfake itself running, and SIGKILL to gpsfake
+///   orphans gpsd. So `stop()` ends gpsd first (gpsfake notices "daemon died", reaps it and
+///   exits), then gpsfake, escalating to SIGKILL for either;
+/// - without `-n`, gpsd opens the pty only when a client watches, and discards what was written
+///   before it was ready: start the reader first, and lead logs in (see `Fixtures.leadIn`).
+final class GPSFake {
+    let port: Int
+    let log: URL
+    private let process: Process
+    private let stderrURL: URL
+
+    init(log: URL, port: Int, cycle: Double) throws {
+        self.port = port
+        self.log = log
+        stderrURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("geotrigger-gpsfake-\(UUID().uuidString).err")
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gpsfake")
+        process.arguments = ["-1", "-q", "-P", String(port), "-c", String(cycle), log.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        try process.run()
+    }
+
+    var pid: pid_t { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// What gpsfake and its gpsd wrote to stderr, for failure messages.
+    var diagnostics: String {
+        (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+    }
+
+    /// The PID of gpsfake's gpsd child, if it is running.
+    var daemonPID: pid_t? { GPSFake.children(of: pid, named: "gpsd").first }
+
+    /// Waits until gpsfake's gpsd runs; returns its PID.
+    func waitForDaemon(timeout: Double = 20) async -> pid_t? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let daemon = daemonPID { return daemon }
+            if !process.isRunning { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Kills gpsd as a crash would (SIGKILL); gpsfake then exits ("daemon died").
+    func killDaemon() async {
+        if let daemon = daemonPID { kill(daemon, SIGKILL) }
+        await waitForExit(timeout: 10)
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            await waitForExit(timeout: 5)
+        }
+    }
+
+    /// Stops gpsd and gpsfake (see the type's notes) and removes the temporary stderr file.
+    func stop() async {
+        let daemon = daemonPID
+        if let daemon { kill(daemon, SIGTERM) }
+        await waitForExit(timeout: 5)
+        if process.isRunning {
+            kill(pid, SIGTERM)
+            await waitForExit(timeout: 3)
+        }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            await waitForExit(timeout: 5)
+        }
+        if let daemon, GPSFake.isAlive(daemon) {
+            kill(daemon, SIGKILL)
+        }
+        try? FileManager.default.removeItem(at: stderrURL)
+    }
+
+    private func waitForExit(timeout: Double) async {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// PIDs whose parent is `parent` and whose command name is `name` (from /proc/PID/stat).
+    static func children(of parent: pid_t, named name: String) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let candidate = pid_t(entry), let stat = self.stat(of: candidate) else { return nil }
+            return stat.parent == parent && stat.name == name && stat.state != "Z" ? candidate : nil
+        }
+    }
+
+    /// Whether `pid` exists and is not a zombie.
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard let stat = stat(of: pid) else { return false }
+        return stat.state != "Z"
+    }
+
+    private static func stat(of pid: pid_t) -> (name: String, state: Character, parent: pid_t)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")")
+        else { return nil }
+        let name = String(text[text.index(after: open)..<close])
+        let rest = text[text.index(after: close)...].split(separator: " ")
+        guard rest.count > 2, let state = rest[0].first, let parent = pid_t(rest[1]) else { return nil }
+        return (name, state, parent)
+    }
+
+    /// A loopback TCP port nobody listens on right now.
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0
+                    && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
