@@ -36,7 +36,9 @@ public final class PreparedFence: Sendable {
 
     /// Longitudes are unwrapped into `westLimit ..< westLimit + 360` around the fence.
     let westLimit: Double
-    let locator: PolygonLocator?
+    /// Containment; empty (and unused) for points and lines.
+    let locator: PolygonLocator
+    let isPolygon: Bool
     let frame: LocalFrame
     let grid: SegmentGrid
     /// The radius of the sphere fitting the ellipsoid at the fence, for chords to arcs.
@@ -113,9 +115,11 @@ public final class PreparedFence: Sendable {
                 }
             }
             locator = PolygonLocator(rings: rings, polygon: owners)
+            isPolygon = true
             edges = PreparedFence.boundaryEdges(rings: rings, owners: owners, seam: unwrap(180))
         case .points, .lines:
-            locator = nil
+            locator = PolygonLocator(rings: [], polygon: [])
+            isPolygon = false
             for path in unwrapped {
                 if path.count == 1 { edges.append((path[0], path[0])) }
                 for (a, b) in zip(path, path.dropFirst()) { edges.append((a, b)) }
@@ -196,12 +200,15 @@ public final class PreparedFence: Sendable {
         }
     }
 
+    /// Approximate bytes of the acceleration structures (not counting ``fence`` itself).
+    public var byteCount: Int { locator.byteCount + grid.byteCount + 256 }
+
     // MARK: Queries
 
     /// True if `p` is inside a polygon of this fence (not in a hole). Always false for points and lines.
     @inline(__always)
     public func contains(_ p: Coordinate) -> Bool {
-        guard let locator else { return false }
+        guard isPolygon else { return false }
         return locator.contains(x: PreparedFence.unwrap(p.lon, westLimit: westLimit), y: p.lat)
     }
 
