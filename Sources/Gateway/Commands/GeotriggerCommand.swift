@@ -25,6 +25,7 @@ public enum ExitStatus {
 public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
         BenchCommand.self,
+        CheckCommand.self,
         VersionCommand.self,
     ]
 

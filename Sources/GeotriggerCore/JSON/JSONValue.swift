@@ -59,6 +59,11 @@ public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         for (key, value) in entries { self[key] = value }
     }
 
+    /// Takes `entries` as they are; the caller guarantees the keys are unique (the reader does).
+    init(uniqueEntries entries: [(key: String, value: JSONValue)]) {
+        self.entries = entries
+    }
+
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements.map { (key: $0.0, value: $0.1) })
     }

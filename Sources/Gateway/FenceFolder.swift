@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GeotriggerCore
+
+/// The fences folder: every `NAME.geojson` in it is the fence layer `NAME` (DESIGN.md "Fence layer").
+///
+/// The core parses; this type does the file I/O, with POSIX calls.
+public enum FenceFolder {
+    /// Loads every `*.geojson` in `folder` (sorted by name; hidden files skipped). Files are named
+    /// in messages as `folder/NAME.geojson`. Returns the layers (each with its valid fences) and
+    /// every error of every file; a folder that cannot be read is one error.
+    public static func load(_ folder: String) -> (layers: [FenceLayer], errors: [FenceError]) {
+        let names: [String]
+        do {
+            names = try layerFileNames(in: folder)
+        } catch {
+            return ([], [FenceError(file: folder, message: "cannot read the fences folder: \(error.message)")])
+        }
+        var layers: [FenceLayer] = []
+        var errors: [FenceError] = []
+        for name in names {
+            let path = join(folder, name)
+            let layerName = String(name.dropLast(".geojson".count))
+            let bytes: [UInt8]
+            do {
+                bytes = try readFile(path)
+            } catch {
+                errors.append(FenceError(file: path, message: "cannot read: \(error.message)"))
+                continue
+            }
+            let (layer, layerErrors) = FenceLayerParser.parse(bytes, file: path, layer: layerName)
+            layers.append(layer)
+            errors += layerErrors
+        }
+        return (layers, errors)
+    }
+
+    /// The names of the layer files in `folder`, sorted.
+    static func layerFileNames(in folder: String) throws(FileError) -> [String] {
+        guard let dir = opendir(folder) else { throw FileError.fromErrno() }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if !name.hasPrefix("."), name.hasSuffix(".geojson"), name.count > ".geojson".count {
+                names.append(name)
+            }
+        }
+        return names.sorted()
+    }
+
+    /// The whole content of the file at `path`.
+    static func readFile(_ path: String) throws(FileError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError.fromErrno() }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError.fromErrno()
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return bytes
+    }
+
+    /// `folder/name`, without doubling a slash.
+    static func join(_ folder: String, _ name: String) -> String {
+        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    /// A failed file-system call, with the C library's message.
+    struct FileError: Error {
+        var message: String
+
+        static func fromErrno() -> FileError {
+            FileError(message: String(cString: strerror(errno)))
+        }
+    }
+}

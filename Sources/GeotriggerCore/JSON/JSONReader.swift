@@ -1,0 +1,34 @@
+/// Reads JSON (RFC 8259) and JSON5 text into a ``JSONDocument`` that remembers where every value
+/// was written, so that config and fence errors can name a line and a column.
+///
+/// Both dialects refuse duplicate object keys, invalid UTF-8, lone surrogates and nesting deeper
+/// than ``maximumDepth``; the first problem found is thrown as a ``JSONSyntaxError``.
+public enum JSONReader {
+    /// The deepest nesting of arrays and objects accepted.
+    public static let maximumDepth = 512
+
+    /// Parses `bytes` (UTF-8) as `dialect`; `file` names the text in error messages.
+    public static func parse(_ bytes: [UInt8], file: String, dialect: JSONDialect) throws(JSONSyntaxError) -> JSONDocument {
+        let result: Result<JSONDocument, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(bytes: buffer, file: file, json5: dialect == .json5)
+            do throws(JSONSyntaxError) {
+                let value = try parser.parseDocument()
+                return .success(
+                    JSONDocument(value: value, file: file, text: bytes, nodes: parser.nodes, children: parser.children))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Parses the bytes of any collection (copied once into an array).
+    public static func parse(_ bytes: some Collection<UInt8>, file: String, dialect: JSONDialect) throws(JSONSyntaxError) -> JSONDocument {
+        try parse(Array(bytes), file: file, dialect: dialect)
+    }
+
+    /// Parses the UTF-8 of `text`.
+    public static func parse(_ text: String, file: String, dialect: JSONDialect) throws(JSONSyntaxError) -> JSONDocument {
+        try parse(Array(text.utf8), file: file, dialect: dialect)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+@testable import Gateway
+
+/// The repository's root, from this file's path.
+private let repositoryRoot: String = {
+    var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+    parts.removeLast(3)  // Tests/GatewayTests/CheckCommandTests.swift
+    return parts.joined(separator: "/")
+}()
+
+private let badFixtures = repositoryRoot + "/Tests/Fixtures/fences-bad"
+
+/// Runs the built `geotrigger` binary in the repository root; returns status, stdout, stderr.
+/// Output goes to temporary files, so a long error list can never block on a full pipe.
+private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    let binary = repositoryRoot + "/.build/debug/geotrigger"
+    try #require(FileManager.default.isExecutableFile(atPath: binary), "build the geotrigger product first (swift build)")
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: repositoryRoot)
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    process.waitUntilExit()
+    try out.close()
+    try err.close()
+    return (
+        process.terminationStatus, try String(contentsOf: outURL, encoding: .utf8),
+        try String(contentsOf: errURL, encoding: .utf8)
+    )
+}
+
+@Suite(.serialized) struct CheckCommandTests {
+    @Test func exampleFencesAreValid() async {
+        let report = CheckCommand.check(fencesFolder: repositoryRoot + "/fences")
+        #expect(report.errors == [])
+        #expect(report.summary == repositoryRoot + "/fences: 3 layers, 22 fences, no errors")
+        #expect(await GeotriggerCommand.main(["check", "--fences", repositoryRoot + "/fences"]) == ExitStatus.ok)
+    }
+
+    @Test func badFixturesListEveryErrorAndExit2() async {
+        let report = CheckCommand.check(fencesFolder: badFixtures)
+        #expect(report.errors.count == 46)
+        #expect(report.errors.first == badFixtures + #"/bad-buffer.geojson: feature 0 ("Bench"): properties.buffer must be a number >= 0 (metres), found a string"#)
+        #expect(report.errors.contains(badFixtures + "/invalid-json.geojson:8:7: expected ',' or '}' after object member"))
+        #expect(report.errors.contains(
+            badFixtures + #"/point-without-buffer.geojson: feature 0 ("Bench"): Point needs a buffer > 0 in trigger "point-without-buffer" (set properties.buffer, the trigger's buffer or the layer's geotrigger.buffer)"#))
+        #expect(report.summary == badFixtures + ": 46 errors in 22 files")
+        #expect(await GeotriggerCommand.main(["check", "--fences", badFixtures]) == ExitStatus.usage)
+    }
+
+    @Test func missingFolderIsAnError() async {
+        let report = CheckCommand.check(fencesFolder: "/nonexistent-geotrigger-fences")
+        #expect(report.errors == ["/nonexistent-geotrigger-fences: cannot read the fences folder: No such file or directory"])
+        #expect(await GeotriggerCommand.main(["check", "--fences", "/nonexistent-geotrigger-fences"]) == ExitStatus.usage)
+    }
+
+    @Test func configIsNotSupportedYetAndHelpWorks() async {
+        #expect(await GeotriggerCommand.main(["check", "--config", "geotrigger.json5"]) == ExitStatus.usage)
+        #expect(await GeotriggerCommand.main(["check", "extra"]) == ExitStatus.usage)
+        #expect(await GeotriggerCommand.main(["check", "--help"]) == ExitStatus.ok)
+        #expect(GeotriggerCommand.subcommands.contains { $0.name == "check" })
+    }
+
+    @Test func realBinaryChecksTheDefaultFolder() throws {
+        let ok = try runGeotrigger(["check"])
+        #expect(ok.status == 0)
+        #expect(ok.out == "fences: 3 layers, 22 fences, no errors\n")
+        #expect(ok.err == "")
+
+        let bad = try runGeotrigger(["check", "--fences", "Tests/Fixtures/fences-bad"])
+        #expect(bad.status == 2)
+        let lines = bad.err.split(separator: "\n")
+        #expect(lines.count == 47)
+        #expect(lines.last == "Tests/Fixtures/fences-bad: 46 errors in 22 files")
+        #expect(lines.contains("Tests/Fixtures/fences-bad/invalid-json.geojson:8:7: expected ',' or '}' after object member"))
+        #expect(bad.out == "")
+
+        let config = try runGeotrigger(["check", "--config", "geotrigger.json5"])
+        #expect(config.status == 2)
+        #expect(config.err.contains("config files are not supported yet"))
+    }
+}
