@@ -110,8 +110,8 @@ import Testing
                 return error.message
             }
         }
-        #expect(message(.points([Self.at(0, 89.995)]))?.contains("within 1 km of the north pole") == true)
-        #expect(message(.points([Self.at(0, -89.999)]))?.contains("within 1 km of the south pole") == true)
+        #expect(message(.points([Self.at(0, 89.995)])) == "lies within 1 km of a pole, which is not supported")
+        #expect(message(.points([Self.at(0, -89.999)])) == "lies within 1 km of a pole, which is not supported")
         #expect(message(.points([Self.at(0, 89.9)])) == nil)
         #expect(message(.lines([[Self.at(179.9, 0), Self.at(-179.9, 0)]]))?.contains("split it at 180 degrees") == true)
         #expect(message(.points([Self.at(.nan, 0)]))?.contains("out of range") == true)
