@@ -157,3 +157,46 @@ import Testing
         #expect(Earth.distance(Self.at(179.9, 0), Self.at(-179.9, 0)) < 22_300)
     }
 }
+
+@Suite struct GeometryAccuracyCircleTests {
+    @Test func circleRelationsAgreeWithTheDistance() throws {
+        // A square about 1.1 km on a side and a buffered point; circles at many places and sizes.
+        let square = try PreparedFence(
+            Fence(
+                id: "s", layer: "test",
+                geometry: .polygons([
+                    Polygon(exterior: [
+                        Coordinate(lat: 0, lon: 0), Coordinate(lat: 0, lon: 0.01), Coordinate(lat: 0.01, lon: 0.01),
+                        Coordinate(lat: 0.01, lon: 0), Coordinate(lat: 0, lon: 0),
+                    ])
+                ])))
+        let point = try PreparedFence(
+            Fence(id: "p", layer: "test", geometry: .points([Coordinate(lat: 0.005, lon: 0.005)]), buffer: 30))
+        var intersecting = 0, inside = 0
+        for fence in [square, point] {
+            for i in 0..<40 {
+                for j in 0..<40 {
+                    let c = Coordinate(lat: -0.002 + Double(i) * 0.00036, lon: -0.002 + Double(j) * 0.00036)
+                    let p = PreparedPoint(c)
+                    let s = fence.signedDistance(to: c)
+                    for radius in [0.0, 5, 50, 400] {
+                        for buffer in [0.0, 30] {
+                            let d = s - buffer
+                            if abs(d - radius) > 0.01 {
+                                #expect(fence.circleIntersects(p, radius: radius, buffer: buffer) == (d <= radius))
+                            }
+                            if abs(d + radius) > 0.01 {
+                                #expect(fence.circleIsInside(p, radius: radius, buffer: buffer) == (d <= -radius))
+                            }
+                            if fence.circleIntersects(p, radius: radius, buffer: buffer) { intersecting += 1 }
+                            if fence.circleIsInside(p, radius: radius, buffer: buffer) { inside += 1 }
+                            let bounded = fence.bufferedDistance(to: p, buffer: buffer, within: 100)
+                            if abs(d) <= 100 { #expect(abs(bounded - d) < 1e-9) } else { #expect(abs(bounded) > 100 - 1e-9 && (bounded < 0) == (d < 0)) }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(intersecting > 1000 && inside > 1000)
+    }
+}

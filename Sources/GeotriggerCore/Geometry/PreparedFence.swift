@@ -11,7 +11,8 @@ import Musl
 /// (whichever is larger; in practice within about 1 cm) for fences up to 50 km across.
 ///
 /// - ``contains(_:)`` is exact in lon/lat: inside a polygon and not in one of its holes, for
-///   every part of a MultiPolygon; always false for points and lines.
+///   every part of a MultiPolygon (parts may overlap; beyond 64 parts they are assumed not to,
+///   as a valid MultiPolygon's parts do not); always false for points and lines.
 /// - ``signedDistance(to:)`` is negative inside a polygon (minus the distance to its boundary)
 ///   and positive outside; for points and lines it is the distance to the geometry.
 /// - The distance to a *buffered* fence's boundary is defined as `signedDistance - buffer`.
