@@ -129,13 +129,15 @@ enum GeometryFixtures {
         var description: String
     }
 
-    /// The fences of a GeoJSON FeatureCollection file.
+    /// The fences of a GeoJSON FeatureCollection file; `buffer` is the feature's, else the
+    /// layer's `geotrigger.buffer` (the effective buffer without a trigger).
     static func fences(at url: URL) throws -> [Fence] {
         let layer = url.deletingPathExtension().lastPathComponent
         let root = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
         guard let features = root?["features"] as? [[String: Any]] else {
             throw Failure(description: "\(url.path): no features")
         }
+        let layerBuffer = number((root?["geotrigger"] as? [String: Any])?["buffer"])
         return try features.enumerated().map { index, feature in
             let properties = feature["properties"] as? [String: Any] ?? [:]
             guard let geometry = feature["geometry"] as? [String: Any], let type = geometry["type"] as? String
@@ -164,7 +166,7 @@ enum GeometryFixtures {
             let id = feature["id"].map { "\($0)" } ?? "\(index)"
             return Fence(
                 id: id, layer: layer, name: properties["name"] as? String, geometry: shape,
-                buffer: number(properties["buffer"]), featureIndex: index)
+                buffer: number(properties["buffer"]) ?? layerBuffer, featureIndex: index)
         }
     }
 

@@ -16,8 +16,9 @@ public struct FenceIndex: Sendable {
     /// Extra latitude (degrees) for which each entry's longitude margin is already wide enough.
     static let latitudeSlack = 1.0
 
-    /// Boxes of every level, leaves first: minLat, minLon, maxLat, maxLon for box i at 4i.
-    let boxes: [Double]
+    /// Boxes of every level, leaves first, as (minLat, minLon, -maxLat, -maxLon): a box meets
+    /// the window (north, east, -south, -west) when it is <= that in all four lanes.
+    let boxes: [SIMD4<Double>]
     /// For a node (not a leaf entry): its children's range in `boxes`, at 2i and 2i+1.
     let children: [Int32]
     /// For the leaf entries (the first `count` boxes): the entry's number as given.
@@ -31,6 +32,11 @@ public struct FenceIndex: Sendable {
 
     /// The number of entries.
     public let count: Int
+
+    /// Approximate bytes held by the index's arrays.
+    public var byteCount: Int {
+        boxes.count * MemoryLayout<SIMD4<Double>>.stride + (children.count + ids.count) * 4
+    }
 
     /// Builds the index over `bounds[i]` with reach `reach[i]`; entry numbers are array positions.
     public init(bounds: [GeoBounds], reach: [Double]) {
@@ -63,7 +69,7 @@ public struct FenceIndex: Sendable {
         self.maxReach = maxReach
         self.maxHeight = maxHeight
 
-        var boxes: [Double] = []
+        var boxes: [SIMD4<Double>] = []
         var children: [Int32] = []
         var ids: [Int32] = []
         var levelStart = 0
@@ -72,9 +78,9 @@ public struct FenceIndex: Sendable {
         var west = Double.infinity, east = -Double.infinity
         while !level.isEmpty {
             level = FenceIndex.strOrder(level)
-            levelStart = boxes.count / 4
+            levelStart = boxes.count
             for item in level {
-                boxes += [item.box.x, item.box.y, item.box.z, item.box.w]
+                boxes.append(item.box * SIMD4(1, 1, -1, -1))
                 if isLeafLevel {
                     ids.append(item.payload.x)
                     children += [0, 0]
@@ -105,7 +111,7 @@ public struct FenceIndex: Sendable {
         self.boxes = boxes
         self.children = children
         self.ids = ids
-        rootRange = levelStart..<(boxes.count / 4)
+        rootRange = levelStart..<boxes.count
         westmost = west
         eastmost = east
     }
@@ -141,39 +147,74 @@ public struct FenceIndex: Sendable {
         let farLat = Swift.min(
             89.99, abs(point.lat) + maxHeight + 2 * Earth.degreesLatitude(metres: maxReach + r) + 1e-9)
         let lonMetres = dLat <= FenceIndex.latitudeSlack ? r : r + maxReach
-        let w = Earth.degreesLongitude(metres: lonMetres, atLatitude: farLat) * (1 + 1e-12)
+        let w = lonMetres > 0 ? Earth.degreesLongitude(metres: lonMetres, atLatitude: farLat) * (1 + 1e-12) : 0
         var lon = point.lon
         while lon >= 180 { lon -= 360 }
         while lon < -180 { lon += 360 }
         let south = point.lat - dLat, north = point.lat + dLat
-
+        let active0 = lon - w <= eastmost && lon + w >= westmost
+        let active360 = lon + 360 - w <= eastmost && lon + 360 + w >= westmost
+        let activeMinus360 = lon - 360 - w <= eastmost && lon - 360 + w >= westmost
         boxes.withUnsafeBufferPointer { boxes in
             children.withUnsafeBufferPointer { children in
                 ids.withUnsafeBufferPointer { ids in
-                    func overlaps(_ i: Int, _ shift: Double) -> Bool {
-                        boxes[4 * i] <= north && boxes[4 * i + 2] >= south
-                            && boxes[4 * i + 1] <= lon + shift + w && boxes[4 * i + 3] >= lon + shift - w
+                    let tree = Tree(
+                        boxes: boxes.baseAddress!, children: children.baseAddress!, ids: ids.baseAddress!, count: count)
+                    func window(_ shift: Double) -> Window {
+                        Window(south: south, north: north, west: lon + shift - w, east: lon + shift + w)
                     }
-                    // `earlier`: shifts already searched, whose entries are not reported again.
-                    func search(_ range: Range<Int>, _ shift: Double, _ earlier: Double?, _ earliest: Double?) {
-                        for i in range where overlaps(i, shift) {
-                            if i < count {
-                                if let earlier, overlaps(i, earlier) { continue }
-                                if let earliest, overlaps(i, earliest) { continue }
-                                body(Int(ids[i]))
-                            } else {
-                                search(Int(children[2 * i])..<Int(children[2 * i + 1]), shift, earlier, earliest)
-                            }
-                        }
+                    // Near ±180 the point is also looked for 360 degrees east and west; an entry
+                    // found through an earlier window is not reported again.
+                    if active0 { tree.search(rootRange, window(0), body) }
+                    if active360 { tree.search(rootRange, window(360), active0 ? window(0) : nil, nil, body) }
+                    if activeMinus360 {
+                        tree.search(
+                            rootRange, window(-360), active0 ? window(0) : nil, active360 ? window(360) : nil, body)
                     }
-                    func active(_ shift: Double) -> Bool { lon + shift - w <= eastmost && lon + shift + w >= westmost }
-                    var done: Double? = nil
-                    if active(0) {
-                        search(rootRange, 0, nil, nil)
-                        done = 0
-                    }
-                    if active(360) { search(rootRange, 360, done, nil) }
-                    if active(-360) { search(rootRange, -360, done, active(360) ? 360 : nil) }
+                }
+            }
+        }
+    }
+
+    /// A query rectangle in degrees, as (north, east, -south, -west).
+    struct Window {
+        var limits: SIMD4<Double>
+        init(south: Double, north: Double, west: Double, east: Double) {
+            limits = SIMD4(north, east, -south, -west)
+        }
+    }
+
+    /// The flat arrays during one query (no captures, so the recursion allocates nothing).
+    struct Tree {
+        let boxes: UnsafePointer<SIMD4<Double>>
+        let children: UnsafePointer<Int32>
+        let ids: UnsafePointer<Int32>
+        let count: Int
+
+        @inline(__always)
+        func overlaps(_ i: Int, _ q: Window) -> Bool {
+            all(boxes[i] .<= q.limits)
+        }
+
+        func search(_ range: Range<Int>, _ q: Window, _ body: (Int) -> Void) {
+            for i in range where overlaps(i, q) {
+                if i < count {
+                    body(Int(ids[i]))
+                } else {
+                    search(Int(children[2 * i])..<Int(children[2 * i + 1]), q, body)
+                }
+            }
+        }
+
+        /// As above, leaving out entries already reported through the `earlier` windows.
+        func search(_ range: Range<Int>, _ q: Window, _ earlier: Window?, _ earliest: Window?, _ body: (Int) -> Void) {
+            for i in range where overlaps(i, q) {
+                if i < count {
+                    if let earlier, overlaps(i, earlier) { continue }
+                    if let earliest, overlaps(i, earliest) { continue }
+                    body(Int(ids[i]))
+                } else {
+                    search(Int(children[2 * i])..<Int(children[2 * i + 1]), q, earlier, earliest, body)
                 }
             }
         }

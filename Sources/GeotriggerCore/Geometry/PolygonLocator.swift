@@ -149,6 +149,11 @@ struct PolygonLocator: Sendable {
         cells = state
     }
 
+    /// Approximate bytes held by the arrays.
+    var byteCount: Int {
+        cells.count + bands.start.count * 4 + bands.edges.count * MemoryLayout<BandEdge>.stride
+    }
+
     /// True if (x, y) is inside some polygon (not in one of its holes).
     @inline(__always)
     func contains(x: Double, y: Double) -> Bool {

@@ -11,7 +11,8 @@ import Musl
 /// (whichever is larger; in practice within about 1 cm) for fences up to 50 km across.
 ///
 /// - ``contains(_:)`` is exact in lon/lat: inside a polygon and not in one of its holes, for
-///   every part of a MultiPolygon; always false for points and lines.
+///   every part of a MultiPolygon (parts may overlap; beyond 64 parts they are assumed not to,
+///   as a valid MultiPolygon's parts do not); always false for points and lines.
 /// - ``signedDistance(to:)`` is negative inside a polygon (minus the distance to its boundary)
 ///   and positive outside; for points and lines it is the distance to the geometry.
 /// - The distance to a *buffered* fence's boundary is defined as `signedDistance - buffer`.
@@ -36,7 +37,9 @@ public final class PreparedFence: Sendable {
 
     /// Longitudes are unwrapped into `westLimit ..< westLimit + 360` around the fence.
     let westLimit: Double
-    let locator: PolygonLocator?
+    /// Containment; empty (and unused) for points and lines.
+    let locator: PolygonLocator
+    let isPolygon: Bool
     let frame: LocalFrame
     let grid: SegmentGrid
     /// The radius of the sphere fitting the ellipsoid at the fence, for chords to arcs.
@@ -58,9 +61,9 @@ public final class PreparedFence: Sendable {
                     throw GeometryError(
                         "position [\(c.lon), \(c.lat)] is out of range: expected longitude -180...180 and latitude -90...90")
                 }
+                // The wording is matched by the fence layer parser's tests: keep it.
                 if abs(c.lat) > 90 - Earth.poleMarginDegrees {
-                    throw GeometryError(
-                        "position [\(c.lon), \(c.lat)] lies within 1 km of the \(c.lat > 0 ? "north" : "south") pole: fences must keep at least 1 km from a pole")
+                    throw GeometryError("lies within 1 km of a pole, which is not supported")
                 }
             }
             for (a, c) in zip(path, path.dropFirst()) where abs(a.lon - c.lon) > 180 {
@@ -113,9 +116,11 @@ public final class PreparedFence: Sendable {
                 }
             }
             locator = PolygonLocator(rings: rings, polygon: owners)
+            isPolygon = true
             edges = PreparedFence.boundaryEdges(rings: rings, owners: owners, seam: unwrap(180))
         case .points, .lines:
-            locator = nil
+            locator = PolygonLocator(rings: [], polygon: [])
+            isPolygon = false
             for path in unwrapped {
                 if path.count == 1 { edges.append((path[0], path[0])) }
                 for (a, b) in zip(path, path.dropFirst()) { edges.append((a, b)) }
@@ -196,12 +201,15 @@ public final class PreparedFence: Sendable {
         }
     }
 
+    /// Approximate bytes of the acceleration structures (not counting ``fence`` itself).
+    public var byteCount: Int { locator.byteCount + grid.byteCount + 256 }
+
     // MARK: Queries
 
     /// True if `p` is inside a polygon of this fence (not in a hole). Always false for points and lines.
     @inline(__always)
     public func contains(_ p: Coordinate) -> Bool {
-        guard let locator else { return false }
+        guard isPolygon else { return false }
         return locator.contains(x: PreparedFence.unwrap(p.lon, westLimit: westLimit), y: p.lat)
     }
 

@@ -6,10 +6,11 @@
 /// not yet visited exceeds the best chord found (or the caller's limit): looking straight down
 /// only shortens distances, so that bound is safe and the answer is the exact minimum chord.
 struct SegmentGrid: Sendable {
+    /// Start (x, y, z = east, north, up), delta to the end, and 1 / |delta|^2 (0 for a point).
+    /// Plain doubles: a SIMD3<Double> would take 32 bytes.
     struct Segment: Sendable {
-        var start: SIMD3<Double>
-        var delta: SIMD3<Double>
-        /// 1 / |delta|^2, or 0 for a single point.
+        var x: Double, y: Double, z: Double
+        var dx: Double, dy: Double, dz: Double
         var inverseLengthSquared: Double
     }
 
@@ -25,7 +26,7 @@ struct SegmentGrid: Sendable {
         segments = pieces.map { a, b in
             let d = b - a
             let l2 = (d * d).sum()
-            return Segment(start: a, delta: d, inverseLengthSquared: l2 > 0 ? 1 / l2 : 0)
+            return Segment(x: a.x, y: a.y, z: a.z, dx: d.x, dy: d.y, dz: d.z, inverseLengthSquared: l2 > 0 ? 1 / l2 : 0)
         }
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
         for (a, b) in pieces {
@@ -67,6 +68,11 @@ struct SegmentGrid: Sendable {
         cellItems = items
     }
 
+    /// Approximate bytes held by the arrays.
+    var byteCount: Int {
+        segments.count * MemoryLayout<Segment>.stride + (cellStart.count + cellItems.count) * 4
+    }
+
     /// The smallest squared chord from `p` to a segment, if some chord is at most
     /// `limitSquared`^0.5; nil if every segment is farther than that.
     func nearestChordSquared(to p: SIMD3<Double>, limitSquared: Double) -> Double? {
@@ -88,10 +94,11 @@ struct SegmentGrid: Sendable {
                         let cell = r * columns + c
                         for k in Int(start[cell])..<Int(start[cell + 1]) {
                             let s = segments[Int(items[k])]
-                            let w = p - s.start
-                            let t = Swift.min(1, Swift.max(0, (w * s.delta).sum() * s.inverseLengthSquared))
-                            let v = w - t * s.delta
-                            let d2 = (v * v).sum()
+                            let wx = p.x - s.x, wy = p.y - s.y, wz = p.z - s.z
+                            let t = Swift.min(
+                                1, Swift.max(0, (wx * s.dx + wy * s.dy + wz * s.dz) * s.inverseLengthSquared))
+                            let vx = wx - t * s.dx, vy = wy - t * s.dy, vz = wz - t * s.dz
+                            let d2 = vx * vx + vy * vy + vz * vz
                             if d2 <= best {
                                 best = d2
                                 found = true

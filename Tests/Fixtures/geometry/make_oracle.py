@@ -5,7 +5,8 @@ The expected answers come from shapely and pyproj, not from the Swift code:
 
 * ``inside``: shapely's exact point-in-polygon test in lon/lat (edges straight in lon/lat,
   RFC 7946), on the union of a fence's parts (so a MultiPolygon split at the antimeridian
-  is one region), or ``distance <= buffer`` for buffered points and lines.
+  is one region), or ``distance <= buffer`` for buffered points and lines (the buffer is
+  ``properties.buffer``, else the layer's ``geotrigger.buffer``).
 * ``distance``: metres on the WGS84 ellipsoid from the point to the nearest point of the
   unbuffered geometry, negative inside a polygon. Every edge is densified in lon/lat
   (every DENSIFY_METRES) and projected to an azimuthal equidistant projection centred on
@@ -158,11 +159,13 @@ def synthetic_fences():
 class OracleFence:
     """One feature: shapely geometry in unwrapped lon/lat plus densified boundary segments."""
 
-    def __init__(self, layer, index, feature):
+    def __init__(self, layer, index, feature, layer_buffer):
         self.layer = layer
         self.index = index
         geometry = feature["geometry"]
-        self.buffer = float((feature.get("properties") or {}).get("buffer") or 0)
+        # The effective buffer without a trigger: the feature's, else the layer's default.
+        own = (feature.get("properties") or {}).get("buffer")
+        self.buffer = float(own if own is not None else layer_buffer or 0)
         kind = geometry["type"]
         coords = geometry["coordinates"]
         if kind == "Polygon":
@@ -353,9 +356,11 @@ def main():
     rows = []
     for layer, path, budget in layers:
         with open(path) as f:
-            features = json.load(f)["features"]
+            collection = json.load(f)
+        features = collection["features"]
+        layer_buffer = (collection.get("geotrigger") or {}).get("buffer")
         for index, feature in enumerate(features):
-            fence = OracleFence(layer, index, feature)
+            fence = OracleFence(layer, index, feature, layer_buffer)
             for lon, lat in sample_points(rng, fence, budget):
                 lon_text, lat_text = f"{normalize(lon):.10f}", f"{lat:.10f}"
                 # Answers are computed for the rounded coordinates that are written.
