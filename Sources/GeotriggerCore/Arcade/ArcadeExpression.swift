@@ -39,8 +39,8 @@ public struct ArcadeExpression: Sendable {
 
     /// Evaluates with the given profile variables.
     public func evaluate(_ context: ArcadeContext) throws(ArcadeError) -> ArcadeValue {
-        var frame = ArcadeFrame(context: context, localCount: localCount)
-        return try evaluator(&frame)
+        var frame = ArcadeFrame(localCount: localCount)
+        return try evaluator(&frame, context)
     }
 
     /// Evaluates as a condition (`filter`, `where`): the truthiness of the result.
