@@ -82,6 +82,25 @@ import Testing
         #expect(arcadeError(format, ["d": .date(0)])?.message == "text longer than 65536 bytes")
     }
 
+    @Test func extremeFormatsAndDatesDoNotTrap() throws {
+        #expect(try arcade("Text(0, '0.' + Concatenate([0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]))") == .string("0.000000000000000"))
+        #expect(try arcade("Text(1e300, '#,###.00')") == .string("1e+300"))
+        #expect(try arcade("Text(-1e20, '0')") == .string("-1e+20"))
+        #expect(try arcade("Text($d)", ["d": .date(1e300)]) == .string("Invalid Date"))
+        #expect(try arcade("Text($d, 'YYYY X x')", ["d": .date(-.infinity)]) == .string("Invalid Date"))
+        #expect(ArcadeValue.date(.nan).json == .string("Invalid Date"))
+        #expect(try arcade("Round(1e308, 5)") == .number(1e308))
+        #expect(arcadeError("[1, 2][1e300]")?.message == "an index of an Array must be a whole number, found a Number")
+    }
+
+    @Test func largeDictionariesAreBounded() {
+        let keys = Array(repeating: "a:1", count: 10_500).joined(separator: ",")  // duplicates still cost a step each
+        #expect(arcadeError("{" + keys + "}")?.message == "evaluation stopped after 10000 steps")
+        var writes = "var d = {}\n"
+        for i in 0..<5000 { writes += "d.k\(i) = 1\n" }
+        #expect(arcadeError(writes)?.message == "evaluation stopped after 10000 steps")
+    }
+
     /// Random token soup: every input parses to an error or evaluates, without crashing.
     @Test func randomInputsNeverCrash() {
         let pieces = [

@@ -177,7 +177,9 @@ struct ArcadeCompiler {
         }
         let rest = path.dropFirst()
         switch (container, step) {
-        case (.dictionary(var dictionary), .key(let key, _)):
+        case (.dictionary(var dictionary), .key(let key, let l)):
+            // Writing looks through the keys: charge large dictionaries for it.
+            try frame.step(l, count: dictionary.count >> 4)
             container = .null
             var child = dictionary[key] ?? .null
             dictionary[key] = .null
@@ -186,6 +188,7 @@ struct ArcadeCompiler {
             container = .dictionary(dictionary)
         case (.dictionary(var dictionary), .index(let keyValue, let l)):
             let key = try ArcadeOperators.text(keyValue, &frame, l)
+            try frame.step(l, count: dictionary.count >> 4)
             container = .null
             var child = dictionary[key] ?? .null
             dictionary[key] = .null
@@ -284,7 +287,7 @@ struct ArcadeCompiler {
             for element in elementNodes { elements.append(try compile(element)) }
             let evaluators = elements
             return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
-                try frame.step(location)
+                try frame.step(location, count: 1 + evaluators.count)
                 var values: [ArcadeValue] = []
                 values.reserveCapacity(evaluators.count)
                 for evaluator in evaluators {
@@ -300,7 +303,7 @@ struct ArcadeCompiler {
             for entry in entryNodes { entries.append((key: entry.key, value: try compile(entry.value))) }
             let evaluators = entries
             return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
-                try frame.step(location)
+                try frame.step(location, count: 1 + evaluators.count)
                 var dictionary = ArcadeDictionary()
                 for entry in evaluators {
                     let value = try entry.value(&frame, context)

@@ -20,6 +20,11 @@ enum ArcadeDateFormat {
     ]
     static let weekdayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
+    /// Within ±100 million days of 1970, as JavaScript dates (so the integer math cannot overflow).
+    static func isValid(_ seconds: Double) -> Bool {
+        seconds.isFinite && abs(seconds) <= 8.64e12
+    }
+
     static func fields(_ seconds: Double) -> Fields {
         let totalMilliseconds = Int64((seconds * 1000).rounded(.down))
         var days = totalMilliseconds / 86_400_000
@@ -57,7 +62,7 @@ enum ArcadeDateFormat {
 
     /// `2026-11-30T12:00:00Z`, or `2026-11-30T12:00:00.120Z` when there are milliseconds.
     static func iso8601(_ seconds: Double) -> String {
-        guard seconds.isFinite else { return "Invalid Date" }
+        guard isValid(seconds) else { return "Invalid Date" }
         let f = fields(seconds)
         var out = padded(f.year, 4) + "-" + padded(f.month, 2) + "-" + padded(f.day, 2)
         out += "T" + padded(f.hour, 2) + ":" + padded(f.minute, 2) + ":" + padded(f.second, 2)
@@ -67,7 +72,7 @@ enum ArcadeDateFormat {
 
     /// Formats with the tokens listed on the type.
     static func format(_ seconds: Double, pattern: String) -> String {
-        guard seconds.isFinite else { return "Invalid Date" }
+        guard isValid(seconds) else { return "Invalid Date" }
         let f = fields(seconds)
         let chars = Array(pattern)
         var out = ""
