@@ -3,10 +3,11 @@
 ///
 /// `Text(date, format)` understands the Arcade (moment-style) tokens for the common patterns:
 /// `Y`/`YYYY` year, `YY` two-digit year, `M` `MM` month number, `MMM` `MMMM` month name,
-/// `D` `DD` day of month, `DDD` `DDDD` day of year, `d` weekday (0 = Sunday), `ddd` `dddd`
-/// weekday name, `H` `HH` 24-hour, `h` `hh` 12-hour, `m` `mm` minutes, `s` `ss` seconds,
-/// `S` `SS` `SSS` fractions of a second, `A` `a` AM/PM, `Z` `+00:00`, `ZZ` `+0000`, `X` epoch
-/// seconds, `x` epoch milliseconds; text inside `[...]` is copied as is. English names.
+/// `D` `DD` day of month, `DDD` `DDDD` day of year, `d` day of the week 1-7 (Monday is 1, as
+/// ISO 8601), `ddd` `dddd` weekday name, `H` `HH` 24-hour, `h` `hh` 12-hour, `m` `mm` minutes,
+/// `s` `ss` seconds, `S` `SS` `SSS` fractions of a second, `A` `a` AM/PM, `Z` the offset in
+/// narrow hours (`+0`), `ZZ` `+00:00`, `ZZZ` `+0000`, `X` epoch seconds, `x` epoch
+/// milliseconds; text inside `[...]` is copied as is. English names.
 enum ArcadeDateFormat {
     /// The civil UTC fields of an instant.
     struct Fields {
@@ -109,7 +110,7 @@ enum ArcadeDateFormat {
                 }
             case "d":
                 switch run {
-                case 1: out += String(f.weekday)
+                case 1: out += String(f.weekday == 0 ? 7 : f.weekday)
                 case 2: out += String(weekdayNames[f.weekday].prefix(2))
                 case 3: out += String(weekdayNames[f.weekday].prefix(3))
                 default: out += weekdayNames[f.weekday]; consumed = min(run, 4)
@@ -124,7 +125,9 @@ enum ArcadeDateFormat {
                 consumed = min(run, 3)
             case "A": out += f.hour < 12 ? "AM" : "PM"; consumed = 1
             case "a": out += f.hour < 12 ? "am" : "pm"; consumed = 1
-            case "Z": out += run >= 2 ? "+0000" : "+00:00"; consumed = min(run, 2)
+            case "Z":
+                consumed = min(run, 3)
+                out += consumed == 1 ? "+0" : consumed == 2 ? "+00:00" : "+0000"
             case "X": out += String(Int64((seconds).rounded(.down))); consumed = 1
             case "x": out += String(Int64((seconds * 1000).rounded(.down))); consumed = 1
             default: out += String(repeating: c, count: run)

@@ -35,10 +35,11 @@ struct ArcadeFunction: Sendable {
 ///   default; conditions are evaluated in order, values only when chosen.
 /// - `Decode(value, m1, r1, m2, r2, ..., default)`: the result of the first match equal (`==`)
 ///   to the value, else the default.
-/// - `Concatenate(array, separator?, format?)`: the array's elements as text (each through
-///   `Text(element, format)` when a format is given) joined by the separator. Choice: when the
-///   first argument is not an array, every argument is written as text one after the other
-///   (`Concatenate('a', 1, true)` is `a1true`).
+/// - `Concatenate(array?, separator?, format?)`: the array's elements as text (each through
+///   `Text(element, format)` when a format is given) joined by the separator. When the first
+///   argument is not an array, every argument is written as text one after the other, as the
+///   reference's `Concatenate($feature.CITY, ", ", $feature.STATE)` example does
+///   (`Concatenate('a', 1, true)` is `a1true`); no argument gives empty text.
 /// - `Upper(text)`, `Lower(text)`: the implicit text of the value in upper or lower case.
 /// - `Round(value, places?)`: rounded half away from zero to `places` decimals (0 by default;
 ///   negative places round to tens, hundreds...).
@@ -91,9 +92,10 @@ enum ArcadeFunctions {
                 return try arguments[arguments.count - 1](&frame, context)
             }
         },
-        ArcadeFunction(name: "Concatenate", arity: 1...Int.max, countRule: nil) { arguments, location in
+        ArcadeFunction(name: "Concatenate", arity: 0...Int.max, countRule: nil) { arguments, location in
             return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
+                guard !arguments.isEmpty else { return .string("") }
                 let first = try arguments[0](&frame, context)
                 var out = ""
                 guard case .array(let elements) = first, arguments.count <= 3 else {
