@@ -129,7 +129,9 @@ import Testing
         #expect(try arcade("Count('héllo')") == .number(5))
         #expect(try arcade("Count([])") == .number(0))
         #expect(try arcade("count(null)") == .number(0))
-        #expect(arcadeError("Count(5)")?.description == "column 1: Count expects an Array or Text, found a Number")
-        #expect(arcadeError("Count({})")?.description == "column 1: Count expects an Array or Text, found a Dictionary")
+        #expect(try arcade("Count({'a': 1, b: 2})") == .number(2))
+        #expect(try arcade("Count($fencefeature)", ["fencefeature": desert]) == .number(3))
+        #expect(arcadeError("Count(5)")?.description == "column 1: Count expects an Array, Text or Dictionary, found a Number")
+        #expect(arcadeError("Count(true)")?.description == "column 1: Count expects an Array, Text or Dictionary, found a Boolean")
     }
 }

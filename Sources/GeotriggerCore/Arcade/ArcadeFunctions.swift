@@ -51,8 +51,9 @@ struct ArcadeFunction: Sendable {
 ///   dictionaries, numbers for arrays) and gives the default when a step is missing or the
 ///   value found is empty.
 /// - `IsEmpty(value)`: true for `null` and `''`, false for everything else (an empty array too).
-/// - `Count(value)`: the elements of an array or characters of a text; `null` counts 0
-///   (choice, so a missing attribute does not stop a message); other types are an error.
+/// - `Count(value)`: the elements of an array, characters of a text or entries of a
+///   dictionary; `null` counts 0 (choice, so a missing attribute does not stop a message);
+///   other types are an error.
 enum ArcadeFunctions {
     static let all: [ArcadeFunction] = [
         ArcadeFunction(name: "IIf", arity: 3...3, countRule: nil) { arguments, location in
@@ -212,8 +213,9 @@ enum ArcadeFunctions {
                 switch try value(&frame, context) {
                 case .array(let elements): return .number(Double(elements.count))
                 case .string(let text): return .number(Double(text.count))
+                case .dictionary(let dictionary): return .number(Double(dictionary.count))
                 case .null: return .number(0)
-                case let other: throw location.error("Count expects an Array or Text, found \(other.typeNameWithArticle)")
+                case let other: throw location.error("Count expects an Array, Text or Dictionary, found \(other.typeNameWithArticle)")
                 }
             }
         },
