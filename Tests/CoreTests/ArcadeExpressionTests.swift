@@ -146,6 +146,8 @@ let desert: ArcadeValue = .dictionary(["name": .string("Desert Section"), "ID": 
         #expect(try arcade("IF (TRUE) { RETURN 1 } ELSE { RETURN 2 }") == .number(1))
         #expect(try arcade("return") == .null)
         #expect(try arcade("return; 5") == .null)
+        #expect(try arcade("if (true) { return }") == .null)
+        #expect(try arcade("return\n  {'message': 'next line'}") == .dictionary(["message": .string("next line")]))
         #expect(try arcade("1; 2; var x = 3") == .number(2))  // the last expression statement run
         #expect(try arcade("if (false) { 'a' } else { 'b' }") == .string("b"))
     }

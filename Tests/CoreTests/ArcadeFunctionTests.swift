@@ -33,6 +33,8 @@ import Testing
         #expect(try arcade("Concatenate(['a', 1, null])") == .string("a1"))
         #expect(try arcade("Concatenate([1.5, 2], ', ', '0.00')") == .string("1.50, 2.00"))
         #expect(try arcade("Concatenate([])") == .string(""))
+        #expect(try arcade("Concatenate()") == .string(""))
+        #expect(try arcade("Concatenate($fencefeature.name, ', ', 'CA')", ["fencefeature": desert]) == .string("Desert Section, CA"))
         #expect(try arcade("concatenate('a', 1, true)") == .string("a1true"))
         #expect(try arcade("Concatenate($fencefeature.name)", ["fencefeature": desert]) == .string("Desert Section"))
     }
@@ -89,12 +91,13 @@ import Testing
         #expect(try arcade("Text($d, 'dddd, MMMM D, Y h:mm A')", noon) == .string("Monday, November 30, 2026 12:00 PM"))
         #expect(try arcade("Text($d, 'ddd MMM DD YY')", noon) == .string("Mon Nov 30 26"))
         #expect(try arcade("Text($d, '[Day] DDD, [weekday] d')", noon) == .string("Day 334, weekday 1"))
-        #expect(try arcade("Text($d, 'X x Z ZZ')", noon) == .string("1796040000 1796040000000 +00:00 +0000"))
+        #expect(try arcade("Text($d, 'X x Z ZZ')", noon) == .string("1796040000 1796040000000 +0 +00:00"))
         let leap: [String: ArcadeValue] = ["d": .date(1_709_190_309.045)]  // 2024-02-29T07:05:09.045Z
         #expect(try arcade("Text($d, 'M/D/YYYY h:m:s.SSS a')", leap) == .string("2/29/2024 7:5:9.045 am"))
         #expect(try arcade("Text($d, 'DDDD dddd')", leap) == .string("060 Thursday"))
         #expect(try arcade("Text($d)", leap) == .string("2024-02-29T07:05:09.045Z"))
         #expect(try arcade("Text($d, 'YYYY-MM-DD HH:mm:ss dddd')", ["d": .date(-1)]) == .string("1969-12-31 23:59:59 Wednesday"))
+        #expect(try arcade("Text($d, 'd ddd ZZZ')", ["d": .date(1_796_558_400)]) == .string("7 Sun +0000"))  // a Sunday is 7
     }
 
     @Test func defaultValue() throws {
@@ -126,7 +129,9 @@ import Testing
         #expect(try arcade("Count('héllo')") == .number(5))
         #expect(try arcade("Count([])") == .number(0))
         #expect(try arcade("count(null)") == .number(0))
-        #expect(arcadeError("Count(5)")?.description == "column 1: Count expects an Array or Text, found a Number")
-        #expect(arcadeError("Count({})")?.description == "column 1: Count expects an Array or Text, found a Dictionary")
+        #expect(try arcade("Count({'a': 1, b: 2})") == .number(2))
+        #expect(try arcade("Count($fencefeature)", ["fencefeature": desert]) == .number(3))
+        #expect(arcadeError("Count(5)")?.description == "column 1: Count expects an Array, Text or Dictionary, found a Number")
+        #expect(arcadeError("Count(true)")?.description == "column 1: Count expects an Array, Text or Dictionary, found a Boolean")
     }
 }

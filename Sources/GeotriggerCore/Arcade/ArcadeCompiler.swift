@@ -1,7 +1,7 @@
 /// A compiled expression node: computes a value in a frame.
-typealias ArcadeEvaluator = @Sendable (inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue
+typealias ArcadeEvaluator = @Sendable (inout ArcadeFrame, ArcadeContext) throws(ArcadeError) -> ArcadeValue
 /// A compiled statement: runs in a frame; returns true when it executed `return`.
-typealias ArcadeExecutor = @Sendable (inout ArcadeFrame) throws(ArcadeError) -> Bool
+typealias ArcadeExecutor = @Sendable (inout ArcadeFrame, ArcadeContext) throws(ArcadeError) -> Bool
 
 /// Turns the parsed program into a tree of closures, once: names are resolved to slots,
 /// member names folded, functions bound and checked for their argument count, so evaluating
@@ -40,8 +40,8 @@ struct ArcadeCompiler {
             }
         }
         let executors = try compile(statements)
-        return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
-            for executor in executors where try executor(&frame) { return frame.returnValue }
+        return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
+            for executor in executors where try executor(&frame, context) { return frame.returnValue }
             return frame.lastValue
         }
     }
@@ -59,21 +59,21 @@ struct ArcadeCompiler {
             let slot = slots[name] ?? slots.count
             slots[name] = slot
             guard let value else {
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
                     frame.locals[slot] = .null
                     return false
                 }
             }
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
-                frame.locals[slot] = try value(&frame)
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
+                frame.locals[slot] = try value(&frame, context)
                 return false
             }
         case .assign(let target, let op, let valueNode, let position):
             return try compileAssignment(target, op, valueNode, at: position)
         case .expression(let node):
             let evaluator = try compile(node)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
-                frame.lastValue = try evaluator(&frame)
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
+                frame.lastValue = try evaluator(&frame, context)
                 return false
             }
         case .ifElse(let conditionNode, let thenStatements, let otherwiseStatements):
@@ -81,22 +81,22 @@ struct ArcadeCompiler {
             let then = try compile(thenStatements)
             let otherwise = try compile(otherwiseStatements)
             let location = location(conditionNode.position)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
                 try frame.step(location)
-                let branch = try condition(&frame).isTruthy ? then : otherwise
-                for executor in branch where try executor(&frame) { return true }
+                let branch = try condition(&frame, context).isTruthy ? then : otherwise
+                for executor in branch where try executor(&frame, context) { return true }
                 return false
             }
         case .return(let node, _):
             guard let node else {
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
                     frame.returnValue = .null
                     return true
                 }
             }
             let value = try compile(node)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
-                frame.returnValue = try value(&frame)
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
+                frame.returnValue = try value(&frame, context)
                 return true
             }
         }
@@ -129,16 +129,16 @@ struct ArcadeCompiler {
         let value = try compile(valueNode)
         let location = location(position)
         let path = steps
-        return { (frame: inout ArcadeFrame) throws(ArcadeError) -> Bool in
+        return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> Bool in
             try frame.step(location)
             var resolved: [ResolvedStep] = []
             for step in path {
                 switch step {
                 case .member(let name, let l): resolved.append(.key(name, l))
-                case .index(let key, let l): resolved.append(.index(try key(&frame), l))
+                case .index(let key, let l): resolved.append(.index(try key(&frame, context), l))
                 }
             }
-            var newValue = try value(&frame)
+            var newValue = try value(&frame, context)
             // Take the variable out of the frame so it is modified in place, not copied.
             var container = frame.locals[slot]
             frame.locals[slot] = .null
@@ -177,7 +177,9 @@ struct ArcadeCompiler {
         }
         let rest = path.dropFirst()
         switch (container, step) {
-        case (.dictionary(var dictionary), .key(let key, _)):
+        case (.dictionary(var dictionary), .key(let key, let l)):
+            // Writing looks through the keys: charge large dictionaries for it.
+            try frame.step(l, count: dictionary.count >> 4)
             container = .null
             var child = dictionary[key] ?? .null
             dictionary[key] = .null
@@ -186,6 +188,7 @@ struct ArcadeCompiler {
             container = .dictionary(dictionary)
         case (.dictionary(var dictionary), .index(let keyValue, let l)):
             let key = try ArcadeOperators.text(keyValue, &frame, l)
+            try frame.step(l, count: dictionary.count >> 4)
             container = .null
             var child = dictionary[key] ?? .null
             dictionary[key] = .null
@@ -226,26 +229,36 @@ struct ArcadeCompiler {
         let location = location(node.position)
         switch node.kind {
         case .literal(let value):
-            return { (_: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in value }
+            return { (_: inout ArcadeFrame, _: ArcadeContext) throws(ArcadeError) -> ArcadeValue in value }
 
         case .variable(let spelled):
             guard let slot = slots[spelled.lowercased()] else {
                 throw error("unknown variable '\(spelled)'", at: node.position)
             }
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in frame.locals[slot] }
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in frame.locals[slot] }
 
         case .profile(let name):
             noteProfile(name)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in frame.context[folded: name] }
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in context[folded: name] }
 
         case .member(let base, let name):
             let folded = name.lowercased()
             if case .profile(let variable) = base.kind {
-                // `$feature.FIELD`, the most common form: one closure, no copy of the feature.
                 noteProfile(variable)
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+                if variable == "locationupdate" || variable == "feedfeature" {
+                    // `$locationupdate.FIELD`: read the update's field, no dictionary at all.
+                    let feed = variable == "feedfeature"
+                    let field = ArcadeUpdateField(folded: folded, feed: feed)
+                    return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
+                        try frame.step(location)
+                        if let value = context.read(field, feed: feed) { return value }
+                        return try ArcadeAccess.member(context[folded: variable], folded: folded, spelled: name, location)
+                    }
+                }
+                // `$feature.FIELD`, the most common form: one closure, no copy of the feature.
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                     try frame.step(location)
-                    for entry in frame.context.variables where entry.name == variable {
+                    for entry in context.variables where entry.name == variable {
                         if case .dictionary(let dictionary) = entry.value {
                             return dictionary[folded: folded] ?? .null
                         }
@@ -255,30 +268,30 @@ struct ArcadeCompiler {
                 }
             }
             let baseEvaluator = try compile(base)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
-                return try ArcadeAccess.member(try baseEvaluator(&frame), folded: folded, spelled: name, location)
+                return try ArcadeAccess.member(try baseEvaluator(&frame, context), folded: folded, spelled: name, location)
             }
 
         case .index(let base, let key):
             let baseEvaluator = try compile(base)
             let keyEvaluator = try compile(key)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
-                let container = try baseEvaluator(&frame)
-                return try ArcadeAccess.index(container, try keyEvaluator(&frame), &frame, location)
+                let container = try baseEvaluator(&frame, context)
+                return try ArcadeAccess.index(container, try keyEvaluator(&frame, context), &frame, location)
             }
 
         case .array(let elementNodes):
             var elements: [ArcadeEvaluator] = []
             for element in elementNodes { elements.append(try compile(element)) }
             let evaluators = elements
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
-                try frame.step(location)
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
+                try frame.step(location, count: 1 + evaluators.count)
                 var values: [ArcadeValue] = []
                 values.reserveCapacity(evaluators.count)
                 for evaluator in evaluators {
-                    let value = try evaluator(&frame)
+                    let value = try evaluator(&frame, context)
                     try frame.chargeContents(of: value, location)
                     values.append(value)
                 }
@@ -289,11 +302,11 @@ struct ArcadeCompiler {
             var entries: [(key: String, value: ArcadeEvaluator)] = []
             for entry in entryNodes { entries.append((key: entry.key, value: try compile(entry.value))) }
             let evaluators = entries
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
-                try frame.step(location)
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
+                try frame.step(location, count: 1 + evaluators.count)
                 var dictionary = ArcadeDictionary()
                 for entry in evaluators {
-                    let value = try entry.value(&frame)
+                    let value = try entry.value(&frame, context)
                     try frame.chargeContents(of: value, location)
                     dictionary[entry.key] = value
                 }
@@ -313,14 +326,14 @@ struct ArcadeCompiler {
                 }
             }
             let compiled = pieces
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
                 var out = ""
                 for piece in compiled {
                     switch piece {
                     case .text(let text): out += text
                     case .value(let evaluator):
-                        try ArcadeOperators.appendText(try evaluator(&frame), to: &out, &frame, location)
+                        try ArcadeOperators.appendText(try evaluator(&frame, context), to: &out, &frame, location)
                     }
                     try frame.checkText(out, location)
                 }
@@ -347,19 +360,19 @@ struct ArcadeCompiler {
             let operand = try compile(operandNode)
             switch op {
             case .negate:
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                     try frame.step(location)
-                    return .number(-(try operand(&frame).numberValue))
+                    return .number(-(try operand(&frame, context).numberValue))
                 }
             case .plus:
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                     try frame.step(location)
-                    return .number(try operand(&frame).numberValue)
+                    return .number(try operand(&frame, context).numberValue)
                 }
             case .not:
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                     try frame.step(location)
-                    return .bool(!(try operand(&frame).isTruthy))
+                    return .bool(!(try operand(&frame, context).isTruthy))
                 }
             }
 
@@ -370,37 +383,37 @@ struct ArcadeCompiler {
                 [.less, .lessEqual, .greater, .greaterEqual].contains(op)
             {
                 let right = ArcadeValue.number(constant)
-                return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+                return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                     try frame.step(location)
-                    let value = try left(&frame)
+                    let value = try left(&frame, context)
                     if case .number(let n) = value { return .bool(ArcadeOperators.order(op, n, constant)) }
                     return .bool(ArcadeOperators.compare(op, value, right))
                 }
             }
             let right = try compile(rightNode)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
-                let a = try left(&frame)
-                let b = try right(&frame)
+                let a = try left(&frame, context)
+                let b = try right(&frame, context)
                 return try ArcadeOperators.apply(op, a, b, frame: &frame, location)
             }
 
         case .and(let leftNode, let rightNode):
             let left = try compile(leftNode)
             let right = try compile(rightNode)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
-                guard try left(&frame).isTruthy else { return .bool(false) }
-                return .bool(try right(&frame).isTruthy)
+                guard try left(&frame, context).isTruthy else { return .bool(false) }
+                return .bool(try right(&frame, context).isTruthy)
             }
 
         case .or(let leftNode, let rightNode):
             let left = try compile(leftNode)
             let right = try compile(rightNode)
-            return { (frame: inout ArcadeFrame) throws(ArcadeError) -> ArcadeValue in
+            return { (frame: inout ArcadeFrame, context: ArcadeContext) throws(ArcadeError) -> ArcadeValue in
                 try frame.step(location)
-                if try left(&frame).isTruthy { return .bool(true) }
-                return .bool(try right(&frame).isTruthy)
+                if try left(&frame, context).isTruthy { return .bool(true) }
+                return .bool(try right(&frame, context).isTruthy)
             }
         }
     }

@@ -11,14 +11,12 @@
 extension ArcadeValue {
     /// `$locationupdate` for one update.
     public static func locationUpdate(_ update: LocationUpdate) -> ArcadeValue {
-        .dictionary(ArcadeDictionary(lowercasedUniqueEntries: locationEntries(update)))
+        .dictionary(ArcadeLocationFields(update).dictionary(device: nil))
     }
 
     /// `$feedfeature` for one update: the location fields and `device`.
     public static func feedFeature(_ update: LocationUpdate) -> ArcadeValue {
-        var entries = locationEntries(update)
-        entries.insert((key: "device", value: .string(update.device)), at: 0)
-        return .dictionary(ArcadeDictionary(lowercasedUniqueEntries: entries))
+        .dictionary(ArcadeLocationFields(update).dictionary(device: update.device))
     }
 
     /// `$fencefeature` for one fence: its properties, `id` and `layer` (see the type).
@@ -29,24 +27,12 @@ extension ArcadeValue {
         if dictionary["layer"] == nil { dictionary["layer"] = .string(fence.layer) }
         return .dictionary(dictionary)
     }
-
-    private static func locationEntries(_ update: LocationUpdate) -> [(key: String, value: ArcadeValue)] {
-        [
-            (key: "x", value: .number(update.lon)),
-            (key: "y", value: .number(update.lat)),
-            (key: "timestamp", value: .date(update.time)),
-            (key: "horizontalaccuracy", value: update.accuracy.map(ArcadeValue.number) ?? .null),
-            (key: "speed", value: update.speed.map(ArcadeValue.number) ?? .null),
-            (key: "course", value: update.heading.map(ArcadeValue.number) ?? .null),
-            (key: "altitude", value: update.altitude.map(ArcadeValue.number) ?? .null),
-        ]
-    }
 }
 
 extension ArcadeContext {
     /// The `filter` profile: `$locationupdate`.
     public init(locationUpdate update: LocationUpdate) {
-        self.init(lowercasedVariables: [(name: "locationupdate", value: .locationUpdate(update))])
+        self.init(lowercasedVariables: [], update: update)
     }
 
     /// The `where` profile: `$fencefeature` (pass a value from ``ArcadeValue/fenceFeature(_:)``,
@@ -58,11 +44,32 @@ extension ArcadeContext {
     /// The `message` profile: `$fencefeature`, `$feedfeature`, `$fencenotificationtype`
     /// (`entered`, `exited`, `dwelled`); `$locationupdate` too, for convenience.
     public init(fenceFeature: ArcadeValue, update: LocationUpdate, notificationType: String) {
-        self.init(lowercasedVariables: [
-            (name: "fencefeature", value: fenceFeature),
-            (name: "feedfeature", value: .feedFeature(update)),
-            (name: "fencenotificationtype", value: .string(notificationType)),
-            (name: "locationupdate", value: .locationUpdate(update)),
-        ])
+        self.init(
+            lowercasedVariables: [
+                (name: "fencefeature", value: fenceFeature),
+                (name: "fencenotificationtype", value: .string(notificationType)),
+            ], update: update, feedFromUpdate: true)
     }
+}
+
+/// A field of `$locationupdate` or `$feedfeature`, resolved at compile time so evaluation
+/// reads the ``LocationUpdate`` directly (see ``ArcadeContext``).
+enum ArcadeUpdateField {
+    case x, y, timestamp, horizontalAccuracy, speed, course, altitude, device, missing
+
+    /// The field a lower-cased member name means; `device` only on `$feedfeature`.
+    init(folded name: String, feed: Bool) {
+        switch name {
+        case "x": self = .x
+        case "y": self = .y
+        case "timestamp": self = .timestamp
+        case "horizontalaccuracy": self = .horizontalAccuracy
+        case "speed": self = .speed
+        case "course": self = .course
+        case "altitude": self = .altitude
+        case "device" where feed: self = .device
+        default: self = .missing
+        }
+    }
+
 }

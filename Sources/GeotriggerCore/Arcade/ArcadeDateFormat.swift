@@ -3,10 +3,11 @@
 ///
 /// `Text(date, format)` understands the Arcade (moment-style) tokens for the common patterns:
 /// `Y`/`YYYY` year, `YY` two-digit year, `M` `MM` month number, `MMM` `MMMM` month name,
-/// `D` `DD` day of month, `DDD` `DDDD` day of year, `d` weekday (0 = Sunday), `ddd` `dddd`
-/// weekday name, `H` `HH` 24-hour, `h` `hh` 12-hour, `m` `mm` minutes, `s` `ss` seconds,
-/// `S` `SS` `SSS` fractions of a second, `A` `a` AM/PM, `Z` `+00:00`, `ZZ` `+0000`, `X` epoch
-/// seconds, `x` epoch milliseconds; text inside `[...]` is copied as is. English names.
+/// `D` `DD` day of month, `DDD` `DDDD` day of year, `d` day of the week 1-7 (Monday is 1, as
+/// ISO 8601), `ddd` `dddd` weekday name, `H` `HH` 24-hour, `h` `hh` 12-hour, `m` `mm` minutes,
+/// `s` `ss` seconds, `S` `SS` `SSS` fractions of a second, `A` `a` AM/PM, `Z` the offset in
+/// narrow hours (`+0`), `ZZ` `+00:00`, `ZZZ` `+0000`, `X` epoch seconds, `x` epoch
+/// milliseconds; text inside `[...]` is copied as is. English names.
 enum ArcadeDateFormat {
     /// The civil UTC fields of an instant.
     struct Fields {
@@ -19,6 +20,11 @@ enum ArcadeDateFormat {
         "October", "November", "December",
     ]
     static let weekdayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+    /// Within ±100 million days of 1970, as JavaScript dates (so the integer math cannot overflow).
+    static func isValid(_ seconds: Double) -> Bool {
+        seconds.isFinite && abs(seconds) <= 8.64e12
+    }
 
     static func fields(_ seconds: Double) -> Fields {
         let totalMilliseconds = Int64((seconds * 1000).rounded(.down))
@@ -57,7 +63,7 @@ enum ArcadeDateFormat {
 
     /// `2026-11-30T12:00:00Z`, or `2026-11-30T12:00:00.120Z` when there are milliseconds.
     static func iso8601(_ seconds: Double) -> String {
-        guard seconds.isFinite else { return "Invalid Date" }
+        guard isValid(seconds) else { return "Invalid Date" }
         let f = fields(seconds)
         var out = padded(f.year, 4) + "-" + padded(f.month, 2) + "-" + padded(f.day, 2)
         out += "T" + padded(f.hour, 2) + ":" + padded(f.minute, 2) + ":" + padded(f.second, 2)
@@ -67,7 +73,7 @@ enum ArcadeDateFormat {
 
     /// Formats with the tokens listed on the type.
     static func format(_ seconds: Double, pattern: String) -> String {
-        guard seconds.isFinite else { return "Invalid Date" }
+        guard isValid(seconds) else { return "Invalid Date" }
         let f = fields(seconds)
         let chars = Array(pattern)
         var out = ""
@@ -104,7 +110,7 @@ enum ArcadeDateFormat {
                 }
             case "d":
                 switch run {
-                case 1: out += String(f.weekday)
+                case 1: out += String(f.weekday == 0 ? 7 : f.weekday)
                 case 2: out += String(weekdayNames[f.weekday].prefix(2))
                 case 3: out += String(weekdayNames[f.weekday].prefix(3))
                 default: out += weekdayNames[f.weekday]; consumed = min(run, 4)
@@ -119,7 +125,9 @@ enum ArcadeDateFormat {
                 consumed = min(run, 3)
             case "A": out += f.hour < 12 ? "AM" : "PM"; consumed = 1
             case "a": out += f.hour < 12 ? "am" : "pm"; consumed = 1
-            case "Z": out += run >= 2 ? "+0000" : "+00:00"; consumed = min(run, 2)
+            case "Z":
+                consumed = min(run, 3)
+                out += consumed == 1 ? "+0" : consumed == 2 ? "+00:00" : "+0000"
             case "X": out += String(Int64((seconds).rounded(.down))); consumed = 1
             case "x": out += String(Int64((seconds * 1000).rounded(.down))); consumed = 1
             default: out += String(repeating: c, count: run)

@@ -8,7 +8,8 @@
 /// `var` declarations, assignment (`=`, `+=`, `-=`, `*=`, `/=`, also to `d.key`, `d["key"]`,
 /// `list[i]`), `return`, `if`/`else`; array and dictionary literals; and the functions of
 /// ``ArcadeFunctions``. No loops and no user functions. Identifiers, keywords, function and
-/// attribute names are case-insensitive. A script without `return` gives the value of the last
+/// attribute names are case-insensitive. Statements end with `;` or a line break (a line break
+/// right after `return` does not end it). A script without `return` gives the value of the last
 /// expression statement it ran (`null` if none).
 ///
 /// Every evaluation is bounded by ``ArcadeLimits``: it ends with a value or an ``ArcadeError``,
@@ -39,8 +40,8 @@ public struct ArcadeExpression: Sendable {
 
     /// Evaluates with the given profile variables.
     public func evaluate(_ context: ArcadeContext) throws(ArcadeError) -> ArcadeValue {
-        var frame = ArcadeFrame(context: context, localCount: localCount)
-        return try evaluator(&frame)
+        var frame = ArcadeFrame(localCount: localCount)
+        return try evaluator(&frame, context)
     }
 
     /// Evaluates as a condition (`filter`, `where`): the truthiness of the result.

@@ -8,18 +8,17 @@ struct ArcadeLocation: Sendable {
     }
 }
 
-/// The mutable state of one evaluation: the profile variables, the script's variables (one
-/// slot each, resolved at compile time), the step count and the values a script produces.
+/// The mutable state of one evaluation: the script's variables (one slot each, resolved at
+/// compile time), the step count and the values a script produces. The profile variables are
+/// passed beside it, borrowed, so an evaluation never copies the context.
 struct ArcadeFrame {
-    let context: ArcadeContext
     var locals: [ArcadeValue]
     var steps = 0
     /// The value of the last expression statement run: the result of a script without `return`.
     var lastValue: ArcadeValue = .null
     var returnValue: ArcadeValue = .null
 
-    init(context: ArcadeContext, localCount: Int) {
-        self.context = context
+    init(localCount: Int) {
         self.locals = localCount == 0 ? [] : Array(repeating: .null, count: localCount)
     }
 

@@ -21,7 +21,7 @@ enum ArcadeNumberFormat {
     /// Choices where the reference is silent: at least one integer digit is always written
     /// (`#.##` writes 0.5 as `0.5`); rounding is half away from zero, like `Round`; a `%`
     /// outside the digits multiplies by 100; separate negative sub-patterns (`;`) are not
-    /// supported; a pattern without `0` or `#` gives the implicit text.
+    /// supported; at most 15 decimals and 64 forced integer digits; a pattern without `0` or `#` gives the implicit text.
     static func format(_ n: Double, pattern: String) -> String {
         let chars = Array(pattern)
         guard let first = chars.firstIndex(where: { $0 == "#" || $0 == "0" }),
@@ -36,10 +36,11 @@ enum ArcadeNumberFormat {
         let point = body.firstIndex(of: ".")
         let integerPattern = point.map { body[body.startIndex..<$0] } ?? body[...]
         let fractionPattern = point.map { body[body.index(after: $0)...] } ?? []
-        let minimumIntegerDigits = integerPattern.filter { $0 == "0" }.count
+        let minimumIntegerDigits = min(64, integerPattern.filter { $0 == "0" }.count)
         let grouping = integerPattern.contains(",")
-        let minimumFractionDigits = fractionPattern.filter { $0 == "0" }.count
-        let maximumFractionDigits = fractionPattern.filter { $0 == "0" || $0 == "#" }.count
+        // At most 15 decimals: a Double holds no more, and 10^15 still fits the integer math.
+        let maximumFractionDigits = min(15, fractionPattern.filter { $0 == "0" || $0 == "#" }.count)
+        let minimumFractionDigits = min(maximumFractionDigits, fractionPattern.filter { $0 == "0" }.count)
 
         var value = n
         if prefix.contains("%") || suffix.contains("%") { value *= 100 }

@@ -158,7 +158,9 @@ struct ArcadeParser {
                 return .ifElse(condition: condition, then: then, otherwise: otherwise)
             case "return":
                 _ = advance()
-                if isSymbol(.semicolon) || isSymbol(.closeBrace) || current.kind == .end || current.newlineBefore {
+                // Unlike JavaScript, a line break after `return` does not end it: `return` followed
+                // by a dictionary on the next line returns the dictionary, not null.
+                if isSymbol(.semicolon) || isSymbol(.closeBrace) || current.kind == .end {
                     return .return(nil, position: position)
                 }
                 return .return(try parseExpression(), position: position)
