@@ -1,3 +1,5 @@
+internal import CGPS
+
 /// What a `GPSDReader` reports, in order.
 public enum GPSDEvent: Sendable, Equatable {
     /// A connection to gpsd is open and watching (after every successful (re)connect).

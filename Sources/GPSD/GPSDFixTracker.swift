@@ -1,3 +1,5 @@
+internal import CGPS
+
 /// The reader's rules from TPV reports to events, kept apart from I/O so they can be tested:
 /// one fix per receiver epoch, `.noFix` on the change to "no fix", `.clockSkew` when the fix
 /// time strays from the system clock.

@@ -1,3 +1,5 @@
+internal import CGPS
+
 /// One report read from gpsd, reduced to what the reader needs.
 public enum GPSDReport: Sendable, Equatable {
     /// A TPV (time-position-velocity) report.

@@ -1,3 +1,5 @@
+internal import CGPS
+
 /// One position fix of the gateway's own receiver, as gpsd reported it in a TPV report.
 public struct GPSFix: Sendable, Equatable {
     /// Receiver fix time: seconds since 1970-01-01 UTC.

@@ -1,3 +1,4 @@
+internal import CGPS
 #if canImport(Glibc)
 import Glibc
 #endif

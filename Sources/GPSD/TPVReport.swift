@@ -1,3 +1,5 @@
+internal import CGPS
+
 /// The fields of one gpsd TPV (time-position-velocity) report as libgps decoded them, in plain
 /// values. Numbers gpsd did not send are NaN, as in libgps; the `...Set` flags mirror the
 /// report's `set` mask (`MODE_SET`, `LATLON_SET`, `TIME_SET`).

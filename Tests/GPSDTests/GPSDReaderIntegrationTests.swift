@@ -60,8 +60,10 @@ import Glibc
         let events = await recorder.events
         #expect(reachedEnd, "\(name): no fix at the log's last valid position \(last); gpsfake said: \(diagnostics)")
         let fixes = events.compactMap { if case .fix(let fix) = $0 { fix } else { nil } }
-        #expect(events.first == .connected)
-        #expect(zip(fixes, fixes.dropFirst()).allSatisfy { $0.time < $1.time }, "fix times must increase")
+        #expect(events.first { !$0.isDisconnected } == .connected)
+        // One fix per epoch. (Times need not increase: telit-he910.log itself steps back from
+        // 10:51:53.71 to 10:51:53.408; ordering is the engine's job.)
+        #expect(zip(fixes, fixes.dropFirst()).allSatisfy { $0.time != $1.time }, "repeated fix time")
         return Replay(events: events, fixes: fixes, validRMCs: nmea.validRMCs, last: last)
     }
 
@@ -99,8 +101,9 @@ import Glibc
         #expect((skews.first ?? 0) < -300, "2019 fix times are behind the system clock")
     }
 
-    /// A walk of a few metres (SiRF-II). gpsd 3.22 reports no TPV for the log's first valid
-    /// epoch (09:53:04.802, whose GGA says 0 satellites used): the first fix is the second.
+    /// A walk of a few metres (SiRF-II). gpsd 3.22 reports the log's first valid epoch
+    /// (09:53:04.802, the first after a no-fix period) without a time, or not at all: no fix for
+    /// the reader, so the first fix is the second valid RMC.
     @Test func realWalkingLog() async throws {
         let replay = try await replay("haicom-305N.log", cycle: 0.05)
         #expect(abs(replay.fixes.count - replay.validRMCs.count) <= 2,
@@ -114,13 +117,15 @@ import Glibc
         #expect(replay.events.contains(.noFix))
     }
 
-    /// A log without any fix gives `.noFix` and no `.fix`; the fixes of a log played after it
-    /// mark the end (so the test knows gpsd has read all of it).
+    /// A log without any fix (11:00:00-11:00:20) gives `.noFix` and no `.fix`; the fixes of a
+    /// log played after it (from 12:00:00) mark the end, so the test knows gpsd read it all.
+    /// gpsd 3.22 sends the first fixed epoch after a no-fix period without a time, which is no
+    /// fix for the reader: the first fix is the 12:00:00 or (usually) the 12:00:01 epoch.
     @Test func logWithoutFixGivesNoFixOnly() async throws {
         let noFix = try NMEALog(Fixtures.nmea("no_fix.log"))
         #expect(noFix.validRMCs.isEmpty && noFix.lastValidPosition == nil)
         let after = try NMEALog(Fixtures.nmea("example_line.log"))
-        let sentinel = try #require(after.validRMCs.first)
+        let sentinels = Array(after.validRMCs.prefix(2))
         let cycle = 0.05
         let log = try Fixtures.temporaryLog([
             .text(Fixtures.leadIn(seconds: 1.5, cycle: cycle)), .file(Fixtures.nmea("no_fix.log")),
@@ -142,7 +147,8 @@ import Glibc
         let beforeFix = events[..<firstFixIndex]
         #expect(beforeFix.contains(.noFix), "no .noFix while the receiver had no fix: \(beforeFix)")
         guard case .fix(let firstFix) = events[firstFixIndex] else { return }
-        #expect(sentinel.matches(firstFix), "first fix \(firstFix) should be the first epoch after the no-fix log, \(sentinel)")
+        #expect(sentinels.contains { $0.matches(firstFix) },
+                "first fix \(firstFix) should be one of the first epochs after the no-fix log, \(sentinels)")
     }
 
     /// gpsd killed mid-run (SIGKILL) and a new one started on the same port: the reader yields

@@ -11,9 +11,9 @@ import Glibc
 /// - with `-1` and no `-p` it never exits by itself after the log (it waits 60 s, then fails
 ///   with "Test timed out"), so a test always stops it;
 /// - it starts gpsd as its child (`gpsd -b -N -S PORT -F /tmp/gpsfake-PID.sock`); SIGTERM to
-///   gpsfake runs its cleanup but can leave gpsfake itself running, and SIGKILL to gpsfake
-///   orphans gpsd. So `stop()` ends gpsd first (gpsfake notices "daemon died", reaps it and
-///   exits), then gpsfake, escalating to SIGKILL for either;
+///   gpsfake runs its cleanup (ends and reaps gpsd) but can leave gpsfake itself running, and
+///   SIGKILL to gpsfake alone orphans gpsd (a zombie of init here, which does not reap). So
+///   gpsd is signalled first, then gpsfake gets SIGTERM, then SIGKILL;
 /// - without `-n`, gpsd opens the pty only when a client watches, and discards what was written
 ///   before it was ready: start the reader first, and lead logs in (see `Fixtures.leadIn`).
 final class GPSFake {
@@ -59,24 +59,28 @@ final class GPSFake {
         return nil
     }
 
-    /// Kills gpsd as a crash would (SIGKILL); gpsfake then exits ("daemon died").
+    /// Kills gpsd as a crash would (SIGKILL), then ends gpsfake (see `stop()`).
     func killDaemon() async {
-        if let daemon = daemonPID { kill(daemon, SIGKILL) }
-        await waitForExit(timeout: 10)
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            await waitForExit(timeout: 5)
-        }
+        await terminate(daemonSignal: SIGKILL)
     }
 
-    /// Stops gpsd and gpsfake (see the type's notes) and removes the temporary stderr file.
+    /// Stops gpsd and gpsfake and removes the temporary stderr file.
     func stop() async {
+        await terminate(daemonSignal: SIGTERM)
+        try? FileManager.default.removeItem(at: stderrURL)
+    }
+
+    /// Signals gpsd, then makes sure gpsfake reaps it and exits. When gpsd dies while gpsfake is
+    /// blocked writing to the pty nobody reads any more, gpsfake does not notice; its SIGTERM
+    /// handler still reaps gpsd (so no zombie is left to init), but gpsfake may keep running,
+    /// hence the final SIGKILL.
+    private func terminate(daemonSignal: Int32) async {
         let daemon = daemonPID
-        if let daemon { kill(daemon, SIGTERM) }
-        await waitForExit(timeout: 5)
+        if let daemon { kill(daemon, daemonSignal) }
+        await waitForExit(timeout: 2)
         if process.isRunning {
             kill(pid, SIGTERM)
-            await waitForExit(timeout: 3)
+            await waitForExit(timeout: 2)
         }
         if process.isRunning {
             kill(pid, SIGKILL)
@@ -85,7 +89,6 @@ final class GPSFake {
         if let daemon, GPSFake.isAlive(daemon) {
             kill(daemon, SIGKILL)
         }
-        try? FileManager.default.removeItem(at: stderrURL)
     }
 
     private func waitForExit(timeout: Double) async {
