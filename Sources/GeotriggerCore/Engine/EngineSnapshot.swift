@@ -49,7 +49,13 @@ public final class EngineSnapshot: Sendable {
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
     public convenience init(layers: [FenceLayer], configTriggers: JSONValue?) throws(TriggerError) {
-        try self.init(layers: layers, triggers: try Trigger.parseAll(configTriggers, layers: layers))
+        let (triggers, issues) = Trigger.parseCollecting(configTriggers, layers: layers)
+        do {
+            try self.init(layers: layers, triggers: triggers)
+        } catch {
+            throw TriggerError(issues + error.issues)
+        }
+        if !issues.isEmpty { throw TriggerError(issues) }
     }
 
     /// Builds the snapshot from fence layers and parsed triggers.

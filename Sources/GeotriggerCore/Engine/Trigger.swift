@@ -44,6 +44,15 @@ public struct Trigger: Sendable, Equatable {
     /// Reads the config's `triggers` value: nil (the key is missing) gives one trigger per
     /// layer named after it; `[]` gives none. Every problem is collected into one ``TriggerError``.
     public static func parseAll(_ triggers: JSONValue?, layers: [FenceLayer]) throws(TriggerError) -> [Trigger] {
+        let (result, issues) = parseCollecting(triggers, layers: layers)
+        if !issues.isEmpty { throw TriggerError(issues) }
+        return result
+    }
+
+    /// Like ``parseAll(_:layers:)``, but returns the problems beside the triggers that could be
+    /// read (with defaults where a key was wrong), so that later checks (expressions, buffers)
+    /// can still run and every problem is reported at once.
+    static func parseCollecting(_ triggers: JSONValue?, layers: [FenceLayer]) -> (triggers: [Trigger], issues: [TriggerIssue]) {
         var issues: [TriggerIssue] = []
         guard let triggers else {
             var result: [Trigger] = []
@@ -58,11 +67,10 @@ public struct Trigger: Sendable, Equatable {
                 }
                 result.append(Trigger(name: layer.name, layers: [layer.name], source: .layer(layer.name)))
             }
-            if !issues.isEmpty { throw TriggerError(issues) }
-            return result
+            return (result, issues)
         }
         guard case .array(let items) = triggers else {
-            throw TriggerError([
+            return ([], [
                 TriggerIssue(
                     origin: .config, path: [.key("triggers")], subject: "triggers", key: "",
                     message: "expected an array of triggers, found \(triggers.typeName)")
@@ -128,7 +136,6 @@ public struct Trigger: Sendable, Equatable {
             let options = TriggerOptions.parse(object, handledKeys: ["name", "fences"], report: report)
             result.append(Trigger(name: name, layers: watched, options: options, source: .config(index: index)))
         }
-        if !issues.isEmpty { throw TriggerError(issues) }
-        return result
+        return (result, issues)
     }
 }
