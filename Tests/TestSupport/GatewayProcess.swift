@@ -22,7 +22,7 @@ public final class GatewayProcess: @unchecked Sendable {
         self.arguments = arguments
         self.directory = directory
         self.logFile = logFile
-        FileManager.default.createFile(atPath: logFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
         handle.seekToEndOfFile()
         process.executableURL = URL(fileURLWithPath: GatewayProcess.executable)
