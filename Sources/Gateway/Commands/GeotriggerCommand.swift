@@ -26,6 +26,7 @@ public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
         BenchCommand.self,
         CheckCommand.self,
+        LocateCommand.self,
         VersionCommand.self,
     ]
 
