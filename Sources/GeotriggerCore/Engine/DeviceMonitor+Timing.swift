@@ -9,7 +9,7 @@ extension DeviceMonitor {
     /// Entry `i`'s next deadline on the gateway clock, if any.
     func deadline(ofEntry i: Int) -> (time: Double, kind: Deadline)? {
         let entry = entries[i]
-        let settings = snapshot.watches[Int(entry.watch)].settings
+        let settings = snapshot.rules[Int(entry.watch)]
         var best: (time: Double, kind: Deadline)?
         func consider(_ time: Double, _ kind: Deadline) {
             if best == nil || time < best!.time { best = (time, kind) }
@@ -78,7 +78,7 @@ extension DeviceMonitor {
 
     /// A `stale` exit from every stay of watch `w`; pending enters of it are dropped.
     private mutating func staleOut(watch w: Int32, into notifications: inout [FenceNotification]) {
-        let settings = snapshot.watches[Int(w)].settings
+        let publishesExit = snapshot.rules[Int(w)].publishesExit
         let position = lastUpdate ?? placeholderUpdate
         var i = 0
         while i < entries.count {
@@ -86,7 +86,7 @@ extension DeviceMonitor {
                 i += 1
                 continue
             }
-            if entries[i].inside && settings.rule.publishesExit {
+            if entries[i].inside && publishesExit {
                 notifications.append(
                     notification(
                         entry: entries[i], type: .exit, reason: .stale, position: position,
