@@ -167,17 +167,19 @@ enum EngineBenchmark {
             let measuring = round >= warmUp
             let roundStart = ResourceUsage.now()
             let roundCPU = threadCPUSeconds()
-            for d in 0..<deviceCount {
-                let timed = measuring && d & 15 == 0
-                let t0 = timed ? ResourceUsage.now() : 0
-                let outcome = monitors[d].handle(batch[d], receivedAt: now)
-                if let deadline = monitors[d].nextDeadline(), deadline <= now {
-                    deadlineEvents += monitors[d].advance(to: now).count
-                }
-                if timed { samples.append(ResourceUsage.now() - t0) }
-                if measuring {
-                    handled += 1
-                    events += outcome.notifications.count
+            monitors.withUnsafeMutableBufferPointer { monitors in
+                for d in 0..<deviceCount {
+                    let timed = measuring && d & 15 == 0
+                    let t0 = timed ? ResourceUsage.now() : 0
+                    let outcome = monitors[d].handle(batch[d], receivedAt: now)
+                    if let deadline = monitors[d].nextDeadline(), deadline <= now {
+                        deadlineEvents += monitors[d].advance(to: now).count
+                    }
+                    if timed { samples.append(ResourceUsage.now() - t0) }
+                    if measuring {
+                        handled += 1
+                        events += outcome.notifications.count
+                    }
                 }
             }
             if measuring {
