@@ -292,4 +292,18 @@ import Testing
         #expect(EventID.make(trigger: "t", layer: "l", fence: "f", device: "d", type: "enter", time: 1)
                 != EventID.make(trigger: "t", layer: "l", fence: "fd", device: "", type: "enter", time: 1))
     }
+
+    @Test func fenceAddedOnReloadIsBaselinedOnlyForBaselineTriggers() throws {
+        let added = Kit.box("z2", name: "Zone Two", west: 0, east: 100, south: -50, north: 50)
+        let triggers = "[{name: 'quiet', initial: 'baseline'}, {name: 'loud'}]"
+        var m = try Self.monitor(triggers)
+        #expect(m.handle(Kit.update(east: 10, time: 0), receivedAt: 0).notifications.isEmpty)  // outside z1
+        var changed = false
+        #expect(m.adopt(try Kit.snapshot([Kit.zone, added], triggers: triggers), now: 1, stateChanged: &changed).isEmpty)
+        #expect(changed)
+        #expect(m.stays.map { "\($0.trigger) \($0.fence)" } == ["quiet z2"])  // silent, as a first update would be
+        #expect(m.stays.first?.visit == EventID.make(trigger: "quiet", layer: "zones", fence: "z2", device: "workers/alice", type: "baseline", time: 0))
+        // The next update there: 'loud' (initial enter, but it knows the device) publishes a normal enter.
+        #expect(m.handle(Kit.update(east: 12, time: 1), receivedAt: 2).notifications.map(\.trigger) == ["loud"])
+    }
 }

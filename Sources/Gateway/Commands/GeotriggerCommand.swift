@@ -26,6 +26,7 @@ public enum GeotriggerCommand {
     static let subcommands: [any Subcommand.Type] = [
         ServeCommand.self,
         CheckCommand.self,
+        LocateCommand.self,
         WatchCommand.self,
         EventsCommand.self,
         BenchCommand.self,

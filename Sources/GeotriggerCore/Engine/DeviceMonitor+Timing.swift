@@ -9,7 +9,7 @@ extension DeviceMonitor {
     /// Entry `i`'s next deadline on the gateway clock, if any.
     func deadline(ofEntry i: Int) -> (time: Double, kind: Deadline)? {
         let entry = entries[i]
-        let settings = snapshot.watches[Int(entry.watch)].settings
+        let settings = snapshot.rules[Int(entry.watch)]
         var best: (time: Double, kind: Deadline)?
         func consider(_ time: Double, _ kind: Deadline) {
             if best == nil || time < best!.time { best = (time, kind) }
@@ -78,7 +78,7 @@ extension DeviceMonitor {
 
     /// A `stale` exit from every stay of watch `w`; pending enters of it are dropped.
     private mutating func staleOut(watch w: Int32, into notifications: inout [FenceNotification]) {
-        let settings = snapshot.watches[Int(w)].settings
+        let publishesExit = snapshot.rules[Int(w)].publishesExit
         let position = lastUpdate ?? placeholderUpdate
         var i = 0
         while i < entries.count {
@@ -86,7 +86,7 @@ extension DeviceMonitor {
                 i += 1
                 continue
             }
-            if entries[i].inside && settings.rule.publishesExit {
+            if entries[i].inside && publishesExit {
                 notifications.append(
                     notification(
                         entry: entries[i], type: .exit, reason: .stale, position: position,
@@ -131,6 +131,10 @@ extension DeviceMonitor {
     /// `devices` changed) exits with reason `fenceRemoved` at the last known position, decided
     /// with the old snapshot's trigger settings and fence; pending enters there are dropped.
     /// A fence's geometry or buffer may change: the stay goes on and the next update decides.
+    /// A fence new to a trigger with `initial: baseline` that already knows the device is
+    /// recorded silently where the last known position is inside it; other new fences get a
+    /// normal enter from the next update. (A restored monitor cannot tell which fences are new:
+    /// ``restore(from:snapshot:now:)`` treats all as known.)
     public mutating func adopt(_ newSnapshot: EngineSnapshot, now: Double) -> [FenceNotification] {
         guard newSnapshot !== snapshot else { return [] }
         var changed = false
@@ -169,6 +173,46 @@ extension DeviceMonitor {
         entries = kept
         snapshot = newSnapshot
         computeMasks()
+        if baselineNewFences(since: old) { stateChanged = true }
         return notifications
+    }
+
+    /// `initial: baseline` for fences new to a trigger that already knows the device: no state
+    /// ever existed for them, so where the last known position is inside one, the stay is
+    /// recorded silently (as on a first update). Returns true if any was recorded.
+    /// (A trigger new to the device needs nothing here: its first update applies `initial`.)
+    private mutating func baselineNewFences(since old: EngineSnapshot) -> Bool {
+        guard let fix = lastFix, snapshot.rules.contains(where: \.baseline) else { return false }
+        let update = fix.update(device: device)
+        let accuracy = max(0, fix.accuracy ?? 0)
+        var added = false
+        let snapshot = self.snapshot
+        snapshot.index.query(update.coordinate, radius: accuracyApplies ? accuracy : 0) { slot in
+            let f = Int(snapshot.indexedFences[slot])
+            let fence = snapshot.fences[f]
+            let key = EngineSnapshot.FenceKey(layer: fence.fence.layer, id: fence.fence.id)
+            var distance: Double?
+            snapshot.forEachWatch(ofFence: f) { f, w, buffer in
+                let rule = snapshot.rules[w]
+                guard rule.baseline, DeviceMonitor.bit(applicable, w), DeviceMonitor.bit(knownMask, w) else { return }
+                let watchKey = snapshot.watches[w].key
+                if let ow = old.watchNumbers[watchKey], let of = old.fenceNumbers[key], old.buffer(fence: Int(of), watch: Int(ow)) != nil {
+                    return  // not new: its state (outside, or an entry) already exists
+                }
+                if entries.contains(where: { $0.watch == Int32(w) && $0.fence == Int32(f) }) { return }
+                let s = distance ?? fence.signedDistance(to: update.coordinate)
+                distance = s
+                let d = s - buffer
+                guard rule.relationship.enters(distance: d, radius: rule.usesAccuracy ? accuracy : 0) else { return }
+                entries.append(
+                    Entry(
+                        trigger: snapshot.watches[w].settings.trigger, layer: snapshot.watches[w].settings.layer,
+                        fenceID: fence.fence.id, fenceName: fence.fence.name, watchKey: watchKey, watch: Int32(w),
+                        fence: Int32(f), buffer: buffer, inside: true, baseline: true, since: fix.time, dwellFired: false,
+                        pending: nil, lastDistance: d, lastSameSideFix: fix.time, lastSameSideReceived: lastReceived))
+                added = true
+            }
+        }
+        return added
     }
 }

@@ -72,7 +72,11 @@ public struct DeviceMonitor: Sendable {
     /// The snapshot the monitor decides with; change it with ``adopt(_:now:)``.
     public internal(set) var snapshot: EngineSnapshot
     /// The last accepted update.
-    public internal(set) var lastUpdate: LocationUpdate?
+    public internal(set) var lastUpdate: LocationUpdate? {
+        get { lastFix?.update(device: device) }
+        set { lastFix = newValue.map(Fix.init) }
+    }
+    var lastFix: Fix?
     /// Gateway clock: the last accepted or filtered update, or the (re)start.
     var lastReceived: Double
     var pausedAt: Double?
@@ -85,12 +89,16 @@ public struct DeviceMonitor: Sendable {
     var knownMask: [UInt64]
     /// Some applicable watch has a `filter`.
     var filtersApply: Bool
+    /// Some applicable watch compares accuracy circles.
+    var accuracyApplies: Bool
+    /// Every applicable watch is in ``known``.
+    var allKnown: Bool
 
     /// A monitor for a device never seen before, from gateway-clock time `now`.
     public init(device: String, snapshot: EngineSnapshot, now: Double) {
         self.device = device
         self.snapshot = snapshot
-        self.lastUpdate = nil
+        self.lastFix = nil
         self.lastReceived = now
         self.pausedAt = nil
         self.known = []
@@ -98,6 +106,8 @@ public struct DeviceMonitor: Sendable {
         self.applicable = []
         self.knownMask = []
         self.filtersApply = false
+        self.accuracyApplies = false
+        self.allKnown = false
         computeMasks()
     }
 
@@ -110,12 +120,17 @@ public struct DeviceMonitor: Sendable {
         applicable = [UInt64](repeating: 0, count: words)
         knownMask = [UInt64](repeating: 0, count: words)
         filtersApply = false
+        accuracyApplies = false
+        allKnown = true
         for (w, watch) in snapshot.watches.enumerated() {
+            let known = known.contains(watch.key)
+            if known { knownMask[w >> 6] |= 1 << UInt64(w & 63) }
             if watch.settings.applies(to: device) {
                 applicable[w >> 6] |= 1 << UInt64(w & 63)
                 if watch.expressions.hasFilter { filtersApply = true }
+                if watch.usesAccuracy { accuracyApplies = true }
+                if !known { allKnown = false }
             }
-            if known.contains(watch.key) { knownMask[w >> 6] |= 1 << UInt64(w & 63) }
         }
     }
 
@@ -129,7 +144,7 @@ public struct DeviceMonitor: Sendable {
     /// Takes one update of this device received at gateway-clock time `now`.
     public mutating func handle(_ update: LocationUpdate, receivedAt now: Double) -> MonitorOutcome {
         if pausedAt != nil { resume(at: now) }
-        if let last = lastUpdate {
+        if let last = lastFix {
             if update.time < last.time { return MonitorOutcome(disposition: .outOfOrder) }
             if update.time == last.time { return MonitorOutcome(disposition: .duplicate) }
         }
@@ -152,16 +167,23 @@ public struct DeviceMonitor: Sendable {
             }
         }
         lastReceived = now
-        lastUpdate = update
+        lastFix = Fix(update)
         var notifications: [FenceNotification] = []
         var changed = false
         let point = update.coordinate
-        let prepared = PreparedPoint(point)
+        var preparedPoint: PreparedPoint?
+        /// Prepared for distances only when some fence is near (it costs trigonometry).
+        func prepared() -> PreparedPoint {
+            if let preparedPoint { return preparedPoint }
+            let p = PreparedPoint(point)
+            preparedPoint = p
+            return p
+        }
         let accuracy = (update.accuracy ?? 0) >= 0 ? (update.accuracy ?? 0) : 0
         let snapshot = self.snapshot
         // Distances are exact within the fence's reach (+ accuracy): enough to decide every
         // relation; beyond it they only have the right sign, and events recompute them exactly.
-        let slack = snapshot.anyWatchUsesAccuracy ? accuracy : 0
+        let slack = accuracyApplies ? accuracy : 0
 
         // 1. Every stay or pending crossing, wherever the update is.
         var cachedFence = -1
@@ -176,13 +198,13 @@ public struct DeviceMonitor: Sendable {
             let f = Int(entries[i].fence)
             if f != cachedFence {
                 cachedFence = f
-                cachedDistance = snapshot.fences[f].signedDistance(to: prepared, within: snapshot.fenceReach[f] + slack)
+                cachedDistance = snapshot.fences[f].signedDistance(to: prepared(), within: snapshot.fenceReach[f] + slack)
             }
-            let settings = snapshot.watches[w].settings
-            let radius = settings.accuracyMode == .useGeometryWithAccuracy ? accuracy : 0
+            let rule = snapshot.rules[w]
+            let radius = rule.usesAccuracy ? accuracy : 0
             let d = cachedDistance - entries[i].buffer
             if step(
-                entry: i, update: update, point: prepared, distance: d, radius: radius, settings: settings, now: now,
+                entry: i, update: update, point: prepared(), distance: d, radius: radius, rule: rule, now: now,
                 into: &notifications)
             {
                 changed = true
@@ -195,7 +217,7 @@ public struct DeviceMonitor: Sendable {
         }
 
         // 2. Fences near the update that have no entry yet: crossings in (or baselines).
-        let queryRadius = snapshot.anyWatchUsesAccuracy ? accuracy : 0
+        let queryRadius = slack
         let existing = entries.count
         snapshot.index.query(point, radius: queryRadius) { slot in
             let f = Int(snapshot.indexedFences[slot])
@@ -207,12 +229,12 @@ public struct DeviceMonitor: Sendable {
                     distance =
                         f == cachedFence
                         ? cachedDistance
-                        : snapshot.fences[f].signedDistance(to: prepared, within: snapshot.fenceReach[f] + slack)
+                        : snapshot.fences[f].signedDistance(to: prepared(), within: snapshot.fenceReach[f] + slack)
                 }
-                let settings = snapshot.watches[w].settings
-                let radius = settings.accuracyMode == .useGeometryWithAccuracy ? accuracy : 0
+                let rule = snapshot.rules[w]
+                let radius = rule.usesAccuracy ? accuracy : 0
                 let d = distance - buffer
-                guard settings.spatialRelationship.enters(distance: d, radius: radius) else { return }
+                guard rule.relationship.enters(distance: d, radius: radius) else { return }
                 changed = true
                 let exact = abs(distance) > snapshot.fenceReach[f] + slack ? snapshot.fences[f].signedDistance(to: point) - buffer : d
                 cross(fence: f, watch: w, buffer: buffer, update: update, distance: exact, now: now, into: &notifications)
@@ -220,11 +242,18 @@ public struct DeviceMonitor: Sendable {
         }
 
         // 3. Every trigger that took the update now knows the device.
-        for w in 0..<snapshot.watches.count where DeviceMonitor.bit(applicable, w) && !DeviceMonitor.bit(knownMask, w) {
-            if !rejected.isEmpty && DeviceMonitor.bit(rejected, w) { continue }
-            knownMask[w >> 6] |= 1 << UInt64(w & 63)
-            known.append(snapshot.watches[w].key)
-            changed = true
+        if !allKnown {
+            var all = true
+            for w in 0..<snapshot.watches.count where DeviceMonitor.bit(applicable, w) && !DeviceMonitor.bit(knownMask, w) {
+                if !rejected.isEmpty && DeviceMonitor.bit(rejected, w) {
+                    all = false
+                    continue
+                }
+                knownMask[w >> 6] |= 1 << UInt64(w & 63)
+                known.append(snapshot.watches[w].key)
+                changed = true
+            }
+            allKnown = all
         }
         return MonitorOutcome(
             disposition: .accepted, notifications: notifications, stateChanged: changed, positionChanged: true)
@@ -238,12 +267,13 @@ public struct DeviceMonitor: Sendable {
     ) {
         let watch = snapshot.watches[w]
         let fence = snapshot.fences[f].fence
+        let rule = snapshot.rules[w]
         var entry = Entry(
             trigger: watch.settings.trigger, layer: watch.settings.layer, fenceID: fence.id, fenceName: fence.name,
             watchKey: watch.key, watch: Int32(w), fence: Int32(f), buffer: buffer, inside: false, baseline: false,
             since: update.time, dwellFired: false, pending: nil, lastDistance: d, lastSameSideFix: update.time,
             lastSameSideReceived: now)
-        if watch.settings.initial == .baseline && !DeviceMonitor.bit(knownMask, w) {
+        if rule.baseline && !DeviceMonitor.bit(knownMask, w) {
             entry.inside = true
             entry.baseline = true
             entries.append(entry)
@@ -251,7 +281,7 @@ public struct DeviceMonitor: Sendable {
         }
         entry.pending = Pending(toInside: true, crossing: update, distance: d)
         entries.append(entry)
-        if watch.settings.enterAfter == 0 {
+        if rule.enterAfter == 0 {
             confirm(entry: entries.count - 1, by: nil, into: &notifications)
         }
     }
@@ -259,7 +289,7 @@ public struct DeviceMonitor: Sendable {
     /// Applies one update to entry `i`; returns true if persisted state changed.
     private mutating func step(
         entry i: Int, update: LocationUpdate, point: PreparedPoint, distance approximate: Double, radius: Double,
-        settings: TriggerSettings, now: Double, into notifications: inout [FenceNotification]
+        rule: EngineSnapshot.Rule, now: Double, into notifications: inout [FenceNotification]
     ) -> Bool {
         let d = approximate
         let fence = snapshot.fences[Int(entries[i].fence)]
@@ -271,19 +301,19 @@ public struct DeviceMonitor: Sendable {
         let tentativeInside = entries[i].pending?.toInside ?? entries[i].inside
         let updateInside =
             tentativeInside
-            ? !settings.spatialRelationship.exits(distance: d - settings.exitMargin, radius: radius)
-            : settings.spatialRelationship.enters(distance: d, radius: radius)
+            ? !rule.relationship.exits(distance: d - rule.exitMargin, radius: radius)
+            : rule.relationship.enters(distance: d, radius: radius)
         if updateInside == tentativeInside {
             entries[i].lastSameSideFix = update.time
             entries[i].lastSameSideReceived = now
             if let pending = entries[i].pending {
-                let hold = pending.toInside ? settings.enterAfter : settings.exitAfter
+                let hold = pending.toInside ? rule.enterAfter : rule.exitAfter
                 guard update.time >= pending.crossing.time + hold else { return false }
                 entries[i].lastDistance = exactDistance()
                 confirm(entry: i, by: update, into: &notifications)
                 return true
             }
-            return checkDwell(entry: i, update: update, distance: exactDistance, settings: settings, into: &notifications)
+            return checkDwell(entry: i, update: update, distance: exactDistance, rule: rule, into: &notifications)
         }
         if entries[i].pending != nil {
             // Back on the old side: the crossing is cancelled, the visit (if any) goes on.
@@ -291,7 +321,7 @@ public struct DeviceMonitor: Sendable {
             entries[i].lastSameSideFix = update.time
             entries[i].lastSameSideReceived = now
             if entries[i].inside {
-                _ = checkDwell(entry: i, update: update, distance: exactDistance, settings: settings, into: &notifications)
+                _ = checkDwell(entry: i, update: update, distance: exactDistance, rule: rule, into: &notifications)
             }
             return true
         }
@@ -301,7 +331,7 @@ public struct DeviceMonitor: Sendable {
         entries[i].pending = Pending(toInside: false, crossing: update, distance: exact)
         entries[i].lastSameSideFix = update.time
         entries[i].lastSameSideReceived = now
-        if settings.exitAfter == 0 {
+        if rule.exitAfter == 0 {
             confirm(entry: i, by: nil, into: &notifications)
         }
         return true
@@ -311,14 +341,14 @@ public struct DeviceMonitor: Sendable {
     /// confirmed it (nil: at once, or by silence).
     mutating func confirm(entry i: Int, by update: LocationUpdate?, into notifications: inout [FenceNotification]) {
         guard let pending = entries[i].pending else { return }
-        let settings = snapshot.watches[Int(entries[i].watch)].settings
+        let rule = snapshot.rules[Int(entries[i].watch)]
         entries[i].pending = nil
         if pending.toInside {
             entries[i].inside = true
             entries[i].baseline = false
             entries[i].since = pending.crossing.time
             entries[i].dwellFired = false
-            if settings.rule.publishesEnter {
+            if rule.publishesEnter {
                 notifications.append(
                     notification(
                         entry: entries[i], type: .enter, reason: nil, position: pending.crossing,
@@ -326,11 +356,11 @@ public struct DeviceMonitor: Sendable {
             }
             if let update {
                 let distance = entries[i].lastDistance
-                _ = checkDwell(entry: i, update: update, distance: { distance }, settings: settings, into: &notifications)
+                _ = checkDwell(entry: i, update: update, distance: { distance }, rule: rule, into: &notifications)
             }
         } else {
             entries[i].inside = false
-            if settings.rule.publishesExit {
+            if rule.publishesExit {
                 notifications.append(
                     notification(
                         entry: entries[i], type: .exit, reason: .moved, position: pending.crossing,
@@ -342,10 +372,10 @@ public struct DeviceMonitor: Sendable {
 
     /// Fires dwell for entry `i` if `update` (inside, no exit pending) shows the visit long enough.
     private mutating func checkDwell(
-        entry i: Int, update: LocationUpdate, distance: () -> Double, settings: TriggerSettings,
+        entry i: Int, update: LocationUpdate, distance: () -> Double, rule: EngineSnapshot.Rule,
         into notifications: inout [FenceNotification]
     ) -> Bool {
-        guard let dwell = settings.dwell, entries[i].inside, !entries[i].dwellFired, entries[i].pending == nil,
+        guard let dwell = rule.dwell, entries[i].inside, !entries[i].dwellFired, entries[i].pending == nil,
             update.time >= entries[i].since + dwell
         else { return false }
         fireDwell(entry: i, position: update, distance: distance(), into: &notifications)
@@ -353,7 +383,7 @@ public struct DeviceMonitor: Sendable {
     }
 
     mutating func fireDwell(entry i: Int, position: LocationUpdate, distance: Double, into notifications: inout [FenceNotification]) {
-        let dwell = snapshot.watches[Int(entries[i].watch)].settings.dwell ?? 0
+        let dwell = snapshot.rules[Int(entries[i].watch)].dwell ?? 0
         entries[i].dwellFired = true
         notifications.append(
             notification(

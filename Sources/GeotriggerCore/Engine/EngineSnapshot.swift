@@ -13,6 +13,34 @@ public final class EngineSnapshot: Sendable {
         var usesAccuracy: Bool
     }
 
+    /// The numbers a watch decides with, without references (so the hot path copies no
+    /// strings or arrays and does no reference counting).
+    struct Rule: Sendable {
+        var usesAccuracy: Bool
+        var relationship: SpatialRelationship
+        var exitMargin: Double
+        var enterAfter: Double
+        var exitAfter: Double
+        var dwell: Double?
+        var staleAfter: Double?
+        var publishesEnter: Bool
+        var publishesExit: Bool
+        var baseline: Bool
+
+        init(_ settings: TriggerSettings) {
+            usesAccuracy = settings.accuracyMode == .useGeometryWithAccuracy
+            relationship = settings.spatialRelationship
+            exitMargin = settings.exitMargin
+            enterAfter = settings.enterAfter
+            exitAfter = settings.exitAfter
+            dwell = settings.dwell
+            staleAfter = settings.staleAfter
+            publishesEnter = settings.rule.publishesEnter
+            publishesExit = settings.rule.publishesExit
+            baseline = settings.initial == .baseline
+        }
+    }
+
     /// A trigger watching a fence, with the fence's effective buffer in that trigger.
     struct FenceWatch: Sendable {
         var watch: Int32
@@ -32,6 +60,8 @@ public final class EngineSnapshot: Sendable {
     /// The triggers, in configuration order.
     public let triggers: [Trigger]
     let watches: [Watch]
+    /// `rules[w]` is `Rule(watches[w].settings)`.
+    let rules: [Rule]
     let watchNumbers: [UInt64: Int32]
     let fenceNumbers: [FenceKey: Int32]
     /// Watches of fence `f`: `fenceWatches[fenceWatchStart[f] ..< fenceWatchStart[f + 1]]`.
@@ -178,6 +208,7 @@ public final class EngineSnapshot: Sendable {
         self.fences = prepared
         self.triggers = triggers
         self.watches = watches
+        self.rules = watches.map { Rule($0.settings) }
         self.watchNumbers = watchNumbers
         self.fenceNumbers = fenceNumbers
         self.fenceWatchStart = fenceWatchStart
