@@ -93,10 +93,10 @@ import Testing
     }
 
     @Test func timestamps() {
-        #expect(Timestamp.iso8601(0) == "1970-01-01T00:00:00Z")
-        #expect(Timestamp.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
-        #expect(Timestamp.iso8601(1_796_040_000.12, milliseconds: true) == "2026-11-30T12:00:00.120Z")
-        #expect(Timestamp.iso8601(-1) == "1969-12-31T23:59:59Z")
-        #expect(Timestamp.iso8601(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
+        #expect(ISO8601Time.format(0) == "1970-01-01T00:00:00Z")
+        #expect(ISO8601Time.format(951_782_400) == "2000-02-29T00:00:00Z")
+        #expect(ISO8601Time.format(1_796_040_000.12, milliseconds: true) == "2026-11-30T12:00:00.120Z")
+        #expect(ISO8601Time.format(-1) == "1969-12-31T23:59:59Z")
+        #expect(ISO8601Time.format(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
     }
 }

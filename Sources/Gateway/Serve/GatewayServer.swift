@@ -169,7 +169,7 @@ enum GatewayServer {
         guard client.isConnected else { return }
         let payload = payloadBytes(.object([
             "status": .string("failedToStart"), "warnings": .array(problems.map { .string($0) }),
-            "since": .string(ISO8601Time.format(WallClock.now())), "version": .string(GatewayVersion.current),
+            "since": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)), "version": .string(GatewayVersion.current),
         ]))
         _ = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
         try? await Task.sleep(for: .milliseconds(300))

@@ -40,7 +40,7 @@ final class StatusReporter: Service, Sendable {
             "status": .string(status),
             "warnings": .array(warnings.texts.map { .string($0) }),
             "counters": counters.json(queueDepth: g.queueDepth, devices: g.devices, outboxLocal: g.outboxLocal, outboxRemote: g.outboxRemote),
-            "since": .string(ISO8601Time.format(since)),
+            "since": .string(ISO8601Time.format(since, milliseconds: true)),
             "version": .string(GatewayVersion.current),
         ]))
     }

@@ -27,7 +27,7 @@ extension FenceNotification {
         if let text = message?.message { event["message"] = .string(text) }
         event["actions"] = .array(message?.actions ?? [])
         event["properties"] = .object(message?.properties ?? JSONObject())
-        event["emitted"] = .string(Timestamp.iso8601(emitted, milliseconds: true))
+        event["emitted"] = .string(ISO8601Time.format(emitted, milliseconds: true))
         return .object(event)
     }
 
@@ -37,7 +37,7 @@ extension FenceNotification {
         position["lat"] = .number(update.lat)
         position["lon"] = .number(update.lon)
         if let accuracy = update.accuracy { position["accuracy"] = .number(accuracy) }
-        position["time"] = .string(Timestamp.iso8601(update.time))
+        position["time"] = .string(ISO8601Time.format(update.time))
         return .object(position)
     }
 
@@ -64,12 +64,12 @@ extension DeviceMonitor {
             item["layer"] = .string(entry.layer)
             item["fence"] = .string(entry.fenceID)
             if let name = entry.fenceName { item["name"] = .string(name) }
-            item["since"] = .string(Timestamp.iso8601(entry.since))
+            item["since"] = .string(ISO8601Time.format(entry.since))
             item["visit"] = .string(visit(of: entry))
             inside.append(.object(item))
         }
         state["inside"] = .array(inside)
-        state["updated"] = .string(Timestamp.iso8601(updated, milliseconds: true))
+        state["updated"] = .string(ISO8601Time.format(updated, milliseconds: true))
         return .object(state)
     }
 

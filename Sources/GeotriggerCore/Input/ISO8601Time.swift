@@ -60,22 +60,25 @@ public enum ISO8601Time {
         return Double(days * 86400 + hour * 3600 + minute * 60 + second - offset) + fraction
     }
 
-    /// `2026-11-30T12:00:00.120Z`: UTC with milliseconds (the form events use for `emitted`).
-    public static func format(_ seconds: Double, fractionDigits: Int = 3) -> String {
-        let scale = fractionDigits == 3 ? 1000.0 : 1.0
-        let total = (seconds * scale).rounded()
-        var whole = Int(total / scale)
-        var fractionUnits = Int(total) - whole * Int(scale)
-        if fractionUnits < 0 { whole -= 1; fractionUnits += Int(scale) }
-        var days = whole / 86400
-        var rest = whole % 86400
-        if rest < 0 { rest += 86400; days -= 1 }
-        let (y, m, d) = civilFromDays(days)
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        var out = "\(y)-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))"
-        if fractionDigits == 3 {
-            out += "." + (fractionUnits < 10 ? "00" : fractionUnits < 100 ? "0" : "") + "\(fractionUnits)"
+    /// ISO-8601 UTC text for `seconds` since 1970: `2026-11-30T12:00:00Z`, with milliseconds
+    /// (`2026-11-30T12:00:00.120Z`) when the time is not a whole second or `milliseconds` is set.
+    /// Times are rounded to the millisecond.
+    public static func format(_ seconds: Double, milliseconds: Bool = false) -> String {
+        let total = Int64((seconds * 1000).rounded())
+        var days = total / 86_400_000
+        var msOfDay = total % 86_400_000
+        if msOfDay < 0 {
+            msOfDay += 86_400_000
+            days -= 1
         }
+        let (y, m, d) = civilFromDays(Int(days))
+        let second = Int(msOfDay / 1000), ms = Int(msOfDay % 1000)
+        func pad(_ v: Int, _ width: Int) -> String {
+            let digits = String(v)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        var out = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2))"
+        if milliseconds || ms != 0 { out += "." + pad(ms, 3) }
         return out + "Z"
     }
 
