@@ -3,7 +3,7 @@ import Testing
 @testable import Gateway
 
 /// The repository's root, from this file's path.
-private let repositoryRoot: String = {
+let repositoryRoot: String = {
     var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
     parts.removeLast(3)  // Tests/GatewayTests/CheckCommandTests.swift
     return parts.joined(separator: "/")
@@ -13,7 +13,7 @@ private let badFixtures = repositoryRoot + "/Tests/Fixtures/fences-bad"
 
 /// Runs the built `geotrigger` binary in the repository root; returns status, stdout, stderr.
 /// Output goes to temporary files, so a long error list can never block on a full pipe.
-private func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     let binary = repositoryRoot + "/.build/debug/geotrigger"
     try #require(FileManager.default.isExecutableFile(atPath: binary), "build the geotrigger product first (swift build)")
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")

@@ -13,22 +13,19 @@ enum LocateCommand: Subcommand {
         spatialRelationship) and the signed distance in metres to the buffered boundary
         (negative inside). LAT and LON are WGS84 degrees; negative values are fine.
 
-        The triggers are one per fence layer, named after it, with the layer's "geotrigger"
-        defaults (as when there is no config file).
+        The triggers are the config's (without a config file, or without a `triggers` key:
+        one per fence layer, named after it, with the layer's "geotrigger" defaults).
 
         Options:
           --accuracy M     the point's horizontal accuracy in metres (68 % radius)
           --json           print one JSON array of {"trigger", "layer", "fence", "name",
                            "inside", "distance"}
-          --fences DIR     the fences folder (default: fences)
-          --config FILE    the config file (not supported yet: exits 2)
+          --fences DIR     the fences folder (default: gateway.fences, else fences)
+          --config FILE    the config file: its fences folder and triggers
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let args = try Arguments(arguments, valued: ["config", "fences", "accuracy"], flags: ["json"])
-        if let config = args["config"] {
-            throw UsageError("config files are not supported yet (--config \(config)); run without --config")
-        }
         guard args.positionals.count == 2 else {
             throw UsageError(args.positionals.count < 2 ? "expected LAT LON" : "unexpected argument '\(args.positionals[2])'")
         }
@@ -40,18 +37,11 @@ enum LocateCommand: Subcommand {
         }
         let accuracy = try args.number("accuracy")
         if let accuracy, accuracy < 0 { throw UsageError("--accuracy must be 0 or more metres") }
-        let folder = args["fences"] ?? "fences"
-
-        let (layers, loadErrors) = FenceFolder.load(folder)
-        if !loadErrors.isEmpty {
-            for error in loadErrors { printError(error.description) }
-            return ExitStatus.usage
-        }
         let snapshot: EngineSnapshot
-        do throws(TriggerError) {
-            snapshot = try EngineSnapshot(layers: layers, configTriggers: nil)
+        do {
+            snapshot = try GatewaySetup.load(configFile: args["config"], fencesOverride: args["fences"]).snapshot
         } catch {
-            for issue in error.issues { printError(issue.description) }
+            for problem in error.problems { printError(problem) }
             return ExitStatus.usage
         }
         let results = snapshot.locate(Coordinate(lat: lat, lon: lon), accuracy: accuracy)
