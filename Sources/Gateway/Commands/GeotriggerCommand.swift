@@ -28,6 +28,7 @@ public enum GeotriggerCommand {
         CheckCommand.self,
         LocateCommand.self,
         WatchCommand.self,
+        SimulateCommand.self,
         EventsCommand.self,
         BenchCommand.self,
         VersionCommand.self,

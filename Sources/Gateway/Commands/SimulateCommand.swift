@@ -1,0 +1,215 @@
+import FoundationEssentials
+import GeotriggerCore
+import MQTT
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `geotrigger simulate`: simulated devices walking a route, published to MQTT (the ArcGIS
+/// simulated location source, over MQTT).
+enum SimulateCommand: Subcommand {
+    static let name = "simulate"
+    static let summary = "publish simulated devices walking a route at a speed"
+    static let help = """
+        Usage: geotrigger simulate ROUTE [--speed M/S] [--interval S] [--accuracy M] [--noise M]
+                                   [--device ID] [--devices N] [--format json|owntracks]
+                                   [--topic TEMPLATE] [--loop] [--rate R] [--seed N]
+                                   [--qos 0|1] [--config FILE] [--broker HOST:PORT] [--quiet]
+
+        Walks N simulated devices along ROUTE (a GeoJSON LineString, GPX, OwnTracks recorder
+        file, NMEA log or JSON lines of {lat, lon}) and publishes their positions to the broker,
+        one update per device every --interval seconds of simulated time.
+
+        Options:
+          --speed M/S       walking speed in metres per second (default 1.4)
+          --interval S      seconds between updates of a device (default 1)
+          --accuracy M      horizontal accuracy reported with each update (metres, 68 %)
+          --noise M         Gaussian position noise per axis in metres (default 0)
+          --seed N          seed of the noise (default 1): the same seed, the same positions
+          --device ID       the device id (default "sim" for json, "sim/walker" for owntracks)
+          --devices N       N devices spread evenly along the route, ids ID-1 ... ID-N
+          --format F        json (default: {"lat","lon","time","accuracy","speed","heading"})
+                            or owntracks (_type location; the id must be USER/DEVICE)
+          --topic T         topic template, {device} is replaced (default devices/{device}/location
+                            for json, owntracks/{device} for owntracks)
+          --loop            start again at the beginning of the route, forever
+          --rate R          R times faster than real time (default 1; 0: as fast as possible).
+                            Without --loop and with R != 1 the fix times end at "now" (they start
+                            in the past), so the gateway's input.maxFutureSkew never drops them.
+          --qos Q           0 or 1 (default 1)
+          --config FILE     the broker settings of a gateway config
+          --broker H:P      the broker (default from the config, else 127.0.0.1:1883)
+          --quiet           no line per tick
+        """
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let args = try Arguments(
+            arguments,
+            valued: ["speed", "interval", "accuracy", "noise", "seed", "device", "devices", "format", "topic", "rate",
+                     "qos", "config", "broker"],
+            flags: ["loop", "quiet"])
+        guard args.positionals.count == 1 else { throw UsageError("expected one ROUTE file") }
+        let file = args.positionals[0]
+        guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("\(file): cannot read the route file") }
+        let track: Track
+        do { track = try TrackReader.read([UInt8](data), file: file) } catch { throw UsageError(error.description) }
+
+        guard let format = PayloadFormat(rawValue: args["format"] ?? "json") else {
+            throw UsageError("--format expects json or owntracks")
+        }
+        let base = args["device"] ?? (format == .owntracks ? "sim/walker" : "sim")
+        let count = Int(try args.number("devices") ?? 1)
+        guard count >= 1 else { throw UsageError("--devices must be at least 1") }
+        let devices = RouteWalker.deviceIDs(base: base, count: count)
+        for device in devices {
+            if let problem = DeviceID.problem(with: device) { throw UsageError("device id '\(device)': \(problem)") }
+            if format == .owntracks, device.split(separator: "/").count != 2 {
+                throw UsageError("OwnTracks device ids are USER/DEVICE (topic owntracks/USER/DEVICE); got '\(device)'")
+            }
+        }
+        let speed = try args.number("speed") ?? 1.4
+        let interval = try args.number("interval") ?? 1
+        let rate = try args.number("rate") ?? 1
+        guard rate >= 0 else { throw UsageError("--rate must be 0 or more") }
+        let loop = args.has("loop")
+        let qos = Int(try args.number("qos") ?? 1)
+        guard qos == 0 || qos == 1 else { throw UsageError("--qos expects 0 or 1") }
+        let topicTemplate = args["topic"] ?? (format == .owntracks ? "owntracks/{device}" : "devices/{device}/location")
+
+        // Fix times: real time at rate 1; otherwise ending about now (see --help).
+        let now = WallClock.now()
+        var start = now
+        if rate != 1, !loop, speed > 0 {
+            var length = 0.0
+            let route = track.coordinates
+            for (a, b) in zip(route, route.dropFirst()) { length += Earth.distance(a, b) }
+            start = now - (length / speed).rounded(.up) - interval
+        }
+        let accuracy = try args.number("accuracy")
+        let noise = try args.number("noise") ?? 0
+        let seed = UInt64(max(0, try args.number("seed") ?? 1))
+        var walker: RouteWalker
+        do {
+            walker = try RouteWalker(
+                route: track.coordinates, file: file, devices: devices, speed: speed, interval: interval,
+                accuracy: accuracy, noise: noise, loop: loop, start: start, seed: seed)
+        } catch {
+            throw UsageError(error.description)
+        }
+
+        let client = try connect(args)
+        defer { client.stop() }
+        let clock = MonotonicClock.now()
+        var published = 0
+        while let tick = walker.next() {
+            if rate > 0 {
+                let due = clock + Double(walker.tick - 1) * interval / rate
+                let wait = due - MonotonicClock.now()
+                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+            }
+            for update in tick {
+                let topic = topicTemplate.replacing("{device}", with: update.device)
+                try client.publish(topic: topic, payload: payloadBytes(payload(update, format: format)), qos: MQTTQoS(qos))
+                published += 1
+            }
+            if !args.has("quiet"), let first = tick.first {
+                print("\(ISO8601Time.format(first.time))  \(tick.count) device\(tick.count == 1 ? "" : "s")  first at \(first.lat), \(first.lon)")
+            }
+        }
+        // Let QoS 1 publications reach the broker before disconnecting.
+        let deadline = MonotonicClock.now() + 10
+        while client.isConnected, client.pendingAcknowledgements > 0, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        print("published \(published) updates of \(devices.count) device\(devices.count == 1 ? "" : "s")")
+        return ExitStatus.ok
+    }
+
+    /// A connected client for the options (waits up to 10 s for the broker).
+    static func connect(_ args: Arguments) throws -> CountingClient {
+        var config = GatewayConfig()
+        if let file = args["config"] {
+            do { config = try GatewayConfig.load(file: file) } catch { throw UsageError(error.description) }
+        }
+        var mqtt = try BrokerConnection.configuration(config, remote: false, will: nil)
+        if let broker = args["broker"] {
+            guard let colon = broker.lastIndex(of: ":"), let port = Int(broker[broker.index(after: colon)...]) else {
+                throw UsageError("--broker expects HOST:PORT, got '\(broker)'")
+            }
+            mqtt.host = String(broker[..<colon])
+            mqtt.port = port
+        }
+        mqtt.clientId = "geotrigger-simulate-\(ProcessInfo.processInfo.processIdentifier)"
+        mqtt.cleanStart = true
+        return try CountingClient(mqtt)
+    }
+
+    /// The payload of one simulated update.
+    static func payload(_ u: LocationUpdate, format: PayloadFormat) -> JSONValue {
+        var o = JSONObject()
+        switch format {
+        case .json:
+            o["lat"] = .number(u.lat)
+            o["lon"] = .number(u.lon)
+            o["time"] = .string(ISO8601Time.format(u.time))
+            if let a = u.accuracy { o["accuracy"] = .number(a) }
+            if let s = u.speed { o["speed"] = .number(s) }
+            if let h = u.heading { o["heading"] = .number((h * 10).rounded() / 10) }
+        case .owntracks:
+            o["_type"] = .string("location")
+            o["lat"] = .number(u.lat)
+            o["lon"] = .number(u.lon)
+            o["tst"] = .number(u.time.rounded(.down))
+            if let a = u.accuracy { o["acc"] = .number(a.rounded()) }
+            if let s = u.speed { o["vel"] = .number((s * 3.6).rounded()) }
+            if let h = u.heading { o["cog"] = .number(h.rounded()) }
+            o["tid"] = .string(String(u.device.suffix(2)))
+        }
+        return .object(o)
+    }
+}
+
+/// An MQTT client that counts QoS 1 publications not yet acknowledged, and waits for its
+/// first connection.
+final class CountingClient: Sendable {
+    private struct Ids {
+        var pending: Set<Int32> = []
+        /// Acknowledgements that arrived before `publish` returned their id.
+        var early: Set<Int32> = []
+    }
+
+    private final class Tracker: Sendable {
+        let ids = Mutex(Ids())
+    }
+
+    private let client: MQTTClient
+    private let tracker = Tracker()
+
+    init(_ configuration: MQTTConfiguration) throws {
+        let tracker = self.tracker
+        client = try MQTTClient(configuration, onAcknowledgement: { ack in
+            tracker.ids.withLock { if $0.pending.remove(ack.messageId) == nil { $0.early.insert(ack.messageId) } }
+        })
+        try client.start()
+        let deadline = MonotonicClock.now() + 10
+        while !client.isConnected, MonotonicClock.now() < deadline { usleep(10_000) }
+        guard client.isConnected else {
+            client.stop()
+            throw UsageError("cannot reach the broker at \(configuration.host):\(configuration.port) within 10 s")
+        }
+    }
+
+    var isConnected: Bool { client.isConnected }
+    var pendingAcknowledgements: Int { tracker.ids.withLock { $0.pending.count } }
+
+    func publish(topic: String, payload: [UInt8], qos: MQTTQoS) throws {
+        let id = try client.publish(topic: topic, payload: payload, qos: qos)
+        if qos != .atMostOnce {
+            tracker.ids.withLock { if $0.early.remove(id) == nil { $0.pending.insert(id) } }
+        }
+    }
+
+    func stop() { client.stop() }
+}
