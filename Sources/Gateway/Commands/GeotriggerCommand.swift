@@ -29,6 +29,7 @@ public enum GeotriggerCommand {
         LocateCommand.self,
         WatchCommand.self,
         SimulateCommand.self,
+        ReplayCommand.self,
         EventsCommand.self,
         BenchCommand.self,
         VersionCommand.self,

@@ -1,0 +1,51 @@
+import GeotriggerCore
+
+/// The engine run offline over a recorded track, with the clock driven by the fix times
+/// (DESIGN.md: "`replay` drives the same clock by the track's fix times, so it is deterministic").
+struct ReplayRun {
+    /// One notification and the (fix-time) clock reading when it was decided.
+    struct Decision {
+        var notification: FenceNotification
+        var decidedAt: Double
+    }
+
+    /// How long the clock runs on after the last fix, so that holds and dwell decided by silence
+    /// (and stale exits within that time) still show.
+    static let tail: Double = 3600
+
+    var decisions: [Decision] = []
+    /// Counts of updates the monitors did not accept, by reason.
+    var dropped: [String: Int] = [:]
+    var accepted = 0
+
+    init(updates: [LocationUpdate], snapshot: EngineSnapshot) {
+        var monitors: [String: DeviceMonitor] = [:]
+        var order: [String] = []
+        var last = -Double.infinity
+        for update in updates {
+            if monitors[update.device] == nil {
+                monitors[update.device] = DeviceMonitor(device: update.device, snapshot: snapshot, now: update.time)
+                order.append(update.device)
+            }
+            // Deadlines that fall before this fix are decided first, on every device.
+            for device in order { advance(&monitors[device]!, to: update.time) }
+            let outcome = monitors[update.device]!.handle(update, receivedAt: update.time)
+            switch outcome.disposition {
+            case .accepted: accepted += 1
+            default: dropped[outcome.disposition.rawValue, default: 0] += 1
+            }
+            decisions += outcome.notifications.map { Decision(notification: $0, decidedAt: update.time) }
+            last = max(last, update.time)
+        }
+        for device in order { advance(&monitors[device]!, to: last + ReplayRun.tail) }
+    }
+
+    /// Fires every deadline of `monitor` up to `time`, each at its own time.
+    private mutating func advance(_ monitor: inout DeviceMonitor, to time: Double) {
+        while let deadline = monitor.nextDeadline(), deadline <= time {
+            let notes = monitor.advance(to: deadline)
+            decisions += notes.map { Decision(notification: $0, decidedAt: deadline) }
+            if notes.isEmpty, monitor.nextDeadline() == deadline { break }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Collects the elements of an SVG with their attributes and text.
+private final class SVGElements: NSObject, XMLParserDelegate {
+    struct Element {
+        var name: String
+        var attributes: [String: String]
+        var text = ""
+    }
+    var elements: [Element] = []
+    private var open: [Int] = []
+
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        elements.append(Element(name: name, attributes: attributes))
+        open.append(elements.count - 1)
+    }
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        if let i = open.last { elements[i].text += string }
+    }
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        open.removeLast()
+    }
+}
+
+@Suite(.serialized) struct ReplayCommandTests {
+    let track = repositoryRoot + "/Tests/Fixtures/replay/jitter.jsonl"
+
+    func events(_ extra: [String] = []) throws -> [[String: Any]] {
+        let r = try runGeotrigger(["replay", track, "--json"] + extra)
+        #expect(r.status == 0, "\(r.err)")
+        return try r.out.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+
+    @Test func jitterFlapsWithDefaultsAndNotWithHysteresis() throws {
+        let flapping = try events()
+        #expect(flapping.count > 20)
+        let steady = try events(["--config", repositoryRoot + "/Tests/Fixtures/replay/hysteresis.json5"])
+        let summary = steady.map { "\($0["type"]!) \(($0["fence"] as! [String: Any])["id"]!)" }
+        #expect(summary == ["enter desert", "exit desert", "enter meadow"])
+        // The enter carries the crossing update: the first update 20 m inside (12:02:00).
+        #expect((steady[0]["position"] as! [String: Any])["time"] as? String == "2026-11-30T12:02:00Z")
+        #expect(steady[1]["visit"] as? String == steady[0]["id"] as? String)
+        // Deterministic: the same ids every time.
+        #expect(try events(["--config", repositoryRoot + "/Tests/Fixtures/replay/hysteresis.json5"]).map { $0["id"] as! String }
+            == steady.map { $0["id"] as! String })
+    }
+
+    @Test func svgHasOneShapePerFenceTheTrackAndOneLabelPerEvent() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString).svg").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let r = try runGeotrigger(["replay", track, "--svg", out])
+        #expect(r.status == 0, "\(r.err)")
+        let printed = r.out.split(separator: "\n")
+        let parser = XMLParser(data: try Data(contentsOf: URL(fileURLWithPath: out)))
+        let svg = SVGElements()
+        parser.delegate = svg
+        #expect(parser.parse(), "the SVG is not well-formed XML")
+
+        let fences = svg.elements.filter { $0.attributes["class"] == "fence" }
+        let ids = fences.map { "\($0.attributes["data-layer"]!)/\($0.attributes["data-fence"]!)" }
+        #expect(Set(ids).count == ids.count, "one shape per fence")
+        #expect(ids.contains("garden-sections/meadow") && ids.contains("garden-sections/desert"))
+
+        let tracks = svg.elements.filter { $0.attributes["class"] == "track" }
+        #expect(tracks.count == 1)
+        let points = tracks.first?.attributes["points"]?.split(separator: " ") ?? []
+        let lines = try String(contentsOfFile: track, encoding: .utf8).split(separator: "\n")
+        #expect(points.count == lines.count)
+
+        let labels = svg.elements.filter { $0.attributes["class"] == "event" }
+        #expect(labels.count == printed.count)
+        for (label, line) in zip(labels, printed) {
+            // Text lines read "TIME  TYPE DEVICE ..."; the label starts with the same type.
+            let type = line.split(separator: " ", omittingEmptySubsequences: true)[1]
+            #expect(label.text.hasPrefix(String(type) + " "), "\(label.text) vs \(line)")
+        }
+        #expect(svg.elements.contains { $0.attributes["class"] == "scale" })
+    }
+
+    @Test func usageErrors() throws {
+        #expect(try runGeotrigger(["replay"]).status == 2)
+        let noTimes = try runGeotrigger(["replay", repositoryRoot + "/deploy/routes/garden-tour.geojson"])
+        #expect(noTimes.status == 2 && noTimes.err.contains("--speed"))
+        #expect(try runGeotrigger(["replay", "/nonexistent.gpx"]).status == 2)
+    }
+}
