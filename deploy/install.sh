@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs geotrigger as a system service on Debian 12 (x86_64 or aarch64, e.g. a Raspberry Pi),
+# as root: packages, a release build, the binary, a user, /etc/geotrigger with the example
+# config and fences, the systemd unit, and the mosquitto configuration (not enabled if a
+# mosquitto config of the same name exists). Usage: deploy/install.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. deploy/setup.sh
+
+install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients gpsd
+ensure_swift
+swift build -c release --static-swift-stdlib
+install -m 0755 "$(swift build -c release --show-bin-path)/geotrigger" /usr/local/bin/geotrigger
+
+id geotrigger >/dev/null 2>&1 || useradd --system --home-dir /var/lib/geotrigger --shell /usr/sbin/nologin geotrigger
+install -d -m 0750 -g geotrigger /etc/geotrigger /etc/geotrigger/fences
+[ -e /etc/geotrigger/geotrigger.json5 ] || install -m 0640 -g geotrigger deploy/geotrigger.example.json5 /etc/geotrigger/geotrigger.json5
+for f in fences/*.geojson; do [ -e "/etc/geotrigger/$f" ] || install -m 0640 -g geotrigger "$f" /etc/geotrigger/fences/; done
+install -d /usr/local/share/doc/geotrigger && install -m 0644 README.md /usr/local/share/doc/geotrigger/
+install -m 0644 deploy/geotrigger.service /etc/systemd/system/geotrigger.service
+
+if [ ! -e /etc/mosquitto/conf.d/geotrigger.conf ]; then
+    install -m 0644 deploy/mosquitto/geotrigger.conf /etc/mosquitto/conf.d/geotrigger.conf
+    install -m 0644 deploy/mosquitto/geotrigger.acl /etc/mosquitto/geotrigger.acl
+    echo "install: mosquitto config installed; create the users (deploy/mosquitto/README.md)"
+fi
+systemctl daemon-reload 2>/dev/null || true
+echo "install: done. Edit /etc/geotrigger/geotrigger.json5, then:"
+echo "  geotrigger check --config /etc/geotrigger/geotrigger.json5"
+echo "  systemctl enable --now geotrigger"
