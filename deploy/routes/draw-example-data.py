@@ -155,7 +155,7 @@ def draw():
         "message": "IIf($fencenotificationtype == 'entered', 'Entered the geofence of ' + $fencefeature.name, 'Left ' + $fencefeature.name)"}))
     pois = [feature(id, name, desc, {"type": "Point", "coordinates": to_lonlat([poi_position(leg, t, left)], GARDEN)[0]})
             for id, name, desc, leg, t, left in POIS]
-    write("fences/garden-poi.geojson", collection(pois, {"buffer": 10, "message": "'Nearby: ' + $fencefeature.name"}))
+    write("fences/garden-poi.geojson", collection(pois, {"buffer": 10, "message": "IIf($fencenotificationtype == 'exited', 'Leaving ' + $fencefeature.name, 'Nearby: ' + $fencefeature.name)"}))
     fleet = [
         feature("depot", "Depot", "Vehicle yard and workshop", {"type": "Polygon", "coordinates": [ring(DEPOT, FLEET)]}),
         feature("site-north", "North Job Site", "Construction site; the site office building is excluded",
