@@ -99,7 +99,7 @@ enum SimulateCommand: Subcommand {
             throw UsageError(error.description)
         }
 
-        let client = try connect(args)
+        let client = try CountingClient(ClientOptions(args, role: "simulate").mqtt)
         defer { client.stop() }
         let clock = MonotonicClock.now()
         var published = 0
@@ -125,25 +125,6 @@ enum SimulateCommand: Subcommand {
         }
         print("published \(published) updates of \(devices.count) device\(devices.count == 1 ? "" : "s")")
         return ExitStatus.ok
-    }
-
-    /// A connected client for the options (waits up to 10 s for the broker).
-    static func connect(_ args: Arguments) throws -> CountingClient {
-        var config = GatewayConfig()
-        if let file = args["config"] {
-            do { config = try GatewayConfig.load(file: file) } catch { throw UsageError(error.description) }
-        }
-        var mqtt = try BrokerConnection.configuration(config, remote: false, will: nil)
-        if let broker = args["broker"] {
-            guard let colon = broker.lastIndex(of: ":"), let port = Int(broker[broker.index(after: colon)...]) else {
-                throw UsageError("--broker expects HOST:PORT, got '\(broker)'")
-            }
-            mqtt.host = String(broker[..<colon])
-            mqtt.port = port
-        }
-        mqtt.clientId = "geotrigger-simulate-\(ProcessInfo.processInfo.processIdentifier)"
-        mqtt.cleanStart = true
-        return try CountingClient(mqtt)
     }
 
     /// The payload of one simulated update.

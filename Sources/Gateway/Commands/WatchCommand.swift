@@ -34,26 +34,13 @@ enum WatchCommand: Subcommand {
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let args = try Arguments(arguments, valued: ["config", "broker", "prefix", "events", "timeout"], flags: ["plain"])
-        var config = GatewayConfig()
-        if let file = args["config"] {
-            do { config = try GatewayConfig.load(file: file) } catch { throw UsageError(error.description) }
-        }
-        var mqtt = try BrokerConnection.configuration(config, remote: false, will: nil)
-        if let broker = args["broker"] {
-            guard let colon = broker.lastIndex(of: ":"), let port = Int(broker[broker.index(after: colon)...]) else {
-                throw UsageError("--broker expects HOST:PORT, got '\(broker)'")
-            }
-            mqtt.host = String(broker[..<colon])
-            mqtt.port = port
-        }
-        mqtt.clientId = "geotrigger-watch-\(getpid())"
-        mqtt.cleanStart = true
-        let prefix = args["prefix"] ?? config.output.prefix
+        let options = try ClientOptions(args, role: "watch")
+        let prefix = args["prefix"] ?? options.config.output.prefix
         let maxEvents = try args.number("events").map { Int($0) }
         let timeout = try args.number("timeout")
         let tty = isatty(1) == 1 && !args.has("plain")
 
-        let client = try MQTTClient(mqtt)
+        let client = try MQTTClient(options.mqtt)
         try client.subscribe("\(prefix)/events/#")
         try client.subscribe("\(prefix)/devices/+/state")
         try client.subscribe("\(prefix)/status/+")
