@@ -34,16 +34,8 @@ enum ArcadeDateFormat {
             msOfDay += 86_400_000
             days -= 1
         }
-        // Civil date from days since 1970-01-01 (proleptic Gregorian, 400-year eras).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYearMarch = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYearMarch + 2) / 153
-        let day = dayOfYearMarch - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (civilYear, civilMonth, civilDay) = ISO8601Time.civilFromDays(Int(days))
+        let year = Int64(civilYear), month = Int64(civilMonth), day = Int64(civilDay)
         let isLeap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
         let cumulative = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
         let dayOfYear = cumulative[Int(month) - 1] + Int(day) + (isLeap && month > 2 ? 1 : 0)
