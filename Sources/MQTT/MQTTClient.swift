@@ -75,13 +75,9 @@ public final class MQTTClient: @unchecked Sendable {
         self.unmanagedCore = unmanagedCore
         self.messages = MQTTMessages(queue: core.queue)
         self.connectionEvents = stream
-        do {
-            try apply(configuration)
-        } catch {
-            mosquitto_destroy(handle)
-            unmanagedCore.release()
-            throw error
-        }
+        // Every stored property is set: if this throws, Swift runs deinit, which destroys the
+        // handle and releases the box (cleaning up here too would free them twice).
+        try apply(configuration)
     }
 
     deinit {

@@ -99,15 +99,17 @@ final class MQTTClientCore: @unchecked Sendable {
                 }
             }
             needsConnect = true
-            var code: Int32
-            var stoppingLoops = 0
+            var code = Int32(MOSQ_ERR_SUCCESS.rawValue)
+            var stoppingTurns = 0
             repeat {
-                code = mosquitto_loop(handle, 1000, 1)
-                if code == Int32(MOSQ_ERR_SUCCESS.rawValue), lock.withLock({ phase != .running }) {
-                    // Stopping: give the DISCONNECT a few turns to go out, then leave anyway.
-                    stoppingLoops += 1
-                    if stoppingLoops > 20 { break }
+                // Stopping: give the DISCONNECT up to 20 short turns (2 s) to go out, then
+                // leave anyway (a connection still pending to an unresponsive host).
+                let stopping = lock.withLock { phase != .running }
+                if stopping {
+                    stoppingTurns += 1
+                    if stoppingTurns > 20 { break }
                 }
+                code = mosquitto_loop(handle, stopping ? 100 : 1000, 64)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
             lock.lock()
             let stopping = phase != .running
