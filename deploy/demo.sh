@@ -33,6 +33,9 @@ cat > "$WORK/mosquitto.conf" <<CONF
 listener $PORT 127.0.0.1
 allow_anonymous true
 persistence false
+# A subscriber that falls behind loses messages beyond these (mosquitto's defaults: 20, 1000).
+max_inflight_messages 500
+max_queued_messages 100000
 CONF
 /usr/sbin/mosquitto -c "$WORK/mosquitto.conf" > "$WORK/mosquitto.log" 2>&1 &
 PIDS+=($!)
