@@ -83,7 +83,8 @@ final class DeviceShard: Sendable {
                     let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.publishedStays = monitor.stays
-                    if let since = pausedDevices[monitor.device] { slot.monitor.pause(at: since) }
+                    // Its clocks start at `now`: paused from there while its feed is down.
+                    if pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                     context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
                     await commit(notes, changed: !notes.isEmpty, now: now, slot: &slot)
                     slots[monitor.device] = slot
