@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store"]),
         // Run by StoreTests as a separate process (kill -9) and for store measurements.
         .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD"]),
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -51,19 +51,30 @@ final class ReaderLoop: Sendable {
         -> GPSDError?
     {
         while !stopSignal.isRequested {
-            guard connection.waitForReport(timeout: configuration.pollInterval) else { continue }
+            // An epoch's fix held for its missing fields is due after the tracker's settle time.
+            var timeout = configuration.pollInterval
+            if let deadline = tracker.releaseDeadline {
+                let now = clock()
+                yield(tracker.release(now: now, force: false))
+                timeout = min(timeout, max(0, deadline - now))
+            }
+            guard connection.waitForReport(timeout: timeout) else { continue }
             let report: GPSDReport
             do {
                 report = try connection.readReport()
             } catch {
+                // What the lost connection delivered still counts.
+                yield(tracker.release(now: clock(), force: true))
                 return error
             }
             guard case .tpv(let tpv) = report else { continue }
-            for event in tracker.events(for: tpv, now: clock()) {
-                continuation.yield(event)
-            }
+            yield(tracker.events(for: tpv, now: clock()))
         }
         return nil
+    }
+
+    private func yield(_ events: [GPSDEvent]) {
+        for event in events { continuation.yield(event) }
     }
 
     /// Sleeps `seconds`, waking early when a stop is requested.

@@ -1,6 +1,7 @@
 import Foundation
 import GPSD
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc

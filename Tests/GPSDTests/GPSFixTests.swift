@@ -8,12 +8,12 @@ import Testing
     static func report(
         mode: Int = 3, modeSet: Bool = true, latLonSet: Bool = true, timeSet: Bool = true,
         time: Double = GPSFixTests.time, latitude: Double = 34.45, longitude: Double = -119.71,
-        epx: Double = .nan, epy: Double = .nan, eph: Double = .nan
+        epx: Double = .nan, epy: Double = .nan, eph: Double = .nan, speed: Double = 1.5, track: Double = 90
     ) -> TPVReport {
         TPVReport(
             mode: mode, modeSet: modeSet, latLonSet: latLonSet, timeSet: timeSet, time: time,
             latitude: latitude, longitude: longitude, epx: epx, epy: epy, eph: eph,
-            speed: 1.5, track: 90, altitude: 12)
+            speed: speed, track: track, altitude: 12)
     }
 
     @Test func accuracyFromEpxEpyIs68PercentRadius() throws {
@@ -67,6 +67,50 @@ import Testing
         #expect(tracker.events(for: Self.report(latitude: 34.46), now: now).isEmpty,
                 "a second TPV with the same fix time is the same epoch")
         #expect(tracker.events(for: Self.report(time: Self.time + 1), now: now).filter(\.isFix).count == 1)
+    }
+
+    /// gpsd before it knows the receiver's cycle: a GGA TPV without track, then the RMC TPV
+    /// of the same epoch with it. Once an epoch showed a track, the next epoch's fix waits for
+    /// the TPV that brings it and is yielded merged, at once when complete.
+    @Test func epochTPVsAreMergedOnceTheirFieldsAreKnown() throws {
+        var tracker = GPSDFixTracker(clockSkewThreshold: 300)
+        let now = Self.time
+        let first = tracker.events(for: Self.report(track: .nan), now: now)
+        #expect(first.count == 1, "nothing known yet: the first TPV is the fix")
+        #expect(tracker.events(for: Self.report(track: 90), now: now).isEmpty)
+        #expect(tracker.events(for: Self.report(time: Self.time + 1, latitude: 34.46, track: .nan), now: now + 1).isEmpty,
+                "held: the previous epoch had a track")
+        #expect(tracker.releaseDeadline == now + 1 + tracker.settleTime)
+        let merged = tracker.events(for: Self.report(time: Self.time + 1, latitude: 34.46, speed: 2.5, track: 91), now: now + 1.1)
+        guard case .fix(let fix) = try #require(merged.first), merged.count == 1 else {
+            Issue.record("expected one merged fix, got \(merged)")
+            return
+        }
+        #expect(fix.time == Self.time + 1 && fix.lat == 34.46 && fix.track == 91 && fix.speed == 2.5 && fix.altitude == 12)
+        #expect(tracker.releaseDeadline == nil)
+    }
+
+    /// A held fix is yielded after the settle time, before a later epoch's fix, before a no-fix
+    /// report; a field that stopped coming is no longer waited for.
+    @Test func heldFixIsReleasedBySettleTimeNextEpochOrNoFix() {
+        var tracker = GPSDFixTracker(clockSkewThreshold: 300, settleTime: 0.5)
+        let now = Self.time
+        _ = tracker.events(for: Self.report(), now: now)
+        #expect(tracker.events(for: Self.report(time: Self.time + 1, track: .nan), now: now + 1).isEmpty)
+        #expect(tracker.release(now: now + 1.2, force: false).isEmpty)
+        let released = tracker.release(now: now + 1.6, force: false)
+        #expect(released.count == 1 && released.allSatisfy(\.isFix))
+        #expect(tracker.events(for: Self.report(time: Self.time + 2, track: .nan), now: now + 2).count == 1,
+                "the previous epoch had no track: no wait")
+
+        var other = GPSDFixTracker(clockSkewThreshold: 300)
+        _ = other.events(for: Self.report(), now: now)
+        #expect(other.events(for: Self.report(time: Self.time + 1, speed: .nan), now: now + 1).isEmpty)
+        let next = other.events(for: Self.report(time: Self.time + 2), now: now + 2)
+        #expect(next.count == 2 && next.allSatisfy(\.isFix), "the held epoch first, then the new one: \(next)")
+        #expect(other.events(for: Self.report(time: Self.time + 3, speed: .nan), now: now + 3).isEmpty)
+        let noFix = other.events(for: Self.report(mode: 1), now: now + 3.1)
+        #expect(noFix.count == 2 && noFix.first?.isFix == true && noFix.last == .noFix)
     }
 
     @Test func noFixOnlyOnChange() {

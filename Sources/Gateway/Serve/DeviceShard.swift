@@ -22,6 +22,10 @@ final class DeviceShard: Sendable {
         /// The feed's connection went down / came back (stale clocks pause).
         case pause(Double)
         case resume(Double)
+        /// One device's own feed went down / came back (the gpsd feed's device): only its stale
+        /// clock pauses. Remembered for a device restored or woken while paused.
+        case pauseDevice(String, Double)
+        case resumeDevice(String, Double)
         /// Resumes the continuation once everything sent before it has been handled.
         case barrier(CheckedContinuation<Void, Never>)
     }
@@ -56,6 +60,8 @@ final class DeviceShard: Sendable {
         /// Hibernated devices: last accepted fix time (for forgetting).
         var hibernated: [String: Double] = [:]
         var paused: Double?
+        /// Devices whose own feed is down, since when (gateway clock).
+        var pausedDevices: [String: Double] = [:]
         while let work = await mailbox.next() {
             switch work {
             case .update(let update, let now, let trackerID, let owntracks):
@@ -77,6 +83,8 @@ final class DeviceShard: Sendable {
                     let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.publishedStays = monitor.stays
+                    // Its clocks start at `now`: paused from there while its feed is down.
+                    if pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                     context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
                     await commit(notes, changed: !notes.isEmpty, now: now, slot: &slot)
                     slots[monitor.device] = slot
@@ -88,7 +96,14 @@ final class DeviceShard: Sendable {
                 for device in Array(slots.keys) { slots[device]!.monitor.pause(at: now) }
             case .resume(let now):
                 paused = nil
-                for device in Array(slots.keys) { slots[device]!.monitor.resume(at: now) }
+                for device in Array(slots.keys) where pausedDevices[device] == nil { slots[device]!.monitor.resume(at: now) }
+            case .pauseDevice(let device, let now):
+                if pausedDevices[device] == nil { pausedDevices[device] = now }
+                slots[device]?.monitor.pause(at: now)
+            case .resumeDevice(let device, let now):
+                pausedDevices[device] = nil
+                // A monitor that is not paused keeps its clocks (resume would restart them).
+                if paused == nil, slots[device]?.monitor.isPaused == true { slots[device]!.monitor.resume(at: now) }
             case .barrier(let c):
                 c.resume()
             }
@@ -143,7 +158,11 @@ final class DeviceShard: Sendable {
                 await commit(notes, changed: changed, now: now, slot: &slots[device]!)
             }
             let slot = slots[device]!
-            if !paused, now - slot.lastReceived >= context.config.gateway.hibernateAfter, slot.monitor.nextDeadline() == nil {
+            // A paused monitor has no deadline but must not hibernate: its stale clock resumes
+            // when its feed comes back, with or without a new update.
+            if !paused, !slot.monitor.isPaused, now - slot.lastReceived >= context.config.gateway.hibernateAfter,
+                slot.monitor.nextDeadline() == nil
+            {
                 leaving.append(device)
             }
         }

@@ -126,6 +126,8 @@ enum GatewayServer {
         if let remote { services.append(remote) }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
         services += [committer, pool, maintenance, status, ingest] as [any Service]
+        // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
+        services += GPSDFeed.feeds(config, client: local.client, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 
         try local.client.start()
         try remote?.client.start()

@@ -32,6 +32,16 @@ final class MonitorPool: Service, Sendable {
         await shard(for: update.device).mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks))
     }
 
+    /// Stops `device`'s gateway clocks (`staleAfter`, silence) while its own feed is down.
+    func pause(device: String, at now: Double) async {
+        await shard(for: device).mailbox.send(.pauseDevice(device, now))
+    }
+
+    /// Restarts `device`'s gateway clocks where ``pause(device:at:)`` stopped them.
+    func resume(device: String, at now: Double) async {
+        await shard(for: device).mailbox.send(.resumeDevice(device, now))
+    }
+
     /// Restores a saved monitor at start.
     func restore(device: String, state: [UInt8], now: Double) async {
         await shard(for: device).mailbox.send(.restore(state, now))

@@ -15,14 +15,15 @@ import Glibc
 ///   SIGKILL to gpsfake alone orphans gpsd (a zombie of init here, which does not reap). So
 ///   gpsd is signalled first, then gpsfake gets SIGTERM, then SIGKILL;
 /// - without `-n`, gpsd opens the pty only when a client watches, and discards what was written
-///   before it was ready: start the reader first, and lead logs in (see `Fixtures.leadIn`).
-final class GPSFake {
-    let port: Int
-    let log: URL
+///   before it was ready: start the reader first, and lead logs in (GPSDTests' `Fixtures.leadIn`).
+public final class GPSFake {
+    public let port: Int
+    public let log: URL
     private let process: Process
     private let stderrURL: URL
 
-    init(log: URL, port: Int, cycle: Double) throws {
+    /// Starts `gpsfake -1 -q -P PORT -c CYCLE LOG` (CYCLE seconds per sentence).
+    public init(log: URL, port: Int, cycle: Double) throws {
         self.port = port
         self.log = log
         stderrURL = FileManager.default.temporaryDirectory
@@ -37,19 +38,19 @@ final class GPSFake {
         try process.run()
     }
 
-    var pid: pid_t { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
+    public var pid: pid_t { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
 
     /// What gpsfake and its gpsd wrote to stderr, for failure messages.
-    var diagnostics: String {
+    public var diagnostics: String {
         (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
     }
 
     /// The PID of gpsfake's gpsd child, if it is running.
-    var daemonPID: pid_t? { GPSFake.children(of: pid, named: "gpsd").first }
+    public var daemonPID: pid_t? { GPSFake.children(of: pid, named: "gpsd").first }
 
     /// Waits until gpsfake's gpsd runs; returns its PID.
-    func waitForDaemon(timeout: Double = 20) async -> pid_t? {
+    public func waitForDaemon(timeout: Double = 20) async -> pid_t? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let daemon = daemonPID { return daemon }
@@ -60,12 +61,12 @@ final class GPSFake {
     }
 
     /// Kills gpsd as a crash would (SIGKILL), then ends gpsfake (see `stop()`).
-    func killDaemon() async {
+    public func killDaemon() async {
         await terminate(daemonSignal: SIGKILL)
     }
 
     /// Stops gpsd and gpsfake and removes the temporary stderr file.
-    func stop() async {
+    public func stop() async {
         await terminate(daemonSignal: SIGTERM)
         try? FileManager.default.removeItem(at: stderrURL)
     }
@@ -99,7 +100,7 @@ final class GPSFake {
     }
 
     /// PIDs whose parent is `parent` and whose command name is `name` (from /proc/PID/stat).
-    static func children(of parent: pid_t, named name: String) -> [pid_t] {
+    public static func children(of parent: pid_t, named name: String) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { entry -> pid_t? in
             guard let candidate = pid_t(entry), let stat = self.stat(of: candidate) else { return nil }
@@ -108,7 +109,7 @@ final class GPSFake {
     }
 
     /// Whether `pid` exists and is not a zombie.
-    static func isAlive(_ pid: pid_t) -> Bool {
+    public static func isAlive(_ pid: pid_t) -> Bool {
         guard let stat = stat(of: pid) else { return false }
         return stat.state != "Z"
     }
@@ -124,22 +125,5 @@ final class GPSFake {
     }
 
     /// A loopback TCP port nobody listens on right now.
-    static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0
-                    && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    public static func freePort() throws -> Int { try FreePort.next() }
 }
