@@ -75,6 +75,9 @@ final class DeviceShard: Sendable {
             case .restore(let bytes, let now):
                 do {
                     let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
+                    // An update may have woken the device (from the database, newer) before
+                    // its restore arrived: never go back to the state read at start.
+                    guard slots[monitor.device] == nil else { break }
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.publishedStays = monitor.stays
                     context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
