@@ -125,10 +125,12 @@ final class OutboxPublisher: Service, Sendable {
                         if sequence > 0 { acks.append(sequence) }
                         counters.acked.add(1, ordering: .relaxed)
                     } else {
-                        failedCount.add(1, ordering: .relaxed)
-                        let text = "the \(destination.rawValue) broker refused an event (reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)); it stays in the outbox"
-                        warnings.set("outbox-\(destination.rawValue)-refused", text)
-                        logger.warning(text, ["outbox.sequence": "\(sequence)"])
+                        let refused = failedCount.add(1, ordering: .relaxed).newValue
+                        let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
+                        warnings.set("outbox-\(destination.rawValue)-refused",
+                                     "the \(destination.rawValue) broker refused \(refused) event\(refused == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
+                        logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
+                                       ["outbox.sequence": "\(sequence)"])
                     }
                 }
             }
