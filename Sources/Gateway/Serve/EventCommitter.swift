@@ -96,6 +96,20 @@ final class EventCommitter: Service, Sendable {
         doorbell.finish()
     }
 
+    /// The status warning for a refused commit: one stable line (no SQL text, so a fault is
+    /// logged once, not once per failing statement).
+    func databaseWarning(_ error: any Error) -> String {
+        let cause: String
+        if let error = error as? SQLiteError {
+            cause = error.isFull
+                ? "the database \(store.path) is full (SQLite error \(error.code): \(error.codeDescription))"
+                : "the database \(store.path) refused a commit (SQLite error \(error.code): \(error.codeDescription): \(error.message))"
+        } else {
+            cause = "the database \(store.path) refused a commit (\(error))"
+        }
+        return cause + "; events are published from memory and monitor state and journal are retried every second"
+    }
+
     func run() async throws {
         var retry = StoreBatch()  // state and journal of batches the database refused
         while await doorbell.next() != nil {
@@ -123,7 +137,7 @@ final class EventCommitter: Service, Sendable {
                     }
                     for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
                 } catch {
-                    warnings.set("database", "the database refused a commit (\(error)); events are published from memory and state is retried")
+                    warnings.set("database", databaseWarning(error))
                     // Events go out now, from memory; state and journal are tried again.
                     for (destination, publisher) in publishers {
                         let messages = batch.outbox.filter { $0.destination == destination }.map {
