@@ -41,6 +41,7 @@ enum GatewayServer {
         let store = try await GatewayStore(
             path: config.resolve(config.gateway.database),
             options: GatewayStore.Options(durability: config.gateway.durability == .full ? .full : .normal, outboxCap: config.outbox.cap))
+        await StoreFaultHook.apply(to: store, logger: logger)
         let prefix = config.output.prefix
         let statusTopic = "\(prefix)/status/\(config.gateway.id)"
         let will = MQTTConfiguration.Will(topic: statusTopic, payload: StatusReporter.willPayload(), qos: .atLeastOnce, retain: true)
@@ -132,6 +133,7 @@ enum GatewayServer {
         logger.notice("serving", ["gateway.id": config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fences.count })",
                                   "devices.saved": "\(saved.count)", "version": GatewayVersion.current])
         let group = ServiceGroup(services: services, logger: logger) {
+            await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
                 await pool.adopt(fresh.snapshot)
