@@ -38,6 +38,9 @@ final class EventCommitter: Service, Sendable {
     let limit: Int
     /// Journal events kept for a retry while the database fails.
     let retryCap: Int
+    /// False only in `bench store`'s "persistence off" runs: batches are taken and handed on
+    /// as if committed, without touching the database.
+    let persist: Bool
 
     private let pending = Mutex(Pending())
     private let doorbell = BoundedQueue<Void>(capacity: 1)
@@ -45,7 +48,7 @@ final class EventCommitter: Service, Sendable {
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000
+        limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true
     ) {
         self.store = store
         self.counters = counters
@@ -55,6 +58,7 @@ final class EventCommitter: Service, Sendable {
         self.statePublisher = statePublisher
         self.limit = limit
         self.retryCap = retryCap
+        self.persist = persist
     }
 
     /// Hands over one step's results; waits only while too much is pending.
@@ -129,7 +133,7 @@ final class EventCommitter: Service, Sendable {
             batch.outbox = taken.outbox
             if !batch.isEmpty {
                 do {
-                    let receipt = try await store.submit(batch)
+                    let receipt = persist ? try await store.submit(batch) : StoreReceipt(transaction: 0)
                     retry = StoreBatch()
                     warnings.clear("database", resolved: "the database accepts writes again")
                     if receipt.dropped.local + receipt.dropped.remote > 0 {
