@@ -66,11 +66,11 @@ enum GatewayServer {
         }
         var publishers: [OutboxDestination: OutboxPublisher] = [
             .local: OutboxPublisher(destination: .local, client: local.client, store: store, window: config.outbox.inflight,
-                                    counters: counters, warnings: warnings, logger: logger)
+                                    counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         ]
         if let remote {
             publishers[.remote] = OutboxPublisher(destination: .remote, client: remote.client, store: store, window: config.outbox.inflight,
-                                                  counters: counters, warnings: warnings, logger: logger)
+                                                  counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         }
         publishersBox.withLock { $0 = publishers }
         let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)

@@ -40,6 +40,8 @@ final class OutboxPublisher: Service, Sendable {
     private let volatileQueue = Mutex<[VolatileMessage]>([])
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
+    /// Events kept in memory (database fault) that were dropped past the cap, since start.
+    let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
     let inflightCount = Atomic<Int>(0)
 
@@ -86,8 +88,9 @@ final class OutboxPublisher: Service, Sendable {
             return excess
         }
         if dropped > 0 {
+            let total = volatileDropped.add(dropped, ordering: .relaxed).newValue
             warnings.set("outbox-\(destination.rawValue)-volatile",
-                         "the database fails and \(dropped) events kept in memory were dropped (cap \(volatileCap))")
+                         "the database fails and \(total) \(destination.rawValue) events kept in memory were dropped, oldest first (cap \(volatileCap))")
         }
         notifyCommitted()
     }
