@@ -84,5 +84,69 @@ extension DurabilityIntegrationTests {
             #expect(gateway.terminate() == 0, "\(gateway.logTail)")
             print("database fault test: \(expectedFault.count) events published from memory while full, \(expectedAll.count) in all; warning: \(warning)")
         }
+
+        /// While the database fails, events are kept in memory only up to a cap (`outbox.cap`):
+        /// with the remote broker down as well, `outbox.inflight` events wait in libmosquitto,
+        /// `outbox.cap` more in memory, and the older rest are dropped and counted in the status
+        /// warning. When the remote returns, the kept ones are delivered: delivered + counted
+        /// as dropped = all events.
+        @Test(.timeLimit(.minutes(2)))
+        func memoryCapDropsOldestAndCounts() async throws {
+            let local = try MosquittoProcess(.init(maxQueuedMessages: 1_000_000))
+            defer { local.stop() }
+            let remote = try MosquittoProcess(.init(persistence: true, maxQueuedMessages: 1_000_000))
+            defer { remote.stop() }
+            let remoteSubscriber = try await DurabilityRig.subscriber(
+                port: remote.port, clientId: DurabilityRig.unique("upstream-dispatch"), filter: "geotriggers/#")
+            defer { remoteSubscriber.stop() }
+            remote.stop()
+
+            let id = DurabilityRig.unique("gw-cap")
+            let fences = try TemporaryDirectory(prefix: "fences")
+            let limitFile = try fences.write("page-limit", "1\n")
+            let gateway = try GatewayUnderTest(config: """
+                {
+                  gateway: { id: "\(id)", database: "gw.db", fences: "\(try DurabilityRig.sectionsOnlyFolder(in: fences))" },
+                  broker: { port: \(local.port) },
+                  remote: { port: \(remote.port) },
+                  output: { statusInterval: 1 },
+                  outbox: { cap: 5, inflight: 2 },
+                  triggers: [ { name: "upstream", fences: ["garden-sections"], delivery: "remote" } ],
+                }
+                """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
+            let statusTopic = "geotriggers/status/\(id)"
+            let localSubscriber = try await DurabilityRig.subscriber(
+                port: local.port, clientId: DurabilityRig.unique("dispatch"), filter: "geotriggers/status/#")
+            defer { localSubscriber.stop() }
+            let publisher = try MQTTProbe(port: local.port, clientId: DurabilityRig.unique("devices"))
+            defer { publisher.stop() }
+            try publisher.client.start()
+            #expect(await publisher.waitConnected())
+            func status() -> StatusView? { localSubscriber.latestStatus(topic: statusTopic).map(StatusView.init) }
+
+            let walk = SectionWalk.make(devices: 2, updates: 30, dwell: 2...3, seed: 0x6_0006,
+                                        start: (Date().timeIntervalSince1970 - 3600).rounded())
+            let expected = walk.expected(0..<30)
+            #expect(expected.count > 12)
+            try gateway.start()
+            #expect(await poll(timeout: .seconds(60)) { status()?.status == "started" }, "\(gateway.logTail)")
+            try await walk.drive.publish(0..<30, through: publisher.client)
+            // Every event decided; the cap dropped some (the first commits may still fit in the
+            // database's free space, so how many is read from the warning).
+            #expect(await poll(timeout: .seconds(30)) { status()?.counter("events") == expected.count },
+                    "not every event was decided: \(String(describing: status()?.counters))\n\(gateway.logTail)")
+            let warning = status()?.warnings.first { $0.contains("kept in memory were dropped") } ?? ""
+            let dropped = Int(warning.split(separator: " ").dropFirst(4).first ?? "") ?? -1
+            #expect(warning.contains("cap 5") && dropped >= expected.count - 2 - 5 - 6 && dropped <= expected.count - 2 - 5,
+                    "expected about \(expected.count - 7) of \(expected.count) events dropped and counted: \(String(describing: status()?.warnings))")
+
+            // The remote returns: every event is delivered or was counted as dropped, never both.
+            try remote.start()
+            #expect(await poll(timeout: .seconds(60)) { remoteSubscriber.receivedEvents.deduplicated.count >= expected.count - dropped },
+                    "the kept events did not reach the remote broker\n\(gateway.logTail)")
+            #expect(await poll(timeout: .seconds(3)) { remoteSubscriber.receivedEvents.deduplicated.count > expected.count - dropped } == false)
+            print("memory cap test: \(expected.count) events, \(dropped) dropped past the cap and counted, \(expected.count - dropped) delivered")
+            #expect(gateway.terminate() == 0, "\(gateway.logTail)")
+        }
     }
 }
