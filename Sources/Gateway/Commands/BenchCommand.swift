@@ -12,7 +12,9 @@ enum BenchCommand: Subcommand {
     }
 
     /// Every benchmark, in the order `--help` lists them.
-    static let benchmarks: [Benchmark] = [IndexBenchmark.benchmark, EngineBenchmark.benchmark]
+    static let benchmarks: [Benchmark] = [
+        IndexBenchmark.benchmark, EngineBenchmark.benchmark, StoreBenchmark.benchmark,
+    ]
 
     static var help: String {
         var text = """

@@ -48,8 +48,12 @@ final class DeviceShard: Sendable {
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
 
-    init(context: ServeContext, capacity: Int) {
+    /// Devices of this shard with a state saved by the previous run (restored at start).
+    let saved: Set<String>
+
+    init(context: ServeContext, capacity: Int, saved: Set<String> = []) {
         self.context = context
+        self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
     }
 
@@ -81,6 +85,9 @@ final class DeviceShard: Sendable {
             case .restore(let bytes, let now):
                 do {
                     let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
+                    // An update may have woken the device (from the database, newer) before
+                    // its restore arrived: never go back to the state read at start.
+                    guard slots[monitor.device] == nil else { break }
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.publishedStays = monitor.stays
                     // Its clocks start at `now`: paused from there while its feed is down.
@@ -113,8 +120,11 @@ final class DeviceShard: Sendable {
 
     /// A device's slot: restored from the database if it was hibernated or seen before, else new.
     private func wake(_ device: String, snapshot: EngineSnapshot, now: Double, hibernated: inout [String: Double]) async -> Slot {
-        hibernated[device] = nil
-        if let bytes = try? await context.store.deviceState(device),
+        // Only a device hibernated in this run, or saved by the previous one and not restored
+        // yet, has a state in the database: a new device needs no read (which would wait
+        // behind the commits on the store's queue).
+        let stored = hibernated.removeValue(forKey: device) != nil || saved.contains(device)
+        if stored, let bytes = try? await context.store.deviceState(device),
             let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
         {
             var slot = Slot(monitor: monitor, lastReceived: now)

@@ -38,6 +38,9 @@ final class EventCommitter: Service, Sendable {
     let limit: Int
     /// Journal events kept for a retry while the database fails.
     let retryCap: Int
+    /// False only in `bench store`'s "persistence off" runs: batches are taken and handed on
+    /// as if committed, without touching the database.
+    let persist: Bool
 
     private let pending = Mutex(Pending())
     private let doorbell = BoundedQueue<Void>(capacity: 1)
@@ -45,7 +48,7 @@ final class EventCommitter: Service, Sendable {
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000
+        limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true
     ) {
         self.store = store
         self.counters = counters
@@ -55,6 +58,7 @@ final class EventCommitter: Service, Sendable {
         self.statePublisher = statePublisher
         self.limit = limit
         self.retryCap = retryCap
+        self.persist = persist
     }
 
     /// Hands over one step's results; waits only while too much is pending.
@@ -96,6 +100,20 @@ final class EventCommitter: Service, Sendable {
         doorbell.finish()
     }
 
+    /// The status warning for a refused commit: one stable line (no SQL text, so a fault is
+    /// logged once, not once per failing statement).
+    func databaseWarning(_ error: any Error) -> String {
+        let cause: String
+        if let error = error as? SQLiteError {
+            cause = error.isFull
+                ? "the database \(store.path) is full (SQLite error \(error.code): \(error.codeDescription))"
+                : "the database \(store.path) refused a commit (SQLite error \(error.code): \(error.codeDescription): \(error.message))"
+        } else {
+            cause = "the database \(store.path) refused a commit (\(error))"
+        }
+        return cause + "; events are published from memory and monitor state and journal are retried every second"
+    }
+
     func run() async throws {
         var retry = StoreBatch()  // state and journal of batches the database refused
         while await doorbell.next() != nil {
@@ -115,7 +133,7 @@ final class EventCommitter: Service, Sendable {
             batch.outbox = taken.outbox
             if !batch.isEmpty {
                 do {
-                    let receipt = try await store.submit(batch)
+                    let receipt = persist ? try await store.submit(batch) : StoreReceipt(transaction: 0)
                     retry = StoreBatch()
                     warnings.clear("database", resolved: "the database accepts writes again")
                     if receipt.dropped.local + receipt.dropped.remote > 0 {
@@ -123,7 +141,7 @@ final class EventCommitter: Service, Sendable {
                     }
                     for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
                 } catch {
-                    warnings.set("database", "the database refused a commit (\(error)); events are published from memory and state is retried")
+                    warnings.set("database", databaseWarning(error))
                     // Events go out now, from memory; state and journal are tried again.
                     for (destination, publisher) in publishers {
                         let messages = batch.outbox.filter { $0.destination == destination }.map {

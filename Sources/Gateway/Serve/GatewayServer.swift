@@ -41,6 +41,7 @@ enum GatewayServer {
         let store = try await GatewayStore(
             path: config.resolve(config.gateway.database),
             options: GatewayStore.Options(durability: config.gateway.durability == .full ? .full : .normal, outboxCap: config.outbox.cap))
+        await StoreFaultHook.apply(to: store, logger: logger)
         let prefix = config.output.prefix
         let statusTopic = "\(prefix)/status/\(config.gateway.id)"
         let will = MQTTConfiguration.Will(topic: statusTopic, payload: StatusReporter.willPayload(), qos: .atLeastOnce, retain: true)
@@ -65,11 +66,11 @@ enum GatewayServer {
         }
         var publishers: [OutboxDestination: OutboxPublisher] = [
             .local: OutboxPublisher(destination: .local, client: local.client, store: store, window: config.outbox.inflight,
-                                    counters: counters, warnings: warnings, logger: logger)
+                                    counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         ]
         if let remote {
             publishers[.remote] = OutboxPublisher(destination: .remote, client: remote.client, store: store, window: config.outbox.inflight,
-                                                  counters: counters, warnings: warnings, logger: logger)
+                                                  counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         }
         publishersBox.withLock { $0 = publishers }
         let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)
@@ -134,6 +135,7 @@ enum GatewayServer {
         logger.notice("serving", ["gateway.id": config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fences.count })",
                                   "devices.saved": "\(saved.count)", "version": GatewayVersion.current])
         let group = ServiceGroup(services: services, logger: logger) {
+            await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
                 await pool.adopt(fresh.snapshot)

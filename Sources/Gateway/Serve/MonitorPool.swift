@@ -17,7 +17,10 @@ final class MonitorPool: Service, Sendable {
         context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, initialStates: [String: [UInt8]] = [:],
         mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
-        self.shards = (0..<max(1, shardCount)).map { _ in DeviceShard(context: context, capacity: mailboxCapacity) }
+        let count = max(1, shardCount)
+        var saved = [Set<String>](repeating: [], count: count)
+        for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
+        self.shards = saved.map { DeviceShard(context: context, capacity: mailboxCapacity, saved: $0) }
         self.snapshot = Mutex(snapshot)
         self.initialStates = Mutex(initialStates)
         self.tickInterval = tickInterval

@@ -40,6 +40,8 @@ final class OutboxPublisher: Service, Sendable {
     private let volatileQueue = Mutex<[VolatileMessage]>([])
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
+    /// Events kept in memory (database fault) that were dropped past the cap, since start.
+    let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
     let inflightCount = Atomic<Int>(0)
 
@@ -86,8 +88,9 @@ final class OutboxPublisher: Service, Sendable {
             return excess
         }
         if dropped > 0 {
+            let total = volatileDropped.add(dropped, ordering: .relaxed).newValue
             warnings.set("outbox-\(destination.rawValue)-volatile",
-                         "the database fails and \(dropped) events kept in memory were dropped (cap \(volatileCap))")
+                         "the database fails and \(total) \(destination.rawValue) events kept in memory were dropped, oldest first (cap \(volatileCap))")
         }
         notifyCommitted()
     }
@@ -125,10 +128,12 @@ final class OutboxPublisher: Service, Sendable {
                         if sequence > 0 { acks.append(sequence) }
                         counters.acked.add(1, ordering: .relaxed)
                     } else {
-                        failedCount.add(1, ordering: .relaxed)
-                        let text = "the \(destination.rawValue) broker refused an event (reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)); it stays in the outbox"
-                        warnings.set("outbox-\(destination.rawValue)-refused", text)
-                        logger.warning(text, ["outbox.sequence": "\(sequence)"])
+                        let refused = failedCount.add(1, ordering: .relaxed).newValue
+                        let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
+                        warnings.set("outbox-\(destination.rawValue)-refused",
+                                     "the \(destination.rawValue) broker refused \(refused) event\(refused == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
+                        logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
+                                       ["outbox.sequence": "\(sequence)"])
                     }
                 }
             }

@@ -5,12 +5,13 @@ import Synchronization
 /// that every (re)connect can publish them all again (DESIGN.md: "On every (re)connect ...
 /// republish retained device states").
 final class StatePublisher: Sendable {
-    let client: MQTTClient
+    /// Nil in `bench store`: states are only remembered.
+    let client: MQTTClient?
     let prefix: String
     let logger: Logger
     private let states = Mutex<[String: [UInt8]]>([:])
 
-    init(client: MQTTClient, prefix: String, logger: Logger) {
+    init(client: MQTTClient?, prefix: String, logger: Logger) {
         self.client = client
         self.prefix = prefix
         self.logger = logger
@@ -33,6 +34,7 @@ final class StatePublisher: Sendable {
     var count: Int { states.withLock { $0.count } }
 
     private func send(device: String, payload: [UInt8]) {
+        guard let client else { return }
         do {
             try client.publish(topic: topic(device), payload: payload, qos: .atLeastOnce, retain: true)
         } catch {
