@@ -11,6 +11,7 @@ final class BrokerConnection: Service, Sendable {
     let logger: Logger
     let label: String
     private let onConnect: @Sendable () -> Void
+    private let onDown: @Sendable () async -> Void
     private let onShutdown: @Sendable (MQTTClient) async -> Void
 
     /// The libmosquitto settings of `broker` (`remote: true` for the upstream).
@@ -41,8 +42,10 @@ final class BrokerConnection: Service, Sendable {
         label: String, configuration: MQTTConfiguration, warnings: Warnings, logger: Logger,
         onAcknowledgement: @escaping @Sendable (MQTTAcknowledgement) -> Void,
         onConnect: @escaping @Sendable () -> Void,
+        onDown: @escaping @Sendable () async -> Void = {},
         onShutdown: @escaping @Sendable (MQTTClient) async -> Void = { _ in }
     ) throws {
+        self.onDown = onDown
         self.name = "mqtt-\(label)"
         self.label = label
         self.warnings = warnings
@@ -52,11 +55,23 @@ final class BrokerConnection: Service, Sendable {
         self.client = try MQTTClient(configuration, onAcknowledgement: onAcknowledgement)
     }
 
+    /// Follows the connection: `onConnect` on every connect, `onDown` once when a connection
+    /// is lost or the first attempts fail (so stale clocks pause while the feed is down).
     func run() async throws {
         let where_ = "\(client.configuration.host):\(client.configuration.port)"
+        var down = false
         for await event in client.connectionEvents {
             switch event {
+            case .refused, .connectFailed, .disconnected(code: 1..., reason: _):
+                if !down {
+                    down = true
+                    await onDown()
+                }
+            default: break
+            }
+            switch event {
             case .connected(let sessionPresent):
+                down = false
                 warnings.clear("mqtt-\(label)", resolved: "connected to the \(label) broker at \(where_)")
                 logger.info("connected", ["broker": where_, "session.present": "\(sessionPresent)"])
                 onConnect()

@@ -50,11 +50,13 @@ enum GatewayServer {
         let publishersBox = Mutex<[OutboxDestination: OutboxPublisher]>([:])
         let startedBox = Mutex<(@Sendable () -> Void)?>(nil)
         let shutdownBox = Mutex<(@Sendable (MQTTClient) async -> Void)?>(nil)
+        let downBox = Mutex<(@Sendable () async -> Void)?>(nil)
         let local = try BrokerConnection(
             label: "local", configuration: try BrokerConnection.configuration(config, remote: false, will: will),
             warnings: warnings, logger: logger,
             onAcknowledgement: { ack in publishersBox.withLock { $0[.local] }?.acknowledged(ack) },
             onConnect: { startedBox.withLock { $0 }?() },
+            onDown: { await downBox.withLock { $0 }?() },
             onShutdown: { client in await shutdownBox.withLock { $0 }?(client) })
         var remote: BrokerConnection?
         if config.remote != nil {
@@ -107,8 +109,11 @@ enum GatewayServer {
         try ingest.subscribe()
 
         let localPublisher = publishers[.local]
+        // The MQTT feeds' stale clocks pause while the broker is down (DESIGN.md "Timing").
+        downBox.withLock { $0 = { await pool.broadcast(.pause(MonotonicClock.now())) } }
         startedBox.withLock {
             $0 = {
+                Task { await pool.broadcast(.resume(MonotonicClock.now())) }
                 status.publish("started")
                 statePublisher.republishAll()
                 localPublisher?.connected()

@@ -1,0 +1,63 @@
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+/// DESIGN.md "Timing": `staleAfter` counts on the gateway's clock and pauses while the feed's
+/// broker connection is down. A device that went quiet just before a broker outage must not
+/// be declared stale because of the outage: its stale exit comes only after the gateway is
+/// back and the rest of staleAfter has passed.
+@Suite(.serialized) struct StalePauseTests {
+    @Test func brokerOutageDoesNotMakeDevicesStale() async throws {
+        let broker = try MosquittoProcess(.init(persistence: true))
+        try broker.start()
+        defer { broker.stop() }
+        let directory = try TemporaryDirectory(prefix: "stale-pause")
+        let stale = 6.0
+        let config = try directory.write("gw.json5", """
+            { gateway: { id: "gw-stale", fences: "\(repositoryRoot)/fences", database: "\(directory.file("gw.db"))" },
+              broker: { port: \(broker.port), clientId: "gw-stale" },
+              output: { prefix: "stale", statusInterval: 60 },
+              triggers: [ { name: "sections", fences: ["garden-sections"], staleAfter: \(stale) } ] }
+            """)
+        let gateway = try GatewayProcess(["serve", "--config", config], directory: directory.path, logFile: directory.file("gw.log"))
+        defer { gateway.terminate() }
+
+        let subscriber = try MQTTProbe(port: broker.port, clientId: "stale-subscriber")
+        try subscriber.client.subscribe("stale/events/#")
+        try subscriber.client.subscribe("stale/status/+")
+        subscriber.collect()
+        try subscriber.client.start()
+        defer { subscriber.stop() }
+        #expect(await subscriber.waitSubscribed("stale/events/#"))
+
+        func arrivals(_ match: (MQTTMessage) -> Bool) -> Int { subscriber.messages.all.filter(match).count }
+        func isStarted(_ m: MQTTMessage) -> Bool { m.topic == "stale/status/gw-stale" && m.payloadText.contains("\"started\"") }
+        func isStaleExit(_ m: MQTTMessage) -> Bool { m.topic.hasPrefix("stale/events/") && m.payloadText.contains("\"reason\":\"stale\"") }
+        #expect(await poll(until: { arrivals(isStarted) >= 1 }), "the gateway never said started: \(gateway.log)")
+
+        let publisher = try MQTTProbe(port: broker.port, clientId: "stale-publisher") { $0.cleanStart = true }
+        try publisher.client.start()
+        #expect(await publisher.waitConnected())
+        let time = Int(Date().timeIntervalSince1970)
+        let id = try publisher.client.publish(
+            topic: "devices/t1/location", payload: #"{"lat":34.4561,"lon":-119.7067,"time":\#(time)}"#, qos: .atLeastOnce)
+        #expect(await publisher.waitAcknowledged([id]))
+        publisher.stop()
+        #expect(await poll(until: { subscriber.messages.all.contains { $0.payloadText.contains("\"type\":\"enter\"") } }))
+
+        // The broker goes away for longer than staleAfter, at once.
+        let startedBefore = arrivals(isStarted)
+        broker.stop()
+        try await Task.sleep(for: .seconds(stale + 4))
+        try broker.restart()
+        #expect(await poll(timeout: .seconds(60), until: { arrivals(isStarted) > startedBefore }), "no reconnect: \(gateway.log)")
+        let reconnected = Date()
+        #expect(await poll(timeout: .seconds(30), until: { arrivals(isStaleExit) == 1 }), "no stale exit: \(gateway.log)")
+        // Before the outage the device had been quiet for about a second, so about staleAfter - 1
+        // seconds remain after the reconnect; without the pause the exit would be decided during
+        // the outage and arrive right after the reconnect.
+        let waited = Date().timeIntervalSince(reconnected)
+        #expect(waited >= 2.5, "the stale exit came \(waited) s after the reconnect: the outage counted as silence")
+    }
+}
