@@ -24,6 +24,8 @@ final class DeviceShard: Sendable {
         case resume(Double)
         /// Resumes the continuation once everything sent before it has been handled.
         case barrier(CheckedContinuation<Void, Never>)
+        /// A query about this shard's devices (DeviceShard+Query.swift).
+        case query(Query, CheckedContinuation<QueryAnswer, Never>)
     }
 
     /// A device's monitor and what the gateway remembers beside it.
@@ -91,6 +93,8 @@ final class DeviceShard: Sendable {
                 for device in Array(slots.keys) { slots[device]!.monitor.resume(at: now) }
             case .barrier(let c):
                 c.resume()
+            case .query(let query, let c):
+                c.resume(returning: answer(query, slots: slots, hibernated: hibernated, now: WallClock.now()))
             }
             deviceCount.store(slots.count + hibernated.count, ordering: .relaxed)
         }
@@ -118,6 +122,7 @@ final class DeviceShard: Sendable {
         case .accepted:
             context.counters.accepted.add(1, ordering: .relaxed)
             slot.lastReceived = now
+            if let runtime = context.runtimeFences, runtime.isFollowed(update.device) { runtime.followedDeviceMoved(update) }
         case .filtered:
             context.counters.drop(.filtered)
             slot.lastReceived = now
