@@ -38,7 +38,8 @@ extension GatewayStore {
                 payload BLOB NOT NULL,
                 qos INTEGER NOT NULL
             );
-            """)
+            """),
+        runtimeFencesMigration,
     ]
 
     /// The schema version this program writes and reads.

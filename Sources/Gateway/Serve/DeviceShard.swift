@@ -28,6 +28,8 @@ final class DeviceShard: Sendable {
         case resumeDevice(String, Double)
         /// Resumes the continuation once everything sent before it has been handled.
         case barrier(CheckedContinuation<Void, Never>)
+        /// A query about this shard's devices (DeviceShard+Query.swift).
+        case query(Query, CheckedContinuation<QueryAnswer, Never>)
     }
 
     /// A device's monitor and what the gateway remembers beside it.
@@ -113,6 +115,8 @@ final class DeviceShard: Sendable {
                 if paused == nil, slots[device]?.monitor.isPaused == true { slots[device]!.monitor.resume(at: now) }
             case .barrier(let c):
                 c.resume()
+            case .query(let query, let c):
+                c.resume(returning: answer(query, slots: slots, hibernated: hibernated, now: WallClock.now()))
             }
             deviceCount.store(slots.count + hibernated.count, ordering: .relaxed)
         }
@@ -143,6 +147,7 @@ final class DeviceShard: Sendable {
         case .accepted:
             context.counters.accepted.add(1, ordering: .relaxed)
             slot.lastReceived = now
+            if let runtime = context.runtimeFences, runtime.isFollowed(update.device) { runtime.followedDeviceMoved(update) }
         case .filtered:
             context.counters.drop(.filtered)
             slot.lastReceived = now

@@ -78,13 +78,19 @@ enum GatewayServer {
         let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher)
+        let runtimeFences = await RuntimeFences(setup: setup, client: local.client, store: store, warnings: warnings, logger: logger)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
-            eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks))
+            eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks),
+            runtimeFences: runtimeFences)
         let saved = try await store.deviceStates()
-        let pool = MonitorPool(context: context, snapshot: setup.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
+        let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
                                initialStates: saved)
+        runtimeFences.attach(pool)
+        let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local.client, pool: pool, store: store,
+                                   logger: logger, snapshot: { runtimeFences.snapshot })
+        let control = ControlPlane(fences: runtimeFences, queries: queries)
         let maintenance = Maintenance(store: store, retentionDays: config.journal.retentionDays, logger: logger)
         let status = StatusReporter(
             client: local.client, topic: statusTopic, interval: config.output.statusInterval, counters: counters, warnings: warnings,
@@ -105,8 +111,10 @@ enum GatewayServer {
                 if republish { ownEcho.insert("owntracks/gateway/\(config.gateway.id)") }
             }
         }
-        let ingest = Ingest(client: local.client, feeds: feeds, pool: pool, counters: counters, logger: logger, ownEchoTopics: ownEcho)
+        let ingest = Ingest(client: local.client, feeds: feeds, pool: pool, counters: counters, logger: logger, ownEchoTopics: ownEcho,
+                            control: control)
         try ingest.subscribe()
+        try control.subscribe(local.client)
 
         let localPublisher = publishers[.local]
         // The MQTT feeds' stale clocks pause while the broker is down (DESIGN.md "Timing").
@@ -114,6 +122,7 @@ enum GatewayServer {
         startedBox.withLock {
             $0 = {
                 Task { await pool.broadcast(.resume(MonotonicClock.now())) }
+                control.connected(local.client)
                 status.publish("started")
                 statePublisher.republishAll()
                 localPublisher?.connected()
@@ -131,7 +140,7 @@ enum GatewayServer {
         var services: [any Service] = [local]
         if let remote { services.append(remote) }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, maintenance, status, ingest] as [any Service]
+        services += [committer, pool, runtimeFences, queries, maintenance, status, ingest] as [any Service]
         // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
         services += GPSDFeed.feeds(config, client: local.client, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 
@@ -143,7 +152,7 @@ enum GatewayServer {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
-                await pool.adopt(fresh.snapshot)
+                await runtimeFences.reload(fresh)
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fences.count })"])
             } catch let error as GatewaySetup.Failure {

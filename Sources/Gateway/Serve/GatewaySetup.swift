@@ -29,8 +29,13 @@ struct GatewaySetup: Sendable {
         }
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
-        let (layers, fenceErrors) = FenceFolder.load(folder)
+        var (layers, fenceErrors) = FenceFolder.load(folder)
         problems += fenceErrors.map(\.description)
+        // A layer name in a trigger's `fences` that no file has is a runtime layer (fences
+        // published over MQTT, see RuntimeFences): it starts empty.
+        for name in runtimeLayerNames(config.triggers, fileLayers: layers) {
+            layers.append(FenceLayer(name: name, file: "", fences: []))
+        }
         let configTriggers: JSONValue? = config.triggers.map { .array($0.map { .object($0) }) }
         do {
             let snapshot = try EngineSnapshot(layers: layers, configTriggers: configTriggers)
@@ -47,6 +52,20 @@ struct GatewaySetup: Sendable {
         } catch {
             throw error as! Failure
         }
+    }
+
+    /// The string entries of the triggers' `fences` arrays that name no file layer, sorted.
+    static func runtimeLayerNames(_ triggers: [JSONObject]?, fileLayers: [FenceLayer]) -> [String] {
+        let files = Set(fileLayers.map(\.name))
+        var names: Set<String> = []
+        for trigger in triggers ?? [] {
+            guard case .array(let items)? = trigger["fences"] else { continue }
+            for case .string(let name) in items where !files.contains(name) && !name.isEmpty
+                && !name.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" }) {
+                names.insert(name)
+            }
+        }
+        return names.sorted()
     }
 
     /// A trigger problem with the config file's line and column when it comes from the config.

@@ -21,14 +21,17 @@ final class Ingest: Service, Sendable {
     /// The topic the gateway republishes its own position to: never ingested back.
     let ownEchoTopics: Set<String>
     private let limiter = LogLimiter(interval: 60)
+    /// Runtime fences and queries: offered every message first.
+    let control: ControlPlane?
 
-    init(client: MQTTClient, feeds: [Feed], pool: MonitorPool, counters: GatewayCounters, logger: Logger, ownEchoTopics: Set<String>) {
+    init(client: MQTTClient, feeds: [Feed], pool: MonitorPool, counters: GatewayCounters, logger: Logger, ownEchoTopics: Set<String>, control: ControlPlane? = nil) {
         self.client = client
         self.feeds = feeds
         self.pool = pool
         self.counters = counters
         self.logger = logger
         self.ownEchoTopics = ownEchoTopics
+        self.control = control
     }
 
     /// Subscribes every feed's filter (the client subscribes again after each reconnect).
@@ -44,6 +47,7 @@ final class Ingest: Service, Sendable {
     }
 
     func take(_ message: MQTTMessage) async {
+        if let control, await control.take(message) { return }
         if ownEchoTopics.contains(message.topic) {
             counters.drop(.ownEcho)
             return

@@ -11,4 +11,6 @@ struct ServeContext: Sendable {
     let committer: EventCommitter
     let statePublisher: StatePublisher
     let eventBuilder: EventBuilder
+    /// Runtime fence layers (following fences move on accepted updates); nil in tools and tests.
+    var runtimeFences: RuntimeFences? = nil
 }

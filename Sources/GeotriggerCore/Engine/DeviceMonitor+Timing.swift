@@ -189,6 +189,7 @@ extension DeviceMonitor {
         let snapshot = self.snapshot
         snapshot.index.query(update.coordinate, radius: accuracyApplies ? accuracy : 0) { slot in
             let f = Int(snapshot.indexedFences[slot])
+            if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             let fence = snapshot.fences[f]
             let key = EngineSnapshot.FenceKey(layer: fence.fence.layer, id: fence.fence.id)
             var distance: Double?

@@ -221,6 +221,8 @@ public struct DeviceMonitor: Sendable {
         let existing = entries.count
         snapshot.index.query(point, radius: queryRadius) { slot in
             let f = Int(snapshot.indexedFences[slot])
+            // A device never enters the fence that follows it.
+            if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             var distance = Double.nan
             snapshot.forEachWatch(ofFence: f) { f, w, buffer in
                 guard DeviceMonitor.bit(applicable, w), rejected.isEmpty || !DeviceMonitor.bit(rejected, w) else { return }

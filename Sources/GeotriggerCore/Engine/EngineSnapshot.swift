@@ -75,21 +75,27 @@ public final class EngineSnapshot: Sendable {
     /// Per fence: the largest effective buffer + exit margin any watch gives it (the distance
     /// within which the monitor needs exact distances to decide).
     let fenceReach: [Double]
+    /// Per fence: the device a following fence moves with (`properties.follow`), which never
+    /// enters it; ``hasFollowingFences`` is false when there is none (the hot path skips the check).
+    let fenceFollows: [String?]
+    let hasFollowingFences: Bool
 
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
-    public convenience init(layers: [FenceLayer], configTriggers: JSONValue?) throws(TriggerError) {
+    /// `reusing`: a previous snapshot whose prepared fences are taken over where the fence is
+    /// unchanged (runtime fence changes rebuild only what changed).
+    public convenience init(layers: [FenceLayer], configTriggers: JSONValue?, reusing previous: EngineSnapshot? = nil) throws(TriggerError) {
         let (triggers, issues) = Trigger.parseCollecting(configTriggers, layers: layers)
         do {
-            try self.init(layers: layers, triggers: triggers)
+            try self.init(layers: layers, triggers: triggers, reusing: previous)
         } catch {
             throw TriggerError(issues + error.issues)
         }
         if !issues.isEmpty { throw TriggerError(issues) }
     }
 
-    /// Builds the snapshot from fence layers and parsed triggers.
-    public init(layers: [FenceLayer], triggers: [Trigger]) throws(TriggerError) {
+    /// Builds the snapshot from fence layers and parsed triggers (`reusing`: see above).
+    public init(layers: [FenceLayer], triggers: [Trigger], reusing previous: EngineSnapshot? = nil) throws(TriggerError) {
         var issues: [TriggerIssue] = []
         // Layer defaults, each read once (so an error in them is reported once).
         var defaults: [String: TriggerOptions] = [:]
@@ -121,7 +127,12 @@ public final class EngineSnapshot: Sendable {
                     continue
                 }
                 do throws(GeometryError) {
-                    let p = try PreparedFence(fence)
+                    let p: PreparedFence
+                    if let previous, let old = previous.fence(layer: layer.name, id: fence.id), old.fence == fence {
+                        p = old
+                    } else {
+                        p = try PreparedFence(fence)
+                    }
                     fenceNumbers[key] = Int32(prepared.count)
                     prepared.append(p)
                     fenceLayerIndex.append(layerIndex)
@@ -217,6 +228,10 @@ public final class EngineSnapshot: Sendable {
         self.index = FenceIndex(bounds: bounds, reach: reach)
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
         self.fenceReach = fenceReach
+        self.fenceFollows = prepared.map {
+            if case .string(let device)? = $0.fence.properties["follow"] { device } else { nil }
+        }
+        self.hasFollowingFences = fenceFollows.contains { $0 != nil }
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.

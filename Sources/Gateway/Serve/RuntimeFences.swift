@@ -1,0 +1,383 @@
+import FoundationEssentials
+import GeotriggerCore
+import MQTT
+import Store
+import Synchronization
+
+/// Runtime fence layers: fences a dispatcher publishes, retained, to
+/// `PREFIX/fences/LAYER/FENCE_ID` (a GeoJSON Feature; an empty payload deletes the fence).
+///
+/// Each accepted change marks the set dirty; at most every ``rebuildInterval`` seconds a new
+/// ``EngineSnapshot`` (file layers + runtime layers, unchanged fences keep their prepared
+/// geometry) is built and adopted by the ``MonitorPool`` (stays in fences that left exit with
+/// `fenceRemoved`; new fences are decided by each device's next update, per `initial`).
+/// Changes are saved in SQLite, so a gateway starts with its runtime fences when the broker
+/// is down; retained messages re-apply on every connect (fences the broker does not mention
+/// are kept). Following fences (`properties.follow`) move with their device at most once per
+/// ``followInterval`` seconds.
+final class RuntimeFences: Service, Sendable {
+    let name = "runtime-fences"
+    let prefix: String
+    let client: MQTTClient
+    let store: GatewayStore
+    let warnings: Warnings
+    let logger: Logger
+    /// Changes are coalesced into one snapshot rebuild at most this often (seconds).
+    let rebuildInterval: Double
+    /// A following fence moves at most this often per followed device (seconds).
+    let followInterval: Double
+
+    /// A runtime fence as accepted, with the bytes it was published as (for SQLite).
+    struct Entry: Sendable {
+        var fence: Fence
+        var feature: [UInt8]
+    }
+
+    /// A following fence's device moved: where to, and when it may move next.
+    struct Follow: Sendable {
+        var position: Coordinate?
+        var nextMove: Double = 0
+    }
+
+    struct State: Sendable {
+        var fileLayers: [FenceLayer]
+        var configTriggers: JSONValue?
+        /// Layer names the config's triggers watch that are not file layers (runtime layers
+        /// that may still be empty).
+        var namedRuntimeLayers: Set<String>
+        var layers: [String: [String: Entry]] = [:]
+        /// Unique per fence version, used as its `featureIndex` (so unchanged fences compare
+        /// equal across rebuilds and trigger problems map back to the fence).
+        var serial = 0
+        var snapshot: EngineSnapshot
+        var dirty = false
+        /// The last accepted version of each fence changed since the last rebuild (nil: it did
+        /// not exist), to restore when the rebuild rejects the new one.
+        var previous: [EngineSnapshotKey: Entry?] = [:]
+        var unsaved: [EngineSnapshotKey: [UInt8]?] = [:]
+        var lastBuild = -Double.infinity
+        /// Device → following fences, and the device's latest position to move them to.
+        var following: [String: [EngineSnapshotKey]] = [:]
+        var follows: [String: Follow] = [:]
+    }
+
+    /// (layer, fence id).
+    struct EngineSnapshotKey: Sendable, Hashable {
+        var layer: String
+        var fence: String
+    }
+
+    private let state: Mutex<State>
+    private let pool = Mutex<MonitorPool?>(nil)
+    private let anyFollowing = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+
+    /// The runtime fences saved in `store`, applied over `setup`'s file layers and triggers.
+    init(
+        setup: GatewaySetup, client: MQTTClient, store: GatewayStore, warnings: Warnings, logger: Logger,
+        rebuildInterval: Double = 0.25, followInterval: Double = 1
+    ) async {
+        self.prefix = setup.config.output.prefix
+        self.client = client
+        self.store = store
+        self.warnings = warnings
+        self.logger = logger
+        self.rebuildInterval = rebuildInterval
+        self.followInterval = followInterval
+        let fileLayers = setup.layers.filter { !$0.file.isEmpty }
+        let fileNames = Set(fileLayers.map(\.name))
+        let named = Set(setup.layers.map(\.name)).subtracting(fileNames)
+        var state = State(
+            fileLayers: fileLayers, configTriggers: setup.config.triggers.map { .array($0.map { .object($0) }) },
+            namedRuntimeLayers: named, snapshot: setup.snapshot)
+        do {
+            let rows = try await store.runtimeFences()
+            for row in rows where !fileNames.contains(row.layer) {
+                switch RuntimeFences.parse(row.feature, layer: row.layer, id: row.fence, topic: "database: runtime fence \(row.layer)/\(row.fence)") {
+                case .success(let fence):
+                    state.serial += 1
+                    var fence = fence
+                    fence.featureIndex = state.serial
+                    state.layers[row.layer, default: [:]][row.fence] = Entry(fence: fence, feature: row.feature)
+                case .failure(let problem):
+                    logger.warning("a saved runtime fence is ignored: \(problem.message)")
+                }
+            }
+            if !rows.isEmpty {
+                state.dirty = true
+                _ = RuntimeFences.rebuild(&state, logger: logger, rejected: { _, _ in })
+                logger.notice("runtime fences restored from the database", ["fences": "\(rows.count)"])
+            }
+        } catch {
+            warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
+        }
+        self.state = Mutex(state)
+        updateFollowing()
+    }
+
+    /// The snapshot the monitors start with.
+    var snapshot: EngineSnapshot { state.withLock { $0.snapshot } }
+
+    /// Starts handing rebuilt snapshots to `pool`.
+    func attach(_ pool: MonitorPool) { self.pool.withLock { $0 = pool } }
+
+    /// The topic filter the gateway subscribes to.
+    var filter: String { "\(prefix)/fences/+/+" }
+
+    /// Whether `topic` is a runtime fence topic (`PREFIX/fences/LAYER/FENCE_ID`).
+    func handles(_ topic: String) -> Bool {
+        topic.hasPrefix(prefix + "/fences/") && topic.utf8.count > prefix.utf8.count + 8
+            && topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false).count == 2
+    }
+
+    // MARK: Messages
+
+    /// Applies one message of `PREFIX/fences/LAYER/FENCE_ID`: add, replace or (empty) delete.
+    func take(_ message: MQTTMessage) {
+        let levels = message.topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2 else { return }
+        let layer = String(levels[0]), id = String(levels[1])
+        let key = EngineSnapshotKey(layer: layer, fence: id)
+        if layer.isEmpty || id.isEmpty {
+            reject(key, "the topic needs a layer and a fence id: \(prefix)/fences/LAYER/FENCE_ID")
+            return
+        }
+        if let file = state.withLock({ s in s.fileLayers.first { $0.name == layer }?.file }) {
+            reject(key, "layer \"\(layer)\" is a file layer (\(file)); runtime layers need another name")
+            return
+        }
+        if message.payload.isEmpty {
+            state.withLock { s in
+                guard let old = s.layers[layer]?[id] else { return }
+                if s.previous[key] == nil { s.previous[key] = .some(old) }
+                s.layers[layer]![id] = nil
+                if s.layers[layer]!.isEmpty { s.layers[layer] = nil }
+                s.unsaved[key] = .some(nil)
+                s.dirty = true
+            }
+            return
+        }
+        switch RuntimeFences.parse(message.payload, layer: layer, id: id, topic: message.topic) {
+        case .failure(let problem):
+            reject(key, problem.description)
+        case .success(var fence):
+            state.withLock { s in
+                let old = s.layers[layer]?[id]
+                if let old, old.feature == message.payload { return }  // a retained copy of what is live
+                if s.previous[key] == nil { s.previous[key] = .some(old) }
+                s.serial += 1
+                fence.featureIndex = s.serial
+                s.layers[layer, default: [:]][id] = Entry(fence: fence, feature: message.payload)
+                s.unsaved[key] = .some(message.payload)
+                s.dirty = true
+            }
+        }
+    }
+
+    /// Publishes why a fence was rejected (not retained) and sets a status warning.
+    private func reject(_ key: EngineSnapshotKey, _ reason: String) {
+        let topic = "\(prefix)/fences/\(key.layer)/\(key.fence)/error"
+        let payload = payloadBytes(.object([
+            "layer": .string(key.layer), "fence": .string(key.fence), "error": .string(reason),
+            "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
+        ]))
+        _ = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: false)
+        warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)")
+    }
+
+    /// A Feature payload checked as a fence file would be (the topic's fence id is its id).
+    static func parse(_ payload: [UInt8], layer: String, id: String, topic: String) -> Result<Fence, FenceError> {
+        let document: JSONDocument
+        do {
+            document = try JSONReader.parse(payload, file: topic, dialect: .json)
+        } catch {
+            return .failure(FenceError(file: topic, location: error.location, message: error.message))
+        }
+        guard case .object(var feature) = document.value else {
+            return .failure(FenceError(file: topic, message: "expected a GeoJSON Feature object, found \(document.value.typeName)"))
+        }
+        let properties = feature["properties"]?.objectValue ?? JSONObject()
+        let given: String? =
+            switch feature["id"] ?? properties["id"] {
+            case .string(let s)?: s
+            case .number(let n)?: n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+            default: nil
+            }
+        if let given, given != id {
+            return .failure(FenceError(file: topic, message: "the Feature's id \"\(given)\" differs from the topic's fence id \"\(id)\""))
+        }
+        if given == nil { feature["id"] = .string(id) }
+        if let follow = properties["follow"] {
+            guard case .string = follow else {
+                return .failure(FenceError(file: topic, message: "properties.follow must be a device id string, found \(follow.typeName)"))
+            }
+            guard case .object(let g)? = feature["geometry"], g["type"] == .string("Point") else {
+                return .failure(FenceError(file: topic, message: "a following fence (properties.follow) must be a Point with a buffer"))
+            }
+        }
+        let wrapped = JSONValue.object(["type": .string("FeatureCollection"), "features": .array([.object(feature)])])
+        let (parsed, errors) = FenceLayerParser.parse(payloadBytes(wrapped), file: topic, layer: layer)
+        if !errors.isEmpty {
+            return .failure(FenceError(file: topic, message: errors.map(\.message).joined(separator: "; ")))
+        }
+        guard let fence = parsed.fences.first else { return .failure(FenceError(file: topic, message: "not a valid fence")) }
+        return .success(fence)
+    }
+
+    // MARK: Following fences
+
+    /// Cheap check on the update path: does a fence follow `device`?
+    func isFollowed(_ device: String) -> Bool {
+        anyFollowing.load(ordering: .relaxed) && state.withLock { $0.following[device] != nil }
+    }
+
+    /// An accepted update of a followed device: its fences move there (at most once per
+    /// ``followInterval``; the latest position wins).
+    func followedDeviceMoved(_ update: LocationUpdate) {
+        state.withLock { s in
+            guard s.following[update.device] != nil else { return }
+            s.follows[update.device, default: Follow()].position = update.coordinate
+        }
+    }
+
+    private func updateFollowing() {
+        let any = state.withLock { s in
+            var following: [String: [EngineSnapshotKey]] = [:]
+            for (layer, fences) in s.layers {
+                for (id, entry) in fences {
+                    if case .string(let device)? = entry.fence.properties["follow"] {
+                        following[device, default: []].append(EngineSnapshotKey(layer: layer, fence: id))
+                    }
+                }
+            }
+            s.following = following
+            s.follows = s.follows.filter { following[$0.key] != nil }
+            return !following.isEmpty
+        }
+        anyFollowing.store(any, ordering: .relaxed)
+    }
+
+    /// Moves following fences whose device moved and whose interval passed; true if any moved.
+    private static func moveFollowing(_ s: inout State, now: Double, interval: Double) -> Bool {
+        var moved = false
+        for (device, follow) in s.follows {
+            guard let position = follow.position, now >= follow.nextMove else { continue }
+            for key in s.following[device] ?? [] {
+                guard var entry = s.layers[key.layer]?[key.fence] else { continue }
+                entry.fence.geometry = .points([position])
+                s.layers[key.layer]![key.fence] = entry
+                moved = true
+            }
+            s.follows[device] = Follow(position: nil, nextMove: now + interval)
+        }
+        if moved { s.dirty = true }
+        return moved
+    }
+
+    // MARK: Rebuilding
+
+    /// Builds a snapshot of file + runtime layers. Fences the build rejects (a Point without a
+    /// buffer in some trigger, a `where` error...) go back to their previous version and are
+    /// reported through `rejected`. Returns the snapshot if one was built.
+    static func rebuild(
+        _ s: inout State, logger: Logger, rejected: (EngineSnapshotKey, String) -> Void
+    ) -> EngineSnapshot? {
+        for _ in 0..<3 {
+            var layers = s.fileLayers
+            var bySerial: [String: [Int: String]] = [:]
+            for name in Set(s.layers.keys).union(s.namedRuntimeLayers).sorted() {
+                let fences = (s.layers[name] ?? [:]).values.map(\.fence).sorted { $0.featureIndex < $1.featureIndex }
+                bySerial[name] = Dictionary(uniqueKeysWithValues: fences.map { ($0.featureIndex, $0.id) })
+                layers.append(FenceLayer(name: name, file: "", fences: fences))
+            }
+            do {
+                let snapshot = try EngineSnapshot(layers: layers, configTriggers: s.configTriggers, reusing: s.snapshot)
+                s.snapshot = snapshot
+                s.previous = [:]
+                s.dirty = false
+                return snapshot
+            } catch {
+                var undone = false
+                for issue in error.issues {
+                    guard case .layer(let name, _) = issue.origin, let table = bySerial[name],
+                        issue.path.count >= 2, case .index(let serial) = issue.path[1], let id = table[serial]
+                    else {
+                        logger.error("runtime fences: the snapshot cannot be built: \(issue.description)")
+                        continue
+                    }
+                    let key = EngineSnapshotKey(layer: name, fence: id)
+                    rejected(key, issue.message)
+                    if let previous = s.previous[key] {
+                        s.layers[name, default: [:]][id] = previous
+                    } else {
+                        s.layers[name]?[id] = nil
+                    }
+                    s.unsaved[key] = nil
+                    undone = true
+                }
+                if !undone {
+                    // Nothing to blame on one fence: keep the live snapshot, drop the batch.
+                    s.dirty = false
+                    return nil
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A SIGHUP reload: new file layers and triggers, runtime layers kept.
+    func reload(_ setup: GatewaySetup) async {
+        let fileLayers = setup.layers.filter { !$0.file.isEmpty }
+        state.withLock { s in
+            s.fileLayers = fileLayers
+            s.configTriggers = setup.config.triggers.map { .array($0.map { .object($0) }) }
+            s.namedRuntimeLayers = Set(setup.layers.map(\.name)).subtracting(fileLayers.map(\.name))
+            s.dirty = true
+            s.lastBuild = -Double.infinity
+        }
+        await rebuildIfDue()
+    }
+
+    /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
+    private func rebuildIfDue() async {
+        let now = MonotonicClock.now()
+        var rejections: [(EngineSnapshotKey, String)] = []
+        let (snapshot, saves) = state.withLock { s -> (EngineSnapshot?, [EngineSnapshotKey: [UInt8]?]) in
+            _ = RuntimeFences.moveFollowing(&s, now: now, interval: followInterval)
+            guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, [:]) }
+            s.lastBuild = now
+            let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
+            let saves = s.unsaved
+            s.unsaved = [:]
+            return (snapshot, saves)
+        }
+        for (key, reason) in rejections { reject(key, reason) }
+        if !saves.isEmpty {
+            do {
+                try await store.saveRuntimeFences(saves.map { (layer: $0.key.layer, fence: $0.key.fence, feature: $0.value) })
+                warnings.clear("runtime-fences-store", resolved: "runtime fences saved")
+            } catch {
+                warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live): \(error)")
+            }
+        }
+        guard let snapshot else { return }
+        updateFollowing()
+        for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
+            warnings.clear("fence-\(key.layer)/\(key.fence)")
+        }
+        let started = MonotonicClock.now()
+        await pool.withLock { $0 }?.adopt(snapshot)
+        logger.debug("runtime fences: snapshot adopted", [
+            "fences": "\(snapshot.fences.count)", "build.ms": "\(Int((started - now) * 1000))",
+        ])
+    }
+
+    func run() async throws {
+        while !stopped.load(ordering: .relaxed) {
+            try? await Task.sleep(for: .milliseconds(50))
+            await rebuildIfDue()
+        }
+    }
+
+    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+}
