@@ -24,12 +24,14 @@ final class BrokerConnection: Service, Sendable {
             }
             password = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         }
-        let hostPort: (String, Int) = b.hosts.first.map { entry in
+        // `hosts` was validated as "host:port" strings when the config was loaded.
+        let hosts = b.hosts.map { entry in
             let colon = entry.lastIndex(of: ":")!
-            return (String(entry[..<colon]), Int(entry[entry.index(after: colon)...])!)
-        } ?? (b.host, b.port)
+            return MQTTConfiguration.Endpoint(host: String(entry[..<colon]), port: Int(entry[entry.index(after: colon)...])!)
+        }
+        let first = hosts.first ?? MQTTConfiguration.Endpoint(host: b.host, port: b.port)
         return MQTTConfiguration(
-            host: hostPort.0, port: hostPort.1, clientId: config.clientID(remote: remote),
+            host: first.host, port: first.port, hosts: hosts, clientId: config.clientID(remote: remote),
             protocolVersion: b.protocol == .v5 ? .v5 : .v311, sessionExpiry: UInt32(b.sessionExpiry),
             cleanStart: false, username: b.username, password: password,
             tls: b.tls.map { MQTTConfiguration.TLS(ca: config.resolve($0.ca), cert: $0.cert.map(config.resolve), key: $0.key.map(config.resolve)) },
@@ -53,8 +55,9 @@ final class BrokerConnection: Service, Sendable {
     }
 
     func run() async throws {
-        let where_ = "\(client.configuration.host):\(client.configuration.port)"
         for await event in client.connectionEvents {
+            // With `hosts`, each attempt goes to the next address: name the one of this event.
+            let where_ = client.endpoint.description
             switch event {
             case .connected(let sessionPresent):
                 warnings.clear("mqtt-\(label)", resolved: "connected to the \(label) broker at \(where_)")
