@@ -67,20 +67,21 @@ struct FleetDrive {
         try #require(result.status == 0, "replay failed: \(result.err)")
         var tally: [EventKey: Int] = [:]
         for line in result.out.split(separator: "\n") {
-            guard let (_, key) = Self.parse(Array(line.utf8)) else { continue }
+            guard let (_, _, key) = Self.parse(Array(line.utf8)) else { continue }
             tally[key, default: 0] += 1
         }
         return tally
     }
 
-    /// (gateway id, key) of an event payload.
-    static func parse(_ payload: [UInt8]) -> (String, EventKey)? {
+    /// (event id, gateway id, key) of an event payload.
+    static func parse(_ payload: [UInt8]) -> (String, String, EventKey)? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+            let id = object["id"] as? String,
             let gateway = object["gateway"] as? String, let device = object["device"] as? String,
             let trigger = object["trigger"] as? String, let type = object["type"] as? String,
             let fence = (object["fence"] as? [String: Any])?["id"] as? String
         else { return nil }
-        return (gateway, EventKey(device: device, trigger: trigger, fence: fence, type: type))
+        return (id, gateway, EventKey(device: device, trigger: trigger, fence: fence, type: type))
     }
 
     /// Copies the repository's fleet fences into `directory/fences`.
@@ -91,13 +92,20 @@ struct FleetDrive {
     }
 }
 
-/// Events received on `geotriggers/events/#`, by gateway and key.
+/// Events received on `geotriggers/events/#`, by gateway and key; an event delivered again
+/// (same id: at-least-once after a reconnect) is counted once, in `redelivered`.
 struct EventTally {
     var byGateway: [String: [FleetDrive.EventKey: Int]] = [:]
+    var redelivered = 0
 
     init(_ messages: [MQTTMessage]) {
+        var seen: Set<String> = []
         for message in messages {
-            guard let (gateway, key) = FleetDrive.parse(message.payload) else { continue }
+            guard let (id, gateway, key) = FleetDrive.parse(message.payload) else { continue }
+            guard seen.insert(id).inserted else {
+                redelivered += 1
+                continue
+            }
             byGateway[gateway, default: [:]][key, default: 0] += 1
         }
     }
