@@ -19,7 +19,7 @@ install_packages() {
 BUILD_PACKAGES=(pkg-config libmosquitto-dev libgps-dev libsqlite3-dev)
 # What the demo and the tests run: the broker, gpsd and gpsfake, openssl for test certificates,
 # rsvg-convert for replay pictures.
-RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin)
+RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin nats-server)
 
 # ensure_swift: puts the Swift 6 toolchain on PATH, or explains where it is expected.
 # Debian's "swift" package is OpenStack Swift, not the compiler: never install it.

@@ -138,8 +138,10 @@ public final class MQTTClient: @unchecked Sendable {
                     &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), configuration.sessionExpiry),
                 "mosquitto_property_add_int32(SESSION_EXPIRY_INTERVAL)")
         }
+        let first = configuration.endpoints[0]
+        core.endpointIndex = 0
         let code = geotrigger_mosquitto_connect_async_v5(
-            handle, configuration.host, Int32(clamping: configuration.port), Int32(clamping: configuration.keepalive),
+            handle, first.host, Int32(clamping: first.port), Int32(clamping: configuration.keepalive),
             properties)
         let connectPending: Bool
         switch code {
@@ -150,7 +152,7 @@ public final class MQTTClient: @unchecked Sendable {
             throw MosquittoError(
                 code: code,
                 message: String(cString: mosquitto_strerror(code))
-                    + " (host \"\(configuration.host)\", port \(configuration.port), keepalive \(configuration.keepalive))",
+                    + " (host \"\(first.host)\", port \(first.port), keepalive \(configuration.keepalive))",
                 call: "mosquitto_connect_async")
         default:
             // Unreachable right now (refused, name lookup failed...): the thread retries.
@@ -302,6 +304,13 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     // MARK: State
+
+    /// The broker address of the current connection (or of the last attempt): one of
+    /// `configuration.endpoints`.
+    public var endpoint: MQTTConfiguration.Endpoint {
+        let endpoints = configuration.endpoints
+        return endpoints[core.lock.withLock { core.endpointIndex } % endpoints.count]
+    }
 
     /// Whether the connection is up (CONNACK success and no disconnect since).
     public var isConnected: Bool { core.lock.withLock { core.isConnected } }

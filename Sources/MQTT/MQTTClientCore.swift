@@ -36,6 +36,8 @@ final class MQTTClientCore: @unchecked Sendable {
     var wasRefused = false
     /// Failed attempts since the last successful CONNACK (for the backoff).
     var failedAttempts = 0
+    /// The index in `configuration.endpoints` of the address of the current (or last) attempt.
+    var endpointIndex = 0
     var thread: pthread_t?
 
     init(
@@ -89,11 +91,21 @@ final class MQTTClientCore: @unchecked Sendable {
                 connackSucceeded = false
                 wasRefused = false
                 let stopping = phase != .running
+                let endpoints = configuration.endpoints
+                // Several addresses: every attempt goes to the next one (a cluster's surviving node).
+                let endpoint: MQTTConfiguration.Endpoint? =
+                    endpoints.count > 1 ? endpoints[(endpointIndex + 1) % endpoints.count] : nil
+                if endpoint != nil { endpointIndex = (endpointIndex + 1) % endpoints.count }
                 lock.unlock()
                 if stopping { break }
-                let code = mosquitto_reconnect_async(handle)
+                // mosquitto_connect_async keeps the v5 CONNECT properties stored by the first
+                // connect (it only replaces host, port and keepalive), as reconnect_async does.
+                let code = endpoint.map {
+                    mosquitto_connect_async(handle, $0.host, Int32(clamping: $0.port), Int32(clamping: configuration.keepalive))
+                } ?? mosquitto_reconnect_async(handle)
                 if code != Int32(MOSQ_ERR_SUCCESS.rawValue) {
-                    report(.connectFailed(MosquittoError(code: code, call: "mosquitto_reconnect_async")))
+                    let call = endpoint.map { "mosquitto_connect_async(\($0))" } ?? "mosquitto_reconnect_async"
+                    report(.connectFailed(MosquittoError(code: code, call: call)))
                     if !waitBackoff() { break }
                     continue
                 }

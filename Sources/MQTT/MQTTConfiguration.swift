@@ -78,10 +78,31 @@ public struct MQTTConfiguration: Sendable, Equatable {
         }
     }
 
-    /// Broker host name or address.
+    /// One broker address.
+    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+        /// Host name or address.
+        public var host: String
+        /// TCP port.
+        public var port: Int
+
+        /// An address from its host and port.
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port`.
+        public var description: String { "\(host):\(port)" }
+    }
+
+    /// Broker host name or address (the first one tried when `hosts` is empty).
     public var host: String
     /// Broker port (1883 plain, usually 8883 with TLS).
     public var port: Int
+    /// Broker addresses tried in turn: the first connect uses the first one, every reconnect
+    /// attempt (after a lost connection or a failed attempt) the next one, wrapping around, so
+    /// a client moves to a surviving node of a cluster. Empty: only `host` and `port`.
+    public var hosts: [Endpoint]
     /// The client id. Keep it stable so the broker finds this client's session again after a
     /// restart. `nil` lets the broker assign one; allowed only with `cleanStart`.
     public var clientId: String?
@@ -118,6 +139,7 @@ public struct MQTTConfiguration: Sendable, Equatable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 1883,
+        hosts: [Endpoint] = [],
         clientId: String?,
         protocolVersion: ProtocolVersion = .v5,
         sessionExpiry: UInt32 = 86_400,
@@ -133,6 +155,7 @@ public struct MQTTConfiguration: Sendable, Equatable {
     ) {
         self.host = host
         self.port = port
+        self.hosts = hosts
         self.clientId = clientId
         self.protocolVersion = protocolVersion
         self.sessionExpiry = sessionExpiry
@@ -145,5 +168,10 @@ public struct MQTTConfiguration: Sendable, Equatable {
         self.reconnect = reconnect
         self.inflightWindow = inflightWindow
         self.inboundCapacity = inboundCapacity
+    }
+
+    /// The addresses in the order they are tried: `hosts`, or `host:port` alone.
+    public var endpoints: [Endpoint] {
+        hosts.isEmpty ? [Endpoint(host: host, port: port)] : hosts
     }
 }

@@ -48,7 +48,7 @@ import Testing
             return
         }
         #expect(name == "self" && host == "127.0.0.1" && port == 2947 && device == "gw-1" && republish)
-        guard case .mqtt(_, let topic, let format) = c.feeds[0] else { Issue.record("mqtt feed"); return }
+        guard case .mqtt(_, let topic, let format, _) = c.feeds[0] else { Issue.record("mqtt feed"); return }
         #expect(topic == "fleet/+/+/location" && format == .json)
         #expect(c.triggers?.count == 1)
         #expect(c.triggers?[0]["rule"] == .string("enterOrExit"))

@@ -181,7 +181,7 @@ extension GatewayConfig.Feed {
             return nil
         }
         let isGPSD = peek["gpsd"] != nil
-        let allowed: Set<String> = isGPSD ? ["name", "gpsd", "device", "republish"] : ["name", "topic", "format"]
+        let allowed: Set<String> = isGPSD ? ["name", "gpsd", "device", "republish"] : ["name", "topic", "format", "shard"]
         guard let o = d.object(value, at: p, allowed: allowed) else { return nil }
         guard let name = d.string(o, "name", at: p) ?? nil, !name.isEmpty else {
             if o["name"] == nil { d.report(p, "a feed needs a \"name\"") }
@@ -213,7 +213,14 @@ extension GatewayConfig.Feed {
                 if o["format"] == nil { d.report(p, "an MQTT feed needs a \"format\" (owntracks or json)") }
                 return nil
             }
-            self = .mqtt(name: name, topic: topic, format: format)
+            var shard: FeedShard?
+            if let text = d.string(o, "shard", at: p, nullable: true), let text {
+                shard = FeedShard(text)
+                if shard == nil {
+                    d.report(p + [.key("shard")], "expected \"K/N\": shard K of N with N >= 1 and 0 <= K < N (e.g. \"0/3\"), found \(JSONValue.string(text).serialized())")
+                }
+            }
+            self = .mqtt(name: name, topic: topic, format: format, shard: shard)
         }
     }
 }

@@ -76,14 +76,15 @@ public struct GatewayConfig: Sendable {
 
     /// A source of updates.
     public enum Feed: Sendable {
-        /// An MQTT topic filter and its payload format.
-        case mqtt(name: String, topic: String, format: PayloadFormat)
+        /// An MQTT topic filter and its payload format; with `shard`, only the devices of that
+        /// shard are taken (`feeds[].shard: "K/N"`).
+        case mqtt(name: String, topic: String, format: PayloadFormat, shard: FeedShard? = nil)
         /// The gateway's own receiver through gpsd.
         case gpsd(name: String, host: String, port: Int, device: String?, republish: Bool)
 
         public var name: String {
             switch self {
-            case .mqtt(let name, _, _), .gpsd(let name, _, _, _, _): name
+            case .mqtt(let name, _, _, _), .gpsd(let name, _, _, _, _): name
             }
         }
     }

@@ -25,12 +25,14 @@ final class BrokerConnection: Service, Sendable {
             }
             password = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         }
-        let hostPort: (String, Int) = b.hosts.first.map { entry in
+        // `hosts` was validated as "host:port" strings when the config was loaded.
+        let hosts = b.hosts.map { entry in
             let colon = entry.lastIndex(of: ":")!
-            return (String(entry[..<colon]), Int(entry[entry.index(after: colon)...])!)
-        } ?? (b.host, b.port)
+            return MQTTConfiguration.Endpoint(host: String(entry[..<colon]), port: Int(entry[entry.index(after: colon)...])!)
+        }
+        let first = hosts.first ?? MQTTConfiguration.Endpoint(host: b.host, port: b.port)
         return MQTTConfiguration(
-            host: hostPort.0, port: hostPort.1, clientId: config.clientID(remote: remote),
+            host: first.host, port: first.port, hosts: hosts, clientId: config.clientID(remote: remote),
             protocolVersion: b.protocol == .v5 ? .v5 : .v311, sessionExpiry: UInt32(b.sessionExpiry),
             cleanStart: false, username: b.username, password: password,
             tls: b.tls.map { MQTTConfiguration.TLS(ca: config.resolve($0.ca), cert: $0.cert.map(config.resolve), key: $0.key.map(config.resolve)) },
@@ -58,9 +60,10 @@ final class BrokerConnection: Service, Sendable {
     /// Follows the connection: `onConnect` on every connect, `onDown` once when a connection
     /// is lost or the first attempts fail (so stale clocks pause while the feed is down).
     func run() async throws {
-        let where_ = "\(client.configuration.host):\(client.configuration.port)"
         var down = false
         for await event in client.connectionEvents {
+            // With `hosts`, each attempt goes to the next address: name the one of this event.
+            let where_ = client.endpoint.description
             switch event {
             case .refused, .connectFailed, .disconnected(code: 1..., reason: _):
                 if !down {

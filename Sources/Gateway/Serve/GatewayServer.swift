@@ -103,10 +103,10 @@ enum GatewayServer {
         var ownEcho: Set<String> = []
         for feed in config.feeds {
             switch feed {
-            case .mqtt(let name, let topic, let format):
+            case .mqtt(let name, let topic, let format, let shard):
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
                                               maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew)
-                feeds.append(Ingest.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks))
+                feeds.append(Ingest.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard))
             case .gpsd(_, _, _, _, let republish):
                 if republish { ownEcho.insert("owntracks/gateway/\(config.gateway.id)") }
             }

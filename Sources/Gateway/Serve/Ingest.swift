@@ -10,6 +10,8 @@ final class Ingest: Service, Sendable {
         var filter: String
         var decoder: LocationDecoder
         var owntracks: Bool
+        /// `feeds[].shard`: only these devices are taken, the others ignored (not drops).
+        var shard: FeedShard? = nil
     }
 
     let name = "ingest"
@@ -57,6 +59,7 @@ final class Ingest: Service, Sendable {
         for feed in feeds {
             switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
             case .success(let decoded):
+                if let shard = feed.shard, !shard.contains(decoded.update.device) { return }
                 await pool.submit(decoded.update, receivedAt: MonotonicClock.now(), trackerID: decoded.trackerID, owntracks: feed.owntracks)
                 return
             case .failure(let failure):
