@@ -92,6 +92,22 @@ func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String,
         #expect(second.errors.last?.contains("message") == true)
     }
 
+    @Test func layersWithoutFileAreNamedAsRuntimeLayers() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try """
+            { gateway: { fences: "\(repositoryRoot)/fences" },
+              triggers: [ { name: "t", fences: ["garden-section", "fleet"] } ] }
+            """.write(toFile: directory + "/gw.json5", atomically: true, encoding: .utf8)
+        let report = CheckCommand.check(configFile: directory + "/gw.json5", fencesFolder: nil)
+        #expect(report.errors == [])
+        #expect(report.notes == [
+            "note: layer \"garden-section\" has no file in \(repositoryRoot)/fences: it is a runtime layer, its fences arrive on geotriggers/fences/garden-section/FENCE_ID"
+        ])
+        #expect(report.summary == "\(repositoryRoot)/fences: 3 layers, 22 fences, 1 trigger, no errors")
+    }
+
     @Test func argumentsAndHelp() async {
         #expect(await GeotriggerCommand.main(["check", "--config", "/nonexistent/geotrigger.json5"]) == ExitStatus.usage)
         #expect(await GeotriggerCommand.main(["check", "extra"]) == ExitStatus.usage)

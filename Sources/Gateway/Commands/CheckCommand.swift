@@ -27,6 +27,7 @@ enum CheckCommand: Subcommand {
         let args = try Arguments(arguments, valued: ["config", "fences"], flags: [])
         if let unexpected = args.positionals.first { throw UsageError("unexpected argument '\(unexpected)'") }
         let report = check(configFile: args["config"], fencesFolder: args["fences"])
+        for line in report.notes { print(line) }
         for line in report.errors { printError(line) }
         if report.errors.isEmpty {
             print(report.summary)
@@ -36,16 +37,21 @@ enum CheckCommand: Subcommand {
         return ExitStatus.usage
     }
 
-    /// Every error of the config, fences and triggers, and a one-line summary.
-    static func check(configFile: String? = nil, fencesFolder: String?) -> (errors: [String], summary: String) {
+    /// Every error of the config, fences and triggers, notes worth knowing (layers that have
+    /// no file and so are runtime layers: a misspelt layer name shows here), and a summary.
+    static func check(configFile: String? = nil, fencesFolder: String?) -> (errors: [String], notes: [String], summary: String) {
         do {
             let setup = try GatewaySetup.load(configFile: configFile, fencesOverride: fencesFolder)
             let folder = fencesFolder ?? setup.config.resolve(setup.config.gateway.fences)
+            let notes = setup.runtimeLayers.map {
+                "note: layer \"\($0)\" has no file in \(folder): it is a runtime layer, its fences arrive on \(setup.config.output.prefix)/fences/\($0)/FENCE_ID"
+            }
+            let fileLayers = setup.layers.count - setup.runtimeLayers.count
             let fences = setup.layers.reduce(0) { $0 + $1.fences.count }
             let triggers = Set(setup.snapshot.settings.map(\.trigger)).count
-            return ([], "\(folder): \(plural(setup.layers.count, "layer")), \(plural(fences, "fence")), \(plural(triggers, "trigger")), no errors")
+            return ([], notes, "\(folder): \(plural(fileLayers, "layer")), \(plural(fences, "fence")), \(plural(triggers, "trigger")), no errors")
         } catch {
-            return (error.problems, "\(plural(error.problems.count, "error")) found")
+            return (error.problems, [], "\(plural(error.problems.count, "error")) found")
         }
     }
 

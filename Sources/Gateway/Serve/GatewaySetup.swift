@@ -6,6 +6,8 @@ struct GatewaySetup: Sendable {
     let config: GatewayConfig
     let layers: [FenceLayer]
     let snapshot: EngineSnapshot
+    /// Layer names in triggers' `fences` that no file has: runtime layers (fences over MQTT).
+    let runtimeLayers: [String]
 
     /// Every problem, one line each, located as precisely as possible
     /// (`FILE:LINE:COLUMN: key path: message`, or `FILE: feature N ("name"): message`).
@@ -33,7 +35,8 @@ struct GatewaySetup: Sendable {
         problems += fenceErrors.map(\.description)
         // A layer name in a trigger's `fences` that no file has is a runtime layer (fences
         // published over MQTT, see RuntimeFences): it starts empty.
-        for name in runtimeLayerNames(config.triggers, fileLayers: layers) {
+        let runtimeLayers = runtimeLayerNames(config.triggers, fileLayers: layers)
+        for name in runtimeLayers {
             layers.append(FenceLayer(name: name, file: "", fences: []))
         }
         let configTriggers: JSONValue? = config.triggers.map { .array($0.map { .object($0) }) }
@@ -45,7 +48,7 @@ struct GatewaySetup: Sendable {
                 }
             }
             guard problems.isEmpty else { throw Failure(problems: problems) }
-            return GatewaySetup(config: config, layers: layers, snapshot: snapshot)
+            return GatewaySetup(config: config, layers: layers, snapshot: snapshot, runtimeLayers: runtimeLayers)
         } catch let error as TriggerError {
             problems += error.issues.map { describe($0, config: config) }
             throw Failure(problems: problems)
