@@ -13,7 +13,7 @@ enum WatchCommand: Subcommand {
         Usage: geotrigger watch [--config FILE] [--broker HOST:PORT] [--prefix P]
                                 [--events N] [--timeout S] [--plain]
 
-        Subscribes to PREFIX/events/#, PREFIX/devices/+/state and PREFIX/status/+ and shows
+        Subscribes to PREFIX/events/#, PREFIX/devices/# (the .../state topics) and PREFIX/status/+ and shows
         a table of devices with the fences they are in (from the retained device states),
         the gateways' status, and a scrolling log of events with their messages.
         On a terminal the screen is redrawn in place; when the output is piped (or with
@@ -42,7 +42,7 @@ enum WatchCommand: Subcommand {
 
         let client = try MQTTClient(options.mqtt)
         try client.subscribe("\(prefix)/events/#")
-        try client.subscribe("\(prefix)/devices/+/state")
+        try client.subscribe("\(prefix)/devices/#")  // device ids may span levels; take .../state
         try client.subscribe("\(prefix)/status/+")
         try client.start()
         defer { client.stop() }

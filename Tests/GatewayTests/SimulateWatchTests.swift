@@ -1,0 +1,92 @@
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+/// Issue 7: `simulate` against a real broker and the real gateway gives the garden tour's
+/// events, and `watch` in piped mode prints them line by line.
+@Suite(.serialized) struct SimulateWatchTests {
+    /// The tour's crossings (the same list the engine's garden test checks against shapely).
+    static let expected = [
+        "enter arroyo", "enter entrance", "exit entrance", "exit arroyo", "enter meadow",
+        "enter meadow-overlook", "exit meadow-overlook", "exit meadow", "enter desert", "enter cactus-bed",
+        "exit cactus-bed", "enter tea-house", "exit tea-house", "exit desert", "enter manzanita", "exit manzanita",
+        "enter island", "enter island-ironwood", "exit island", "enter manzanita", "exit island-ironwood",
+        "exit manzanita", "enter oak-woodland", "enter manzanita-bench", "exit manzanita-bench", "enter oak-picnic",
+        "exit oak-picnic", "exit oak-woodland", "enter redwood", "enter mission-dam", "exit mission-dam",
+        "enter redwood-bridge", "exit redwood-bridge", "exit redwood", "enter arroyo",
+    ]
+
+    @Test func simulatedTourThroughTheGatewayAndWatch() async throws {
+        let broker = try MosquittoProcess(.init(maxQueuedMessages: 100_000))
+        try broker.start()
+        defer { broker.stop() }
+        let directory = try TemporaryDirectory(prefix: "tour")
+        let config = try directory.write("gw.json5", """
+            { gateway: { id: "tour-gw", fences: "\(repositoryRoot)/fences", database: "\(directory.file("gw.db"))" },
+              broker: { port: \(broker.port), clientId: "tour-gw" },
+              output: { prefix: "tour", statusInterval: 60 } }
+            """)
+        let gateway = try GatewayProcess(["serve", "--config", config], directory: directory.path, logFile: directory.file("gw.log"))
+        defer { gateway.terminate() }
+
+        let probe = try MQTTProbe(port: broker.port, clientId: "tour-probe") { $0.cleanStart = true }
+        try probe.client.subscribe("tour/events/#")
+        try probe.client.subscribe("tour/status/+")
+        probe.collect()
+        try probe.client.start()
+        defer { probe.stop() }
+        #expect(await probe.waitSubscribed("tour/events/#"))
+        #expect(await poll(until: { probe.messages.all.contains { $0.topic == "tour/status/tour-gw" } }), "\(gateway.log)")
+
+        let watch = try GatewayProcess(
+            ["watch", "--config", config, "--plain", "--timeout", "180"],
+            directory: directory.path, logFile: directory.file("watch.out"))
+        defer { watch.terminate() }
+        #expect(await poll(until: { watch.log.contains("gateway  tour-gw: started") }), "watch never showed the status: \(watch.log)")
+
+        let simulate = try GatewayProcess(
+            ["simulate", "\(repositoryRoot)/deploy/routes/garden-tour.geojson", "--config", config,
+             "--format", "owntracks", "--device", "visitors/ana", "--speed", "1.4", "--interval", "1", "--accuracy", "4",
+             "--rate", "0", "--quiet"],
+            directory: directory.path, logFile: directory.file("simulate.out"))
+        #expect(simulate.waitForExit(timeout: 120) == 0, "\(simulate.log)")
+        #expect(simulate.log.contains("published 1327 updates of 1 device"), "\(simulate.log)")
+
+        func events() -> [[String: Any]] {
+            probe.messages.all.filter { $0.topic.hasPrefix("tour/events/") }.compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any]
+            }
+        }
+        #expect(await poll(timeout: .seconds(120), until: { events().count >= Self.expected.count }), "\(gateway.log)")
+        let received = events()
+        let sequence = received.map { "\($0["type"]!) \(($0["fence"] as! [String: Any])["id"]!)" }
+        #expect(sequence == Self.expected)
+        #expect(received.allSatisfy { $0["device"] as? String == "visitors/ana" && $0["gateway"] as? String == "tour-gw" })
+
+        // watch, piped: one "event" line per event, in order, formatted from the payload; the
+        // device table follows the retained state: at the end of the tour, back in the Arroyo.
+        func watchLines() -> [String] { watch.log.split(separator: "\n").map(String.init) }
+        #expect(await poll(timeout: .seconds(60), until: {
+            let lines = watchLines()
+            return lines.filter { $0.hasPrefix("event    ") }.count == received.count
+                && lines.last { $0.hasPrefix("inside   visitors/ana: ") } == "inside   visitors/ana: Arroyo Section"
+        }), "\(watch.log)")
+        let lines = watchLines()
+        let eventLines = lines.filter { $0.hasPrefix("event    ") }
+        #expect(eventLines.count == received.count)
+        for (line, event) in zip(eventLines, received) {
+            let fence = event["fence"] as! [String: Any]
+            let position = event["position"] as! [String: Any]
+            let time = (position["time"] as! String).split(separator: "T")[1].prefix(8)
+            let type = event["type"] as! String
+            var text = "event    \(time)  \(type.count >= 5 ? type + " " : type + String(repeating: " ", count: 5 - type.count)) visitors/ana  "
+                + "\(fence["name"]!) (\(fence["layer"]!)/\(fence["id"]!))"
+            if let dwell = event["dwellSeconds"] as? Double { text += " after \(Int(dwell.rounded())) s" }
+            if let message = event["message"] as? String { text += "  \"\(message)\"" }
+            #expect(line == text)
+        }
+        #expect(lines.filter { $0.hasPrefix("inside   visitors/ana: ") }.count >= 10)
+        #expect(lines.first?.hasPrefix("gateway  tour-gw: started") == true)
+    }
+}
