@@ -68,7 +68,7 @@ extension ServeTests {
             let restarted = await poll(timeout: .seconds(90)) {
                 watcher.received(on: h.statusTopic).filter { json($0)?.statusText == "started" }.count > startedBefore
             }
-            #expect(restarted, "no new started status\n\(tail(gateway.log))\n\(tail(h.broker.log))")
+            #expect(restarted, "no new started status\n\(tail(gateway.log))\n\(tail(h.brokerLog))")
             // Resubscribed: the update sent during the outage gives its events.
             let crossed = await poll(timeout: .seconds(60)) {
                 let keys = receivedEvents(watcher, prefix: h.prefix).map { eventKey($0.event) }

@@ -34,6 +34,10 @@ final class ServeHarness: @unchecked Sendable {
 
     init(_ name: String, broker options: MosquittoProcess.Options = .init()) throws {
         directory = try TemporaryDirectory(prefix: "serve-\(name)")
+        // The broker's stdout is block-buffered into its log file; a file destination is
+        // written as it happens, so tests can read it while the broker runs.
+        var options = options
+        options.extraLines.append("log_dest file \(directory.file("broker.log"))")
         broker = try MosquittoProcess(options)
         let tag = UUID().uuidString.prefix(6).lowercased()
         prefix = "\(name)-\(tag)"
@@ -47,6 +51,9 @@ final class ServeHarness: @unchecked Sendable {
         for task in collectors { task.cancel() }
         broker.stop()
     }
+
+    /// The broker's log so far (connections, refusals), written as it happens.
+    var brokerLog: String { (try? String(contentsOfFile: directory.file("broker.log"), encoding: .utf8)) ?? "" }
 
     // MARK: Files
 
@@ -70,13 +77,13 @@ final class ServeHarness: @unchecked Sendable {
     /// `broker`/`output`/`gateway` add keys to those sections (JSON5 member text).
     func config(
         fences: String = ServeHarness.repositoryFences, database: String = "gateway.db", gatewayID: String? = nil,
-        prefix: String? = nil, broker: String = "", output: String = "", gateway: String = "", extra: String = ""
+        prefix: String? = nil, port: Int? = nil, broker: String = "", output: String = "", gateway: String = "", extra: String = ""
     ) -> String {
         """
         // Written by the test.
         {
           gateway: { id: "\(gatewayID ?? self.gatewayID)", database: "\(directory.file(database))", fences: "\(fences)", \(gateway) },
-          broker: { host: "127.0.0.1", port: \(self.broker.port), keepalive: 5, \(broker) },
+          broker: { host: "127.0.0.1", port: \(port ?? self.broker.port), keepalive: 5, \(broker) },
           output: { prefix: "\(prefix ?? self.prefix)", statusInterval: 1, \(output) },
           \(extra)
         }
