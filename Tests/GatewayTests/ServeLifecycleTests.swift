@@ -67,6 +67,21 @@ extension ServeTests {
             #expect(gateway.log.contains("SIGTERM"))
         }
 
+        /// `kill -9`: no `stopped`; the broker publishes the will, a retained `offline`.
+        @Test func killedGatewayLeavesTheWillOffline() async throws {
+            let h = try ServeHarness("will")
+            defer { h.close() }
+            let configPath = try h.write("gw.json5", h.config())
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            let gateway = try h.startGateway(config: configPath)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            gateway.kill()
+            let offline = await watcher.waitStatus(h.statusTopic) { $0.statusText == "offline" }
+            #expect(offline.ok)
+            #expect(offline.status?.keys == ["status"])
+            #expect(!watcher.received(on: h.statusTopic).contains { json($0)?.statusText == "stopped" })
+        }
+
         /// Writes `fleet.geojson` of `folder` without the feature `id`.
         static func removeFeature(_ id: String, from file: String) throws {
             var layer = try #require(try JSONReader.parse(String(contentsOfFile: file, encoding: .utf8), file: file, dialect: .json).value.objectValue)
