@@ -165,6 +165,7 @@ extension ServeTests {
             #expect(Set(ids.values).count == 14)
 
             // OwnTracks transitions for carol/phone only (output.owntracks: true).
+            #expect(await poll { watcher.messages.all.filter { $0.topic.hasSuffix("/event") }.count >= 4 })
             let transitions = watcher.received(on: "owntracks/carol/phone/event").compactMap(json)
             #expect(watcher.messages.all.filter { $0.topic.hasSuffix("/event") }.count == 4)
             let expectedTransitions: [(event: String, rid: String, desc: String, tst: Double, lat: Double, lon: Double)] = [
