@@ -79,7 +79,10 @@ final class BrokerConnection: Service, Sendable {
                 logger.info("connected", ["broker": where_, "session.present": "\(sessionPresent)"])
                 onConnect()
             case .refused(let code, let reason):
-                warnings.set("mqtt-\(label)", "the \(label) broker at \(where_) refused the connection: \(reason) (code \(code)); retrying with backoff")
+                // CONNACK 4/5 (v3.1.1) and 0x86/0x87 (v5): bad credentials or not authorized.
+                let section = label == "remote" ? "remote" : "broker"
+                let hint = [4, 5, 0x86, 0x87].contains(code) ? "; check \(section).username and \(section).passwordFile" : ""
+                warnings.set("mqtt-\(label)", "the \(label) broker at \(where_) refused the connection: \(reason) (code \(code))\(hint); retrying with backoff")
             case .connectFailed(let error):
                 warnings.set("mqtt-\(label)", "cannot connect to the \(label) broker at \(where_): \(error); retrying with backoff")
             case .disconnected(let code, let reason):
@@ -88,8 +91,10 @@ final class BrokerConnection: Service, Sendable {
                 for (filter, code) in zip(filters, codes) where code >= 0x80 {
                     warnings.set("subscribe-\(filter)", "the \(label) broker refused the subscription to \(filter) (reason 0x\(String(code, radix: 16)))")
                 }
-            case .reconnecting:
-                break
+            case .reconnecting(let delay):
+                // The fault itself is a warning logged once; each retry only at debug level.
+                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                logger.debug("next connection attempt to the \(label) broker at \(where_) in \(seconds) s")
             }
         }
     }

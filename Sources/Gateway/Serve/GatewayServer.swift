@@ -14,7 +14,7 @@ enum GatewayServer {
             setup = try GatewaySetup.load(configFile: configFile)
         } catch {
             for problem in error.problems { logger.error(problem) }
-            if let configFile, let config = try? GatewayConfig.load(file: configFile) {
+            if let configFile, let config = (try? GatewayConfig.load(file: configFile)) ?? GatewayConfig.failedToStartTarget(file: configFile) {
                 await publishFailedToStart(config, problems: error.problems, logger: logger)
             } else if configFile == nil {
                 await publishFailedToStart(GatewayConfig(), problems: error.problems, logger: logger)

@@ -78,8 +78,9 @@ final class Ingest: Service, Sendable {
     }
 
     func shutdown() async {
-        // No new updates: stop the subscriptions, then let what was received drain into the monitors.
-        for feed in feeds { try? client.unsubscribe(feed.filter) }
+        // Let what was received drain into the monitors. The subscriptions stay in the broker's
+        // session: while the gateway is down the broker queues the feeds' QoS 1 updates for it,
+        // and the next start processes them (unsubscribing here would make the broker drop them).
         let deadline = MonotonicClock.now() + 3
         while client.inboundDepth > 0, MonotonicClock.now() < deadline {
             try? await Task.sleep(for: .milliseconds(10))
