@@ -35,7 +35,7 @@ extension DurabilityIntegrationTests {
             try publisher.client.start()
             #expect(await publisher.waitConnected())
             func status() -> StatusView? { subscriber.latestStatus(topic: statusTopic).map(StatusView.init) }
-            func events() -> [ExpectedEvent] { subscriber.receivedEvents.deduplicated.expectedForm(trigger: "garden-sections") }
+            func events() -> [WalkEvent] { subscriber.receivedEvents.deduplicated.expectedForm(trigger: "garden-sections") }
 
             let walk = SectionWalk.make(devices: 4, updates: 80, dwell: 2...4, seed: 0x6_0005,
                                         start: (Date().timeIntervalSince1970 - 3600).rounded())

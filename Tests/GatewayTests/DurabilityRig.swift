@@ -313,7 +313,7 @@ final class GatewayUnderTest: @unchecked Sendable {
 }
 
 /// An event a scripted walk must produce (per trigger).
-struct ExpectedEvent: Sendable, Hashable, CustomStringConvertible {
+struct WalkEvent: Sendable, Hashable, CustomStringConvertible {
     var device: String
     var fence: String
     var type: String
@@ -336,17 +336,17 @@ struct SectionWalk: Sendable {
 
     var drive: Drive
     /// Per round, the events its updates cause (for a trigger with rule enterOrExit).
-    var expectedByRound: [[ExpectedEvent]]
+    var expectedByRound: [[WalkEvent]]
 
     /// Events of rounds `range`, in round order.
-    func expected(_ range: Range<Int>) -> [ExpectedEvent] { expectedByRound[range].flatMap { $0 } }
+    func expected(_ range: Range<Int>) -> [WalkEvent] { expectedByRound[range].flatMap { $0 } }
 
     static func make(devices deviceCount: Int, updates: Int, dwell: ClosedRange<Int>, seed: UInt64, start: Double,
                      step: Double = 2) -> SectionWalk {
         var random = SeededRandom(seed: seed)
         let devices = (0..<deviceCount).map { String(format: "walker-%02d", $0) }
         var rounds = [[DriveUpdate]](repeating: [], count: updates)
-        var expected = [[ExpectedEvent]](repeating: [], count: updates)
+        var expected = [[WalkEvent]](repeating: [], count: updates)
         for device in devices {
             var spot = Int.random(in: 0..<spots.count, using: &random)
             var previous: Int?
@@ -358,10 +358,10 @@ struct SectionWalk: Sendable {
                     rounds[index].append(DriveUpdate(device: device, lat: spots[spot].lat, lon: spots[spot].lon, time: time))
                     if previous != spot {
                         if let p = previous, let fence = spots[p].fence {
-                            expected[index].append(ExpectedEvent(device: device, fence: fence, type: "exit", time: time))
+                            expected[index].append(WalkEvent(device: device, fence: fence, type: "exit", time: time))
                         }
                         if let fence = spots[spot].fence {
-                            expected[index].append(ExpectedEvent(device: device, fence: fence, type: "enter", time: time))
+                            expected[index].append(WalkEvent(device: device, fence: fence, type: "enter", time: time))
                         }
                         previous = spot
                     }
@@ -378,12 +378,12 @@ struct SectionWalk: Sendable {
 
 extension Array where Element == ReceivedEvent {
     /// The events of `trigger` as expected-event values, in arrival order.
-    func expectedForm(trigger: String) -> [ExpectedEvent] {
-        filter { $0.trigger == trigger }.map { ExpectedEvent(device: $0.device, fence: $0.fence, type: $0.type, time: $0.fixTime) }
+    func expectedForm(trigger: String) -> [WalkEvent] {
+        filter { $0.trigger == trigger }.map { WalkEvent(device: $0.device, fence: $0.fence, type: $0.type, time: $0.fixTime) }
     }
 }
 
-extension Array where Element == ExpectedEvent {
+extension Array where Element == WalkEvent {
     /// Per device, in order.
-    var byDevice: [String: [ExpectedEvent]] { Dictionary(grouping: self, by: \.device) }
+    var byDevice: [String: [WalkEvent]] { Dictionary(grouping: self, by: \.device) }
 }

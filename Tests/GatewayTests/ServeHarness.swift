@@ -200,9 +200,9 @@ enum Payload {
     }
 }
 
-/// `2026-11-30T12:00:00Z` (whole seconds) or with milliseconds.
+/// `2026-11-30T12:00:00Z` (milliseconds only when not whole, or always when asked).
 func iso8601(_ seconds: Double, milliseconds: Bool = false) -> String {
-    ISO8601Time.format(seconds, fractionDigits: milliseconds ? 3 : 0)
+    ISO8601Time.format(seconds, milliseconds: milliseconds)
 }
 
 /// A whole-second fix time base a little in the past, so a test's updates are never in the future.
