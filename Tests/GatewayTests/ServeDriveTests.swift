@@ -95,7 +95,7 @@ extension ServeTests {
                     lat: lat, lon: lon, accuracy: accuracy, fixTime: time, distance: distance, dwellSeconds: dwell, message: nil)
                 switch trigger {
                 case "sections": (event.message, event.actions, event.properties) = sections(device, fence, name, type)
-                case "poi": event.message = "Nearby: \(name)"
+                case "poi": event.message = (type == "exit" ? "Leaving " : "Nearby: ") + name
                 case "fleet": event.message = (type == "enter" ? "Arrived at " : "Left ") + name
                 default: break  // fleet-plain: no expression, no message
                 }
