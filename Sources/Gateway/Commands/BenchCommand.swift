@@ -12,7 +12,7 @@ enum BenchCommand: Subcommand {
     }
 
     /// Every benchmark, in the order `--help` lists them.
-    static let benchmarks: [Benchmark] = [IndexBenchmark.benchmark]
+    static let benchmarks: [Benchmark] = [IndexBenchmark.benchmark, EndToEndBenchmark.benchmark]
 
     static var help: String {
         var text = """
