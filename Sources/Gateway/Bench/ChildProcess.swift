@@ -14,7 +14,8 @@ final class ChildProcess {
     let logPath: String
     private var exitStatus: Int32?
 
-    /// Starts `executable` with `arguments`, stdout and stderr appended to `logPath`.
+    /// Starts `executable` (a path, or a name looked up in PATH) with `arguments`, stdout and
+    /// stderr appended to `logPath`.
     /// - Throws: `UsageError` naming the program when it cannot be started.
     init(_ executable: String, _ arguments: [String], logPath: String) throws {
         commandLine = ([executable] + arguments).joined(separator: " ")
@@ -45,7 +46,7 @@ final class ChildProcess {
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         var child = pid_t()
-        let code = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        let code = posix_spawnp(&child, executable, &actions, &attributes, argv, environ)
         guard code == 0 else {
             throw UsageError("cannot start \(executable): \(String(cString: strerror(code)))")
         }

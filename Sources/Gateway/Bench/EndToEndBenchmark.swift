@@ -46,6 +46,8 @@ enum EndToEndBenchmark {
           --window W        updates per connection left with libmosquitto at most (default 1000)
           --idle S          seconds the gateway idles before the load, for the idle RSS (default 3)
           --broker H:P      use this broker instead of a private one
+          --wrap CMD        start the gateway under CMD, e.g. --wrap "valgrind --tool=callgrind"
+                            (its figures are then those of CMD running the gateway)
           --skip-raw        no raw phase (no ratio)
           --keep            keep the work directory (config, fences, database, logs)
           --json            print one JSON summary line instead of the report
@@ -67,6 +69,7 @@ enum EndToEndBenchmark {
         var window = 1000
         var idle = 3.0
         var broker: (host: String, port: Int)?
+        var wrap: [String] = []
         var skipRaw = false
         var keep = false
         var json = false
@@ -75,7 +78,7 @@ enum EndToEndBenchmark {
     static func options(_ arguments: [String]) throws -> Options {
         let args = try Arguments(
             arguments,
-            valued: ["devices", "fences", "fence-folder", "rate", "duration", "qos", "format", "publishers", "window", "idle", "broker"],
+            valued: ["devices", "fences", "fence-folder", "rate", "duration", "qos", "format", "publishers", "window", "idle", "broker", "wrap"],
             flags: ["skip-raw", "keep", "json"])
         var o = Options()
         func count(_ name: String, _ value: Int, minimum: Int) throws -> Int {
@@ -116,6 +119,7 @@ enum EndToEndBenchmark {
             else { throw UsageError("--broker expects HOST:PORT, got \(broker)") }
             o.broker = (String(broker[..<colon]), port)
         }
+        o.wrap = args["wrap"].map { $0.split(separator: " ").map(String.init) } ?? []
         o.skipRaw = args.has("skip-raw")
         o.keep = args.has("keep")
         o.json = args.has("json")
@@ -275,12 +279,12 @@ enum EndToEndBenchmark {
         defer { subscriber.client.stop() }
 
         let launched = MonotonicClock.now()
-        let gateway = try ChildProcess(
-            ChildProcess.currentExecutable(), ["serve", "--config", configPath], logPath: work + "/gateway.log")
+        let command = o.wrap + [ChildProcess.currentExecutable(), "serve", "--config", configPath]
+        let gateway = try ChildProcess(command[0], Array(command.dropFirst()), logPath: work + "/gateway.log")
         defer { gateway.stop() }
         var result = PhaseResult()
         do {
-            try await waitUntil("geotrigger serve reports started", timeout: 120) {
+            try await waitUntil("geotrigger serve reports started", timeout: o.wrap.isEmpty ? 120 : 1200) {
                 guard gateway.isRunning else { throw UsageError("geotrigger serve exited:\n\(gateway.logTail())") }
                 return subscriber.lastStatus?.status == "started"
             }
