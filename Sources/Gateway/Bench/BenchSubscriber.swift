@@ -24,6 +24,8 @@ final class BenchSubscriber: Sendable {
         var device: Int
         var step: Int
         var time: Double
+        /// The event's `emitted` (wall clock, milliseconds), nil if absent.
+        var emitted: Double?
     }
 
     struct State: Sendable {
@@ -98,7 +100,8 @@ final class BenchSubscriber: Sendable {
             let timeText = object["position"]?.objectValue?["time"]?.stringValue,
             let fixTime = ISO8601Time.parse(timeText)
         else { return nil }
-        return EventArrival(device: number, step: generator.step(fixTime: fixTime), time: time)
+        let emitted = object["emitted"]?.stringValue.flatMap { ISO8601Time.parse($0) }
+        return EventArrival(device: number, step: generator.step(fixTime: fixTime), time: time, emitted: emitted)
     }
 
     /// The counters of a gateway status payload.

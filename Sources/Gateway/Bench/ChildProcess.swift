@@ -197,3 +197,31 @@ final class ChildProcess {
         }
     }
 }
+
+extension ChildProcess {
+    /// Sets TCP_NODELAY on every TCP socket of this process connected to `port` (the benchmark's
+    /// own MQTT connections; libmosquitto leaves Nagle's algorithm on by default, which holds
+    /// small publishes back for up to a delayed-ACK period and would count as gateway latency).
+    /// Returns how many sockets it set.
+    @discardableResult
+    static func disableNagle(towardsPort port: Int) -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 0 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { continue }
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let ok = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+            }
+            guard ok, address.sin_family == sa_family_t(AF_INET), Int(UInt16(bigEndian: address.sin_port)) == port else { continue }
+            var one: Int32 = 1
+            if setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 { count += 1 }
+        }
+        return count
+    }
+}

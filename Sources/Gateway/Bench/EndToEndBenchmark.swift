@@ -52,7 +52,9 @@ enum EndToEndBenchmark {
           --keep            keep the work directory (config, fences, database, logs)
           --json            print one JSON summary line instead of the report
         The private broker runs with max_queued_messages 0 (no per-client queue limit), so a
-        gateway slower than the broker is measured by its rate rather than by dropped updates.
+        gateway slower than the broker is measured by its rate rather than by dropped updates,
+        and set_tcp_nodelay true; the benchmark's own connections set TCP_NODELAY too, so
+        Nagle's algorithm adds no delay outside the gateway (its own connection is as configured).
         Build with `swift build -c release` and run .build/release/geotrigger.
         """
 
@@ -174,6 +176,7 @@ enum EndToEndBenchmark {
         for c in connections { try c.client.start() }
         defer { for c in connections { c.client.stop() } }
         try await waitUntil("the publishing connections are up", timeout: 10) { connections.allSatisfy(\.client.isConnected) }
+        ChildProcess.disableNagle(towardsPort: port)
 
         // Raw pass-through.
         var raw: PhaseResult?
@@ -211,6 +214,10 @@ enum EndToEndBenchmark {
         var events = 0
         var eventsCounter = 0
         var latencies: [Double] = []
+        /// The latency split at the event's `emitted` time (wall clock, ms precision): publish ->
+        /// event built in the gateway, and event built -> arrival at the subscriber.
+        var toEmitted: [Double] = []
+        var fromEmitted: [Double] = []
         var cpuSeconds = 0.0
         var brokerCPUSeconds: Double?
         var benchCPUSeconds = 0.0
@@ -228,6 +235,7 @@ enum EndToEndBenchmark {
     ) async throws -> PhaseResult {
         let subscriber = try BenchSubscriber(host: host, port: port, clientID: "geotrigger-e2e-raw-\(tag)", generator: generator, statusTopic: nil)
         try await subscriber.start(filters: [generator.topicFilter], qos: o.qos)
+        ChildProcess.disableNagle(towardsPort: port)
         let consumer = Task { await subscriber.consume() }
         defer { subscriber.client.stop() }
         let brokerCPU = broker?.cpuSeconds
@@ -275,6 +283,7 @@ enum EndToEndBenchmark {
         let subscriber = try BenchSubscriber(
             host: host, port: port, clientID: "geotrigger-e2e-events-\(tag)", generator: generator, statusTopic: statusTopic)
         try await subscriber.start(filters: [statusTopic, "\(prefix)/events/#"], qos: .atLeastOnce)
+        ChildProcess.disableNagle(towardsPort: port)
         let consumer = Task { await subscriber.consume() }
         defer { subscriber.client.stop() }
 
@@ -300,6 +309,8 @@ enum EndToEndBenchmark {
         }
 
         note("gateway: publishing for \(format(o.duration, 0)) s")
+        // Wall clock minus monotonic clock, to place the events' `emitted` on the monotonic clock.
+        let clockOffset = WallClock.now() - MonotonicClock.now()
         let cpu = gateway.cpuSeconds
         let brokerCPU = broker?.cpuSeconds
         let benchCPU = ResourceUsage.cpuSeconds()
@@ -358,6 +369,15 @@ enum EndToEndBenchmark {
             let i = e.step * devices + e.device
             return i >= 0 && i < run.sendTimes.count ? e.time - run.sendTimes[i] : nil
         }.sorted()
+        for e in events {
+            let i = e.step * devices + e.device
+            guard i >= 0, i < run.sendTimes.count, let emitted = e.emitted else { continue }
+            let emittedMonotonic = emitted - clockOffset
+            result.toEmitted.append(emittedMonotonic - run.sendTimes[i])
+            result.fromEmitted.append(e.time - emittedMonotonic)
+        }
+        result.toEmitted.sort()
+        result.fromEmitted.sort()
         subscriber.client.stop()
         await consumer.value
         return result
@@ -401,6 +421,7 @@ enum EndToEndBenchmark {
             allow_anonymous true
             persistence false
             max_queued_messages 0
+            set_tcp_nodelay true
             log_dest stderr
             log_type error
             log_type warning

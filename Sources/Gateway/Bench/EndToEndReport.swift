@@ -30,8 +30,8 @@ extension EndToEndBenchmark {
             return g / r
         }
 
-        func percentile(_ p: Double) -> Double? {
-            let l = gateway.latencies
+        func percentile(_ p: Double, of values: [Double]? = nil) -> Double? {
+            let l = values ?? gateway.latencies
             guard !l.isEmpty else { return nil }
             return l[min(l.count - 1, Int((p * Double(l.count - 1)).rounded(.up)))]
         }
@@ -85,6 +85,13 @@ extension EndToEndBenchmark {
                     events += "; latency publish -> event p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
                 }
                 lines.append(events)
+                if let a50 = percentile(0.5, of: gw.toEmitted), let a99 = percentile(0.99, of: gw.toEmitted),
+                    let b50 = percentile(0.5, of: gw.fromEmitted), let b99 = percentile(0.99, of: gw.fromEmitted)
+                {
+                    lines.append(
+                        "  split at the event's emitted time (ms precision): publish -> event built p50 \(f(a50 * 1000, 1)) ms, p99 \(f(a99 * 1000, 1)) ms; "
+                            + "built -> subscriber (commit, outbox, broker) p50 \(f(b50 * 1000, 1)) ms, p99 \(f(b99 * 1000, 1)) ms")
+                }
                 lines.append(
                     "gateway CPU \(f(gw.cpuSeconds, 2)) s (\(f(gw.cpuSeconds / Double(max(1, gw.sent)) * 1e6, 1)) us per update)"
                         + (gw.brokerCPUSeconds.map { ", broker CPU \(f($0, 2)) s" } ?? "") + ", bench CPU \(f(gw.benchCPUSeconds, 2)) s")
