@@ -69,7 +69,7 @@ final class LoadGenerator: Sendable {
         case .owntracks:
             deviceIDs = (0..<devices).map { "bench/d\($0)" }
             topics = deviceIDs.map { "owntracks/\($0)" }
-            topicFilter = "owntracks/bench/+"
+            topicFilter = "owntracks/+/+"
         }
     }
 
