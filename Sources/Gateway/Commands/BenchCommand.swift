@@ -13,7 +13,7 @@ enum BenchCommand: Subcommand {
 
     /// Every benchmark, in the order `--help` lists them.
     static let benchmarks: [Benchmark] = [
-        IndexBenchmark.benchmark, EngineBenchmark.benchmark, StoreBenchmark.benchmark,
+        IndexBenchmark.benchmark, EngineBenchmark.benchmark, StoreBenchmark.benchmark, EndToEndBenchmark.benchmark,
     ]
 
     static var help: String {

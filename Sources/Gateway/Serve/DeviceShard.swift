@@ -71,10 +71,16 @@ final class DeviceShard: Sendable {
         while let work = await mailbox.next() {
             switch work {
             case .update(let update, let now, let trackerID, let owntracks):
-                if slots[update.device] == nil {
+                // One hash lookup, and the slot changed in place through `values[index]`
+                // (`slots[device]!` as an inout copies the slot out and back, an async call too).
+                var index = slots.index(forKey: update.device)
+                if index == nil {
                     slots[update.device] = await wake(update.device, snapshot: snapshot, now: now, hibernated: &hibernated)
+                    index = slots.index(forKey: update.device)
                 }
-                await handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &slots[update.device]!)
+                if let item = handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &slots.values[index!]) {
+                    await context.committer.add(item)
+                }
             case .tick(let now):
                 await tick(now: now, slots: &slots, hibernated: &hibernated, paused: paused != nil)
             case .adopt(let newSnapshot, let now):
@@ -139,7 +145,8 @@ final class DeviceShard: Sendable {
         return Slot(monitor: DeviceMonitor(device: device, snapshot: snapshot, now: now), lastReceived: now)
     }
 
-    private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, slot: inout Slot) async {
+    /// Applies one update to its device's slot; what is to be committed, if anything.
+    private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, slot: inout Slot) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
         let outcome = slot.monitor.handle(update, receivedAt: now)
@@ -151,16 +158,16 @@ final class DeviceShard: Sendable {
         case .filtered:
             context.counters.drop(.filtered)
             slot.lastReceived = now
-            return
+            return nil
         case .outOfOrder:
             context.counters.drop(.outOfOrder)
-            return
+            return nil
         case .duplicate:
             context.counters.drop(.duplicate)
-            return
+            return nil
         }
         if outcome.positionChanged { slot.positionDirty = true }
-        await commit(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        return item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
     }
 
     private func tick(now: Double, slots: inout [String: Slot], hibernated: inout [String: Double], paused: Bool) async {
@@ -210,6 +217,14 @@ final class DeviceShard: Sendable {
     /// Turns a step's notifications into events and hands them, with the state change and any
     /// device state publication, to the committer.
     private func commit(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) async {
+        if let item = item(notes, changed: changed, now: now, slot: &slot, forcePublish: forcePublish) {
+            await context.committer.add(item)
+        }
+    }
+
+    /// What a step's notifications, state change and device state publication give to commit
+    /// (nil: nothing); updates the slot's publication bookkeeping.
+    private func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
         var item = EventCommitter.Item()
         let device = slot.monitor.device
         if changed || !notes.isEmpty {
@@ -234,9 +249,8 @@ final class DeviceShard: Sendable {
             slot.lastPublished = now
             item.publication = (device: device, payload: payloadBytes(slot.monitor.stateJSON(updated: wall)))
         }
-        if item.state != nil || !item.events.isEmpty || item.publication != nil {
-            await context.committer.add(item)
-        }
+        if item.state != nil || !item.events.isEmpty || item.publication != nil { return item }
+        return nil
     }
 }
 

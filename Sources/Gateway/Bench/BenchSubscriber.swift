@@ -1,0 +1,123 @@
+import GeotriggerCore
+import MQTT
+import Synchronization
+
+/// The benchmark's receiving side: one MQTT connection that records what arrives.
+///
+/// - raw pass-through: counts the updates on the feed's topics (first and last arrival);
+/// - gateway: records each event's device, `position.time` and arrival time (for the latency
+///   of its crossing update), and the counters of every gateway status.
+final class BenchSubscriber: Sendable {
+    /// One status of the gateway, as received.
+    struct StatusSample: Sendable {
+        var time: Double
+        var status: String
+        var received: Int
+        var accepted: Int
+        var dropped: Int
+        var events: Int
+        var queueDepth: Int
+    }
+
+    /// One event, as received.
+    struct EventArrival: Sendable {
+        var device: Int
+        var step: Int
+        var time: Double
+        /// The event's `emitted` (wall clock, milliseconds), nil if absent.
+        var emitted: Double?
+    }
+
+    struct State: Sendable {
+        var count = 0
+        var first = 0.0
+        var last = 0.0
+        var events: [EventArrival] = []
+        var unmatchedEvents = 0
+        var statuses: [StatusSample] = []
+    }
+
+    let client: MQTTClient
+    let generator: LoadGenerator
+    let statusTopic: String?
+    let state = Mutex(State())
+    private let subscribed = LoadGenerator.CounterBox()
+
+    /// A subscriber with a fresh session; nothing is subscribed until `start(filters:)`.
+    init(host: String, port: Int, clientID: String, generator: LoadGenerator, statusTopic: String?) throws {
+        var configuration = MQTTConfiguration(host: host, port: port, clientId: clientID, cleanStart: true, inboundCapacity: 4096)
+        configuration.sessionExpiry = 0
+        let counter = subscribed
+        client = try MQTTClient(configuration, onConnectionEvent: { event in
+            if case .subscribed = event { counter.value.add(1, ordering: .relaxed) }
+        })
+        self.generator = generator
+        self.statusTopic = statusTopic
+    }
+
+    /// Connects, subscribes to `filters` and waits (up to 10 s) for the broker's answers.
+    func start(filters: [String], qos: MQTTQoS) async throws {
+        for filter in filters { try client.subscribe(filter, qos: qos) }
+        try client.start()
+        let deadline = MonotonicClock.now() + 10
+        while subscribed.value.load(ordering: .relaxed) < 1, MonotonicClock.now() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        guard subscribed.value.load(ordering: .relaxed) >= 1 else {
+            throw UsageError("the broker did not answer the subscription to \(filters.joined(separator: ", ")) within 10 s")
+        }
+    }
+
+    /// Records messages until the client stops (run it in a task of its own).
+    func consume() async {
+        for await message in client.messages {
+            let now = MonotonicClock.now()
+            if let statusTopic, message.topic == statusTopic {
+                if let sample = BenchSubscriber.status(message.payload, time: now) {
+                    state.withLock { $0.statuses.append(sample) }
+                }
+                continue
+            }
+            if message.topic.contains("/events/") {
+                let arrival = event(message.payload, time: now)
+                state.withLock { s in
+                    if let arrival { s.events.append(arrival) } else { s.unmatchedEvents += 1 }
+                }
+                continue
+            }
+            state.withLock { s in
+                if s.count == 0 { s.first = now }
+                s.count += 1
+                s.last = now
+            }
+        }
+    }
+
+    /// The device number and step of an event (by `device` and `position.time`).
+    private func event(_ payload: [UInt8], time: Double) -> EventArrival? {
+        guard let object = try? JSONReader.parse(payload, file: "event", dialect: .json).value.objectValue,
+            let device = object["device"]?.stringValue, let number = generator.deviceNumber(device[...]),
+            let timeText = object["position"]?.objectValue?["time"]?.stringValue,
+            let fixTime = ISO8601Time.parse(timeText)
+        else { return nil }
+        let emitted = object["emitted"]?.stringValue.flatMap { ISO8601Time.parse($0) }
+        return EventArrival(device: number, step: generator.step(fixTime: fixTime), time: time, emitted: emitted)
+    }
+
+    /// The counters of a gateway status payload.
+    static func status(_ payload: [UInt8], time: Double) -> StatusSample? {
+        guard let object = try? JSONReader.parse(payload, file: "status", dialect: .json).value.objectValue else {
+            return nil
+        }
+        let counters = object["counters"]?.objectValue
+        func n(_ key: String) -> Int { Int(counters?[key]?.numberValue ?? 0) }
+        let dropped = counters?["dropped"]?.objectValue?.entries.reduce(0) { $0 + Int($1.value.numberValue ?? 0) } ?? 0
+        return StatusSample(
+            time: time, status: object["status"]?.stringValue ?? "", received: n("received"), accepted: n("accepted"),
+            dropped: dropped, events: n("events"), queueDepth: n("queueDepth"))
+    }
+
+    var count: Int { state.withLock { $0.count } }
+    var lastStatus: StatusSample? { state.withLock { $0.statuses.last } }
+    var eventCount: Int { state.withLock { $0.events.count + $0.unmatchedEvents } }
+}

@@ -1,0 +1,458 @@
+import FoundationEssentials
+import GeotriggerCore
+import MQTT
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `geotrigger bench e2e`: the gateway end to end (broker -> `geotrigger serve` -> broker),
+/// side by side with the broker's own pass-through, in one run (issue 8).
+///
+/// 1. a private `/usr/sbin/mosquitto` on a free loopback port (or `--broker HOST:PORT`);
+/// 2. raw phase: the load generator publishes for `--duration` seconds to a subscriber on the
+///    same topics, no gateway;
+/// 3. gateway phase: a real `geotrigger serve` child (this executable) with a generated config,
+///    generated fences and its database on; the same load; a subscriber takes the events and
+///    the gateway's status counters (`received`, `accepted`, dropped) every second.
+enum EndToEndBenchmark {
+    static let benchmark = BenchCommand.Benchmark(
+        name: "e2e", summary: "end to end through a real broker and geotrigger serve, against the broker alone",
+        help: help, run: { try await run($0) })
+
+    static let help = """
+        Usage: geotrigger bench e2e [--devices N] [--fences F] [--rate R] [--duration S]
+                                    [--qos 0|1] [--format json|owntracks] [--json] [...]
+
+        Starts a private mosquitto on a free loopback port (or uses --broker), then publishes
+        updates of N devices walking through F fences (polygons of 50 vertices, 60 to 250 m
+        across, over 40 x 40 km; deterministic), twice with the same generator:
+          raw      to a subscriber on the same topics (the broker's own pass-through);
+          gateway  to a real `geotrigger serve` child with a generated config and its database.
+        Reports the sustained rate with none lost (the gateway's `received` / `accepted` status
+        counters against what was sent) and its ratio to the raw rate; the latency from the
+        publish of a crossing update to its event at a subscriber (p50 / p99 / max); the
+        gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
+
+        Options:
+          --devices N       devices (default 1000)
+          --fences F        generated polygons (default 10000)
+          --fence-folder D  use the layers of folder D (e.g. fences) instead of generated ones
+          --rate R          updates per second (default: as fast as the broker takes them)
+          --duration S      seconds of load per phase (default 10; 0: no load, idle figures only)
+          --qos 0|1         QoS of the updates (default 0)
+          --format F        json (topic bench/DEVICE/location) or owntracks (owntracks/bench/DEVICE)
+          --publishers P    publishing connections (default 1)
+          --window W        updates per connection left with libmosquitto at most (default 1000)
+          --idle S          seconds the gateway idles before the load, for the idle RSS (default 3)
+          --broker H:P      use this broker instead of a private one
+          --wrap CMD        start the gateway under CMD, e.g. --wrap "valgrind --tool=callgrind"
+                            (its figures are then those of CMD running the gateway)
+          --skip-raw        no raw phase (no ratio)
+          --keep            keep the work directory (config, fences, database, logs)
+          --json            print one JSON summary line instead of the report
+        The private broker runs with max_queued_messages 0 (no per-client queue limit), so a
+        gateway slower than the broker is measured by its rate rather than by dropped updates,
+        and set_tcp_nodelay true; the benchmark's own connections set TCP_NODELAY too, so
+        Nagle's algorithm adds no delay outside the gateway (its own connection is as configured).
+        Build with `swift build -c release` and run .build/release/geotrigger.
+        """
+
+    /// The run's settings.
+    struct Options: Sendable {
+        var devices = 1000
+        var fences = 10_000
+        var fenceFolder: String?
+        var rate: Double?
+        var duration = 10.0
+        var qos = MQTTQoS.atMostOnce
+        var format = PayloadFormat.json
+        var publishers = 1
+        var window = 1000
+        var idle = 3.0
+        var broker: (host: String, port: Int)?
+        var wrap: [String] = []
+        var skipRaw = false
+        var keep = false
+        var json = false
+    }
+
+    static func options(_ arguments: [String]) throws -> Options {
+        let args = try Arguments(
+            arguments,
+            valued: ["devices", "fences", "fence-folder", "rate", "duration", "qos", "format", "publishers", "window", "idle", "broker", "wrap"],
+            flags: ["skip-raw", "keep", "json"])
+        var o = Options()
+        func count(_ name: String, _ value: Int, minimum: Int) throws -> Int {
+            guard let n = try args.number(name) else { return value }
+            guard n >= Double(minimum), n == n.rounded(), n < 1e9 else { throw UsageError("--\(name) expects a whole number >= \(minimum), got \(args[name]!)") }
+            return Int(n)
+        }
+        o.devices = try count("devices", o.devices, minimum: 1)
+        o.fences = try count("fences", o.fences, minimum: 1)
+        o.publishers = try count("publishers", o.publishers, minimum: 1)
+        o.window = try count("window", o.window, minimum: 1)
+        o.fenceFolder = args["fence-folder"]
+        if let rate = try args.number("rate") {
+            guard rate > 0 else { throw UsageError("--rate expects updates per second > 0, got \(args["rate"]!)") }
+            o.rate = rate
+        }
+        if let d = try args.number("duration") {
+            guard d >= 0 else { throw UsageError("--duration expects seconds >= 0, got \(args["duration"]!)") }
+            o.duration = d
+        }
+        if let i = try args.number("idle") {
+            guard i >= 0 else { throw UsageError("--idle expects seconds >= 0, got \(args["idle"]!)") }
+            o.idle = i
+        }
+        switch args["qos"] {
+        case nil, "0": o.qos = .atMostOnce
+        case "1": o.qos = .atLeastOnce
+        case let other?: throw UsageError("--qos expects 0 or 1, got \(other)")
+        }
+        switch args["format"] {
+        case nil, "json": o.format = .json
+        case "owntracks": o.format = .owntracks
+        case let other?: throw UsageError("--format expects json or owntracks, got \(other)")
+        }
+        if let broker = args["broker"] {
+            guard let colon = broker.lastIndex(of: ":"), let port = Int(broker[broker.index(after: colon)...]),
+                (1...65535).contains(port), colon > broker.startIndex
+            else { throw UsageError("--broker expects HOST:PORT, got \(broker)") }
+            o.broker = (String(broker[..<colon]), port)
+        }
+        o.wrap = args["wrap"].map { $0.split(separator: " ").map(String.init) } ?? []
+        o.skipRaw = args.has("skip-raw")
+        o.keep = args.has("keep")
+        o.json = args.has("json")
+        return o
+    }
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let o = try options(arguments)
+        #if DEBUG
+        note("warning: debug build; figures are far below a release build (swift build -c release)")
+        #endif
+        let loadAtStart = ChildProcess.loadAverage()
+        let work = try makeWorkDirectory()
+        defer {
+            if o.keep { note("work directory kept: \(work)") } else { try? FileManager.default.removeItem(atPath: work) }
+        }
+
+        // Fences.
+        let fences: [Fence]
+        let fencesPath: String
+        if let folder = o.fenceFolder {
+            let absolute = folder.hasPrefix("/") ? folder : FileManager.default.currentDirectoryPath + "/" + folder
+            let (layers, errors) = FenceFolder.load(absolute)
+            if let first = errors.first { throw UsageError("--fence-folder \(folder): \(first)") }
+            fences = layers.flatMap(\.fences)
+            fencesPath = absolute
+        } else {
+            fencesPath = work + "/fences"
+            fences = try writeCity(polygons: o.fences, folder: fencesPath)
+        }
+        let generator = LoadGenerator(
+            devices: o.devices, fences: fences, format: o.format, baseTime: (WallClock.now() - 86_400).rounded(.down))
+
+        // Broker.
+        var broker: ChildProcess?
+        let host: String, port: Int
+        if let given = o.broker {
+            (host, port) = given
+        } else {
+            host = "127.0.0.1"
+            port = try ChildProcess.freeLoopbackPort()
+            broker = try startBroker(port: port, work: work)
+        }
+        defer { broker?.stop() }
+        let tag = "\(getpid())"
+        note("bench e2e: \(o.devices) devices, \(fences.count) fences\(o.fenceFolder.map { " from \($0)" } ?? " (generated)"), QoS \(o.qos.rawValue), \(o.format.rawValue), "
+             + (o.rate.map { "\(Int($0)) updates/s" } ?? "as fast as possible") + ", \(format(o.duration, 0)) s per phase; broker \(host):\(port)\(broker == nil ? "" : " (private)")")
+
+        var publisherConfiguration = MQTTConfiguration(host: host, port: port, clientId: nil, cleanStart: true, inflightWindow: 1000)
+        publisherConfiguration.sessionExpiry = 0
+        let connections = try (0..<o.publishers).map { _ in try LoadGenerator.Connection(publisherConfiguration) }
+        for c in connections { try c.client.start() }
+        defer { for c in connections { c.client.stop() } }
+        try await waitUntil("the publishing connections are up", timeout: 10) { connections.allSatisfy(\.client.isConnected) }
+        ChildProcess.disableNagle(towardsPort: port)
+
+        // Raw pass-through.
+        var raw: PhaseResult?
+        if !o.skipRaw && o.duration > 0 {
+            note("raw pass-through: publishing for \(format(o.duration, 0)) s")
+            raw = try await rawPhase(o, generator: generator, connections: connections, host: host, port: port, tag: tag, broker: broker)
+        }
+
+        // Gateway.
+        note("gateway: starting geotrigger serve")
+        let gateway = try await gatewayPhase(
+            o, generator: generator, connections: connections, host: host, port: port, tag: tag, work: work,
+            fencesPath: fencesPath, broker: broker)
+        let report = Report(options: o, fenceCount: fences.count, raw: raw, gateway: gateway,
+                            loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage())
+        print(o.json ? report.json() : report.text())
+        return ExitStatus.ok
+    }
+
+    // MARK: Phases
+
+    /// What one phase measured.
+    struct PhaseResult: Sendable {
+        var sent = 0
+        var publishSeconds = 0.0
+        /// Updates that arrived (raw: at the subscriber; gateway: the `received` counter).
+        var received = 0
+        /// Gateway: `accepted` and the sum of the `dropped` counters.
+        var accepted = 0
+        var dropped = 0
+        /// Seconds from the first publish until everything sent was taken (nil: not all was).
+        var completionSeconds: Double?
+        /// Gateway: rate from the status counters while the load ran.
+        var loadRate: Double?
+        var events = 0
+        var eventsCounter = 0
+        var latencies: [Double] = []
+        /// The latency split at the event's `emitted` time (wall clock, ms precision): publish ->
+        /// event built in the gateway, and event built -> arrival at the subscriber.
+        var toEmitted: [Double] = []
+        var fromEmitted: [Double] = []
+        var cpuSeconds = 0.0
+        var brokerCPUSeconds: Double?
+        var benchCPUSeconds = 0.0
+        var idleResidentBytes = 0
+        var startupSeconds = 0.0
+        var peakResidentBytes = 0
+
+        var rate: Double? { completionSeconds.map { Double(sent) / $0 } }
+        var lost: Int { max(0, sent - received) }
+    }
+
+    static func rawPhase(
+        _ o: Options, generator: LoadGenerator, connections: [LoadGenerator.Connection], host: String, port: Int, tag: String,
+        broker: ChildProcess?
+    ) async throws -> PhaseResult {
+        let subscriber = try BenchSubscriber(host: host, port: port, clientID: "geotrigger-e2e-raw-\(tag)", generator: generator, statusTopic: nil)
+        try await subscriber.start(filters: [generator.topicFilter], qos: o.qos)
+        ChildProcess.disableNagle(towardsPort: port)
+        let consumer = Task { await subscriber.consume() }
+        defer { subscriber.client.stop() }
+        let brokerCPU = broker?.cpuSeconds
+        let benchCPU = ResourceUsage.cpuSeconds()
+        let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
+        var lastCount = -1, lastProgress = MonotonicClock.now()
+        while subscriber.count < run.sent, MonotonicClock.now() - lastProgress < 5 {
+            if subscriber.count != lastCount { lastCount = subscriber.count; lastProgress = MonotonicClock.now() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        var result = PhaseResult()
+        result.sent = run.sent
+        result.publishSeconds = run.seconds
+        let (count, last) = subscriber.state.withLock { ($0.count, $0.last) }
+        result.received = count
+        if count >= run.sent { result.completionSeconds = last - run.start }
+        result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
+        result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
+        subscriber.client.stop()
+        await consumer.value
+        return result
+    }
+
+    static func gatewayPhase(
+        _ o: Options, generator: LoadGenerator, connections: [LoadGenerator.Connection], host: String, port: Int, tag: String,
+        work: String, fencesPath: String, broker: ChildProcess?
+    ) async throws -> PhaseResult {
+        let gatewayID = "bench-\(tag)"
+        let prefix = "geotriggers"
+        let statusTopic = "\(prefix)/status/\(gatewayID)"
+        let config = """
+            // Written by geotrigger bench e2e.
+            {
+              gateway: { id: "\(gatewayID)", database: "gateway.db", fences: "\(fencesPath)" },
+              broker: { host: "\(host)", port: \(port), clientId: "geotrigger-\(gatewayID)" },
+              output: { prefix: "\(prefix)", statusInterval: 1 },
+              feeds: [ { name: "bench", topic: "\(generator.topicFilter)", format: "\(o.format.rawValue)" } ],
+            }
+
+            """
+        let configPath = work + "/gateway.json5"
+        guard FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8)) else {
+            throw UsageError("cannot write \(configPath)")
+        }
+        let subscriber = try BenchSubscriber(
+            host: host, port: port, clientID: "geotrigger-e2e-events-\(tag)", generator: generator, statusTopic: statusTopic)
+        try await subscriber.start(filters: [statusTopic, "\(prefix)/events/#"], qos: .atLeastOnce)
+        ChildProcess.disableNagle(towardsPort: port)
+        let consumer = Task { await subscriber.consume() }
+        defer { subscriber.client.stop() }
+
+        let launched = MonotonicClock.now()
+        let command = o.wrap + [ChildProcess.currentExecutable(), "serve", "--config", configPath]
+        let gateway = try ChildProcess(command[0], Array(command.dropFirst()), logPath: work + "/gateway.log")
+        defer { gateway.stop() }
+        var result = PhaseResult()
+        do {
+            try await waitUntil("geotrigger serve reports started", timeout: o.wrap.isEmpty ? 120 : 1200) {
+                guard gateway.isRunning else { throw UsageError("geotrigger serve exited:\n\(gateway.logTail())") }
+                return subscriber.lastStatus?.status == "started"
+            }
+        } catch {
+            throw UsageError("\(error)\n\(gateway.logTail())")
+        }
+        result.startupSeconds = MonotonicClock.now() - launched
+        try await Task.sleep(for: .milliseconds(Int(o.idle * 1000)))
+        result.idleResidentBytes = gateway.residentBytes
+        guard o.duration > 0 else {
+            result.peakResidentBytes = gateway.peakResidentBytes
+            return result
+        }
+
+        note("gateway: publishing for \(format(o.duration, 0)) s")
+        // Wall clock minus monotonic clock, to place the events' `emitted` on the monotonic clock.
+        let clockOffset = WallClock.now() - MonotonicClock.now()
+        let cpu = gateway.cpuSeconds
+        let brokerCPU = broker?.cpuSeconds
+        let benchCPU = ResourceUsage.cpuSeconds()
+        let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
+
+        // Until the counters show everything taken and the subscriber has every committed event.
+        var lastDone = -1, lastProgress = MonotonicClock.now()
+        var doneAt: Double?
+        while MonotonicClock.now() - lastProgress < 15 {
+            try await Task.sleep(for: .milliseconds(50))
+            guard gateway.isRunning else { throw UsageError("geotrigger serve exited during the load:\n\(gateway.logTail())") }
+            guard let s = subscriber.lastStatus else { continue }
+            let done = s.accepted + s.dropped + subscriber.eventCount
+            if done != lastDone { lastDone = done; lastProgress = MonotonicClock.now() }
+            if s.accepted + s.dropped >= run.sent {
+                if doneAt == nil { doneAt = s.time }
+                // Two more statuses, so the events counter includes the last commits.
+                if s.time >= doneAt! + 1.5, subscriber.eventCount >= s.events { break }
+            }
+        }
+        result.cpuSeconds = gateway.cpuSeconds - cpu
+        result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
+        result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
+        result.peakResidentBytes = gateway.peakResidentBytes
+        result.sent = run.sent
+        result.publishSeconds = run.seconds
+
+        let (statuses, events, unmatched) = subscriber.state.withLock { ($0.statuses, $0.events, $0.unmatchedEvents) }
+        if let last = statuses.last {
+            result.received = last.received
+            result.accepted = last.accepted
+            result.dropped = last.dropped
+            result.eventsCounter = last.events
+        }
+        // When did accepted + dropped reach `sent`? Interpolated between the two statuses around it.
+        let during = statuses.filter { $0.time >= run.start }
+        if let b = during.firstIndex(where: { $0.accepted + $0.dropped >= run.sent }), result.received >= run.sent {
+            let sb = during[b]
+            var t = sb.time
+            if b > 0 {
+                let sa = during[b - 1]
+                let da = Double(sa.accepted + sa.dropped), db = Double(sb.accepted + sb.dropped)
+                if db > da { t = sa.time + (Double(run.sent) - da) / (db - da) * (sb.time - sa.time) }
+            }
+            result.completionSeconds = t - run.start
+        }
+        // The rate the counters rose at while the load ran (from 1 s in to its end).
+        let window = during.filter { $0.time >= run.start + 1 && $0.time <= run.end }
+        if let first = window.first, let last = window.last, last.time - first.time >= 1 {
+            result.loadRate = Double(last.accepted + last.dropped - first.accepted - first.dropped) / (last.time - first.time)
+        }
+        // Latency: each event's arrival minus the publish of the update it names.
+        result.events = events.count + unmatched
+        let devices = generator.tracks.count
+        result.latencies = events.compactMap { e in
+            let i = e.step * devices + e.device
+            return i >= 0 && i < run.sendTimes.count ? e.time - run.sendTimes[i] : nil
+        }.sorted()
+        for e in events {
+            let i = e.step * devices + e.device
+            guard i >= 0, i < run.sendTimes.count, let emitted = e.emitted else { continue }
+            let emittedMonotonic = emitted - clockOffset
+            result.toEmitted.append(emittedMonotonic - run.sendTimes[i])
+            result.fromEmitted.append(e.time - emittedMonotonic)
+        }
+        result.toEmitted.sort()
+        result.fromEmitted.sort()
+        subscriber.client.stop()
+        await consumer.value
+        return result
+    }
+
+    // MARK: Set-up
+
+    /// A fresh directory under /tmp.
+    static func makeWorkDirectory() throws -> String {
+        var template = Array("/tmp/geotrigger-e2e-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory in /tmp") }
+        return String(cString: made)
+    }
+
+    /// Writes `polygons` synthetic polygons (the city of `bench index`) as the layer `city`.
+    static func writeCity(polygons: Int, folder: String) throws -> [Fence] {
+        var random = IndexBenchmark.Random(seed: 20_240_607)
+        let fences = Array(IndexBenchmark.syntheticCity(polygons: polygons, random: &random).prefix(polygons))
+        let features: [JSONValue] = fences.map { fence in
+            guard case .polygons(let polygons) = fence.geometry, let ring = polygons.first?.exterior else { return .null }
+            return .object([
+                "type": .string("Feature"), "id": .string(fence.id), "properties": .object([:]),
+                "geometry": .object([
+                    "type": .string("Polygon"),
+                    "coordinates": .array([.array(ring.map { .array([.number($0.lon), .number($0.lat)]) })]),
+                ]),
+            ])
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let text = JSONValue.object(["type": .string("FeatureCollection"), "features": .array(features)]).serialized()
+        guard FileManager.default.createFile(atPath: folder + "/city.geojson", contents: Data(text.utf8)) else {
+            throw UsageError("cannot write \(folder)/city.geojson")
+        }
+        return fences
+    }
+
+    /// A private mosquitto on 127.0.0.1:`port`, waited for until it accepts connections.
+    static func startBroker(port: Int, work: String) throws -> ChildProcess {
+        let conf = """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence false
+            max_queued_messages 0
+            set_tcp_nodelay true
+            log_dest stderr
+            log_type error
+            log_type warning
+
+            """
+        let path = work + "/mosquitto.conf"
+        guard FileManager.default.createFile(atPath: path, contents: Data(conf.utf8)) else { throw UsageError("cannot write \(path)") }
+        let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", path], logPath: work + "/mosquitto.log")
+        let deadline = MonotonicClock.now() + 10
+        while !ChildProcess.accepts(host: "127.0.0.1", port: port) {
+            guard broker.isRunning, MonotonicClock.now() < deadline else {
+                throw UsageError("mosquitto did not start on port \(port):\n\(broker.logTail())")
+            }
+            usleep(20_000)
+        }
+        return broker
+    }
+
+    /// Polls `condition` every 20 ms until it holds; a `UsageError` naming `what` after `timeout` s.
+    static func waitUntil(_ what: String, timeout: Double, _ condition: () throws -> Bool) async throws {
+        let deadline = MonotonicClock.now() + timeout
+        while try !condition() {
+            guard MonotonicClock.now() < deadline else { throw UsageError("timed out after \(format(timeout, 0)) s waiting until \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// A progress line on stderr (stdout has the report).
+    static func note(_ text: String) {
+        printError(text)
+    }
+
+    static func format(_ value: Double, _ decimals: Int) -> String { IndexBenchmark.format(value, decimals) }
+}

@@ -1,0 +1,152 @@
+import GeotriggerCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension EndToEndBenchmark {
+    /// The figures of one run, as a text report or one JSON line, with the targets of issue 8.
+    struct Report {
+        var options: Options
+        var fenceCount: Int
+        var raw: PhaseResult?
+        var gateway: PhaseResult
+        var loadAtStart: [Double]
+        var loadAtEnd: [Double]
+
+        /// One target: the figure, the limit, their ratio and whether it is met.
+        struct Target {
+            var name: String
+            var value: Double
+            var limit: Double
+            var atLeast: Bool
+            var unit: String
+            var ratio: Double { value / limit }
+            var met: Bool { atLeast ? value >= limit : value <= limit }
+        }
+
+        var ratio: Double? {
+            guard let r = raw?.rate, let g = gateway.rate, r > 0 else { return nil }
+            return g / r
+        }
+
+        func percentile(_ p: Double, of values: [Double]? = nil) -> Double? {
+            let l = values ?? gateway.latencies
+            guard !l.isEmpty else { return nil }
+            return l[min(l.count - 1, Int((p * Double(l.count - 1)).rounded(.up)))]
+        }
+
+        var targets: [Target] {
+            var t: [Target] = []
+            if options.duration > 0 {
+                if options.rate == nil, let ratio {
+                    t.append(Target(name: "sustained rate / raw pass-through", value: ratio, limit: 0.9, atLeast: true, unit: ""))
+                }
+                if options.rate != nil, let p99 = percentile(0.99) {
+                    t.append(Target(name: "p99 event latency", value: p99 * 1000, limit: 5, atLeast: false, unit: " ms"))
+                }
+                t.append(Target(name: "peak RSS", value: megabytes(gateway.peakResidentBytes), limit: 64, atLeast: false, unit: " MB"))
+            }
+            t.append(Target(name: "idle RSS", value: megabytes(gateway.idleResidentBytes), limit: 20, atLeast: false, unit: " MB"))
+            return t
+        }
+
+        func megabytes(_ bytes: Int) -> Double { Double(bytes) / 1_048_576 }
+
+        func text() -> String {
+            let f = EndToEndBenchmark.format
+            let g = IndexBenchmark.grouped
+            var lines: [String] = []
+            lines.append(
+                "bench e2e: \(g(options.devices)) devices, \(g(fenceCount)) fences\(options.fenceFolder.map { " (\($0))" } ?? " (generated polygons)"), "
+                    + "QoS \(options.qos.rawValue), \(options.format.rawValue), "
+                    + (options.rate.map { "\(g(Int($0))) updates/s" } ?? "as fast as possible") + ", \(f(options.duration, 0)) s per phase, "
+                    + "\(options.publishers) publisher connection\(options.publishers == 1 ? "" : "s")")
+            lines.append(
+                "machine: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores, load average \(loadAtStart.map { f($0, 2) }.joined(separator: " ")) at start, "
+                    + "\(loadAtEnd.map { f($0, 2) }.joined(separator: " ")) at end")
+            func rate(_ p: PhaseResult) -> String {
+                p.rate.map { "\(g(Int($0))) updates/s" } ?? "not all arrived"
+            }
+            if let raw {
+                lines.append(
+                    "raw pass-through: \(rate(raw)) (\(g(raw.sent)) sent in \(f(raw.publishSeconds, 2)) s, \(g(raw.received)) received, \(g(raw.lost)) lost)"
+                        + (raw.brokerCPUSeconds.map { "; broker CPU \(f($0, 2)) s" } ?? ""))
+            }
+            if options.duration > 0 {
+                let gw = gateway
+                var line = "gateway: \(rate(gw))"
+                if let ratio { line += " = \(f(ratio, 3)) of raw" }
+                line += " (\(g(gw.sent)) sent in \(f(gw.publishSeconds, 2)) s; received \(g(gw.received)), accepted \(g(gw.accepted)), dropped \(g(gw.dropped)), lost \(g(gw.lost))"
+                if let load = gw.loadRate { line += "; \(g(Int(load))) updates/s during the load" }
+                lines.append(line + ")")
+                var events = "events: \(g(gw.events)) received (gateway counted \(g(gw.eventsCounter)))"
+                if let p50 = percentile(0.5), let p99 = percentile(0.99), let max = gw.latencies.last {
+                    events += "; latency publish -> event p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
+                }
+                lines.append(events)
+                if let a50 = percentile(0.5, of: gw.toEmitted), let a99 = percentile(0.99, of: gw.toEmitted),
+                    let b50 = percentile(0.5, of: gw.fromEmitted), let b99 = percentile(0.99, of: gw.fromEmitted)
+                {
+                    lines.append(
+                        "  split at the event's emitted time (ms precision): publish -> event built p50 \(f(a50 * 1000, 1)) ms, p99 \(f(a99 * 1000, 1)) ms; "
+                            + "built -> subscriber (commit, outbox, broker) p50 \(f(b50 * 1000, 1)) ms, p99 \(f(b99 * 1000, 1)) ms")
+                }
+                lines.append(
+                    "gateway CPU \(f(gw.cpuSeconds, 2)) s (\(f(gw.cpuSeconds / Double(max(1, gw.sent)) * 1e6, 1)) us per update)"
+                        + (gw.brokerCPUSeconds.map { ", broker CPU \(f($0, 2)) s" } ?? "") + ", bench CPU \(f(gw.benchCPUSeconds, 2)) s")
+            }
+            lines.append(
+                "gateway memory: idle RSS \(f(megabytes(gateway.idleResidentBytes), 1)) MB (after start, \(f(gateway.startupSeconds, 2)) s to started), "
+                    + "peak RSS \(f(megabytes(gateway.peakResidentBytes), 1)) MB")
+            lines.append("targets (issue 8):")
+            for t in targets {
+                lines.append(
+                    "  \(t.name): \(f(t.value, 3))\(t.unit) (target \(t.atLeast ? ">=" : "<=") \(f(t.limit, 2))\(t.unit)): \(f(t.ratio, 3)) of the target, \(t.met ? "met" : "MISSED")")
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        func json() -> String {
+            func phase(_ p: PhaseResult) -> JSONValue {
+                var o: JSONObject = [
+                    "sent": .number(Double(p.sent)), "publishSeconds": .number(p.publishSeconds),
+                    "received": .number(Double(p.received)), "lost": .number(Double(p.lost)),
+                    "rate": p.rate.map { .number($0.rounded()) } ?? .null,
+                ]
+                if let b = p.brokerCPUSeconds { o["brokerCPUSeconds"] = .number(b) }
+                return .object(o)
+            }
+            var gw = phase(gateway).objectValue!
+            gw["accepted"] = .number(Double(gateway.accepted))
+            gw["dropped"] = .number(Double(gateway.dropped))
+            gw["loadRate"] = gateway.loadRate.map { .number($0.rounded()) } ?? .null
+            gw["events"] = .number(Double(gateway.events))
+            gw["latencyMs"] = .object([
+                "p50": percentile(0.5).map { .number($0 * 1000) } ?? .null,
+                "p99": percentile(0.99).map { .number($0 * 1000) } ?? .null,
+                "max": gateway.latencies.last.map { .number($0 * 1000) } ?? .null,
+            ])
+            gw["cpuSeconds"] = .number(gateway.cpuSeconds)
+            gw["idleRSSMB"] = .number(megabytes(gateway.idleResidentBytes))
+            gw["peakRSSMB"] = .number(megabytes(gateway.peakResidentBytes))
+            gw["startupSeconds"] = .number(gateway.startupSeconds)
+            let summary: JSONObject = [
+                "devices": .number(Double(options.devices)), "fences": .number(Double(fenceCount)),
+                "fenceFolder": options.fenceFolder.map { .string($0) } ?? .null,
+                "qos": .number(Double(options.qos.rawValue)), "format": .string(options.format.rawValue),
+                "rate": options.rate.map { .number($0) } ?? .null, "duration": .number(options.duration),
+                "publishers": .number(Double(options.publishers)),
+                "cores": .number(Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
+                "loadAverage": .object(["start": .array(loadAtStart.map { .number($0) }), "end": .array(loadAtEnd.map { .number($0) })]),
+                "raw": raw.map(phase) ?? .null,
+                "gateway": .object(gw),
+                "ratio": ratio.map { .number($0) } ?? .null,
+                "targets": .array(targets.map { t in
+                    .object(["name": .string(t.name), "value": .number(t.value), "limit": .number(t.limit), "ratio": .number(t.ratio), "met": .bool(t.met)])
+                }),
+            ]
+            return JSONValue.object(summary).serialized()
+        }
+    }
+}

@@ -1,0 +1,237 @@
+import GeotriggerCore
+import MQTT
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The end-to-end benchmark's load: N devices, each walking to and fro along a straight line
+/// through the centre of "its" fence (and across whatever other fences lie on the way), one
+/// update per step, published round-robin over the devices with the project's MQTT client.
+///
+/// Everything is deterministic: update number `i` is step `i / N` of device `i % N`, and its fix
+/// time is `baseTime + step * fixStep`, so an event's device and `position.time` name the
+/// update that caused it, and with it the moment it was published.
+final class LoadGenerator: Sendable {
+    /// One device's line: the centre, the unit direction (east, north) and the half length in metres.
+    struct Track: Sendable {
+        var centre: Coordinate
+        var east: Double
+        var north: Double
+        var halfLength: Double
+    }
+
+    /// What one publishing run did.
+    struct Run: Sendable {
+        /// Updates published (handed to libmosquitto).
+        var sent: Int
+        /// Monotonic time of each update's publish, by update number.
+        var sendTimes: [Double]
+        var start: Double
+        var end: Double
+        var seconds: Double { end - start }
+    }
+
+    /// Fix-time step between two updates of one device (events carry milliseconds).
+    static let fixStep = 0.01
+    /// Steps from one end of a track to the other.
+    static let stepsPerPass = 100
+
+    let tracks: [Track]
+    let format: PayloadFormat
+    /// Device ids as the gateway names them, and the topics they are published to.
+    let deviceIDs: [String]
+    let topics: [String]
+    /// The feed's topic filter (for the gateway config and the raw subscriber).
+    let topicFilter: String
+    /// Fix time of step 0 (a day ago, whole seconds, so every fix time is in the past).
+    let baseTime: Double
+
+    /// Tracks for `devices` devices through `fences` (device d walks through fence d * 7919 mod F).
+    init(devices: Int, fences: [Fence], format: PayloadFormat, baseTime: Double) {
+        let centres = fences.map(LoadGenerator.centreAndRadius)
+        var tracks: [Track] = []
+        tracks.reserveCapacity(devices)
+        for d in 0..<devices {
+            let (centre, radius) = centres.isEmpty ? (Coordinate(lat: 40.73, lon: -73.95), 100) : centres[(d &* 7919 &+ 13) % centres.count]
+            let angle = Double(d) * 2.399_963_229_728_653  // the golden angle: directions spread evenly
+            tracks.append(Track(centre: centre, east: cos(angle), north: sin(angle), halfLength: 2.5 * radius + 20))
+        }
+        self.tracks = tracks
+        self.format = format
+        self.baseTime = baseTime
+        switch format {
+        case .json:
+            deviceIDs = (0..<devices).map { "d\($0)" }
+            topics = deviceIDs.map { "bench/\($0)/location" }
+            topicFilter = "bench/+/location"
+        case .owntracks:
+            deviceIDs = (0..<devices).map { "bench/d\($0)" }
+            topics = deviceIDs.map { "owntracks/\($0)" }
+            topicFilter = "owntracks/+/+"
+        }
+    }
+
+    /// The centre of a fence's bounds and half its diagonal in metres.
+    static func centreAndRadius(_ fence: Fence) -> (Coordinate, Double) {
+        var coordinates: [Coordinate] = []
+        switch fence.geometry {
+        case .polygons(let ps): for p in ps { coordinates += p.exterior }
+        case .points(let ps): coordinates = ps
+        case .lines(let ls): for l in ls { coordinates += l }
+        }
+        let bounds = GeoBounds(of: coordinates)
+        let centre = Coordinate(lat: (bounds.minLat + bounds.maxLat) / 2, lon: (bounds.minLon + bounds.maxLon) / 2)
+        let north = (bounds.maxLat - bounds.minLat) * 111_000
+        let east = (bounds.maxLon - bounds.minLon) * 111_000 * cos(centre.lat * .pi / 180)
+        return (centre, (north * north + east * east).squareRoot() / 2 + (fence.buffer ?? 0))
+    }
+
+    /// Where device `d` is at step `k`: it starts `halfLength` before the centre.
+    func position(device d: Int, step k: Int) -> Coordinate {
+        let track = tracks[d]
+        let n = LoadGenerator.stepsPerPass
+        let phase = k % (2 * n)
+        let along = -track.halfLength + 2 * track.halfLength * Double(phase <= n ? phase : 2 * n - phase) / Double(n)
+        let metresPerDegreeLat = 111_000.0
+        let metresPerDegreeLon = 111_000.0 * cos(track.centre.lat * .pi / 180)
+        return Coordinate(
+            lat: track.centre.lat + along * track.north / metresPerDegreeLat,
+            lon: track.centre.lon + along * track.east / metresPerDegreeLon)
+    }
+
+    /// The fix time of step `k`.
+    func fixTime(step k: Int) -> Double { baseTime + Double(k) * LoadGenerator.fixStep }
+
+    /// The step of a fix time (from an event's `position.time`).
+    func step(fixTime t: Double) -> Int { Int(((t - baseTime) / LoadGenerator.fixStep).rounded()) }
+
+    /// The device number of a device id (nil if it is not one of the generator's).
+    func deviceNumber(_ id: Substring) -> Int? {
+        let prefix = format == .json ? "d" : "bench/d"
+        guard id.hasPrefix(prefix), let n = Int(id.dropFirst(prefix.count)), n >= 0, n < tracks.count else { return nil }
+        return n
+    }
+
+    /// The payload of update `step` of device `d`, in the generator's format.
+    func payload(device d: Int, step k: Int) -> String {
+        let p = position(device: d, step: k)
+        let lat = (p.lat * 1e7).rounded() / 1e7, lon = (p.lon * 1e7).rounded() / 1e7
+        let time = fixTime(step: k)
+        switch format {
+        case .json:
+            return "{\"lat\":\(lat),\"lon\":\(lon),\"time\":\(time),\"accuracy\":5}"
+        case .owntracks:
+            return "{\"_type\":\"location\",\"tid\":\"d\(d % 100)\",\"lat\":\(lat),\"lon\":\(lon),\"tst\":\(time),\"acc\":5}"
+        }
+    }
+
+    /// A publishing connection and the count of its messages libmosquitto has finished with
+    /// (QoS 0 written, QoS 1 acknowledged), for flow control.
+    final class Connection: Sendable {
+        let client: MQTTClient
+        private let finished: CounterBox
+
+        init(_ configuration: MQTTConfiguration) throws {
+            let box = CounterBox()
+            finished = box
+            client = try MQTTClient(configuration, onAcknowledgement: { _ in box.value.add(1, ordering: .relaxed) })
+        }
+
+        /// Messages libmosquitto has finished with so far.
+        var done: Int { finished.value.load(ordering: .relaxed) }
+    }
+
+    final class CounterBox: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    /// Publishes updates round-robin over the devices on `connections` (device d on connection
+    /// d mod count) for `duration` seconds: `rate` updates per second, or as fast as the
+    /// connections take them (nil). At most `window` updates per connection are left with
+    /// libmosquitto (not yet written, or not yet acknowledged at QoS 1), so the publisher cannot
+    /// run ahead of the broker. Runs on its own thread (not the cooperative pool).
+    func publish(on connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int) async -> Run {
+        await BenchThread.run { [self] in
+            publishLoop(connections, qos: qos, rate: rate, duration: duration, window: window)
+        }
+    }
+
+    private func publishLoop(_ connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int) -> Run {
+        let devices = tracks.count
+        var sendTimes: [Double] = []
+        sendTimes.reserveCapacity(Int((rate ?? 150_000) * duration * 1.05) + 1024)
+        var published = [Int](repeating: 0, count: connections.count)
+        let baseline = connections.map(\.done)
+        let start = MonotonicClock.now()
+        var i = 0
+        var now = start
+        loop: while true {
+            now = MonotonicClock.now()
+            let elapsed = now - start
+            if elapsed >= duration { break }
+            var due = i + 256
+            if let rate {
+                due = min(due, Int(elapsed * rate) + 1)
+                if i >= due {
+                    // Ahead of schedule: sleep until the next update is due.
+                    let wait = Double(i) / rate - elapsed
+                    if wait > 0 { usleep(UInt32(max(20, min(wait * 1e6, 100_000)))) }
+                    continue
+                }
+            }
+            while i < due {
+                let d = i % devices, k = i / devices
+                let c = d % connections.count
+                while published[c] - (connections[c].done - baseline[c]) >= window {
+                    usleep(50)
+                    if MonotonicClock.now() - start >= duration { break loop }
+                }
+                var text = payload(device: d, step: k)
+                let t = MonotonicClock.now()
+                let ok: Bool = text.withUTF8 { bytes in
+                    (try? connections[c].client.publish(topic: topics[d], payload: UnsafeRawBufferPointer(bytes), qos: qos)) != nil
+                }
+                if !ok {
+                    // Not connected (QoS 0): try again shortly.
+                    usleep(1000)
+                    continue loop
+                }
+                sendTimes.append(t)
+                published[c] += 1
+                i += 1
+            }
+        }
+        return Run(sent: i, sendTimes: sendTimes, start: start, end: MonotonicClock.now())
+    }
+}
+
+/// Runs blocking work on a thread of its own, away from the cooperative pool.
+enum BenchThread {
+    private final class Work {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            let work = Work { continuation.resume(returning: body()) }
+            let argument = Unmanaged.passRetained(work).toOpaque()
+            var thread = pthread_t()
+            let created = pthread_create(
+                &thread, nil,
+                { argument in
+                    let work = Unmanaged<Work>.fromOpaque(argument!).takeRetainedValue()
+                    work.body()
+                    return nil
+                }, argument)
+            if created == 0 {
+                pthread_detach(thread)
+            } else {
+                Unmanaged<Work>.fromOpaque(argument).release()
+                continuation.resume(returning: body())
+            }
+        }
+    }
+}
