@@ -93,6 +93,8 @@ public final class MQTTClient: @unchecked Sendable {
         try MosquittoError.check(
             mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: configuration.inflightWindow)),
             "mosquitto_int_option(SEND_MAXIMUM)")
+        // Events are small and latency matters more than packet count: no Nagle delay.
+        try MosquittoError.check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "mosquitto_int_option(TCP_NODELAY)")
         try MosquittoError.check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
         if let username = configuration.username {
             try MosquittoError.check(
