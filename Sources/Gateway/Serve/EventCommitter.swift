@@ -139,7 +139,16 @@ final class EventCommitter: Service, Sendable {
                     if receipt.dropped.local + receipt.dropped.remote > 0 {
                         warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
                     }
-                    for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
+                    // The receipt numbers the outbox rows in batch order: hand them over in memory.
+                    if receipt.outboxSequences.count == batch.outbox.count {
+                        var rows: [OutboxDestination: [OutboxRow]] = [:]
+                        for (message, sequence) in zip(batch.outbox, receipt.outboxSequences) {
+                            rows[message.destination, default: []].append(OutboxRow(sequence: sequence, message: message))
+                        }
+                        for (destination, committed) in rows { publishers[destination]?.notifyCommitted(rows: committed) }
+                    } else {
+                        for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
+                    }
                 } catch {
                     warnings.set("database", databaseWarning(error))
                     // Events go out now, from memory; state and journal are tried again.

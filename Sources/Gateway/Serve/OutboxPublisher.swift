@@ -12,7 +12,10 @@ import Synchronization
 /// Events that could not be committed (database fault) are published from memory instead, up to a cap.
 final class OutboxPublisher: Service, Sendable {
     enum Signal: Sendable {
+        /// Rows were committed that are only in the database (read them back).
         case committed
+        /// Rows were committed and handed over in memory (``notifyCommitted(rows:)``).
+        case fresh
         case acknowledged(MQTTAcknowledgement)
         case connected
     }
@@ -37,6 +40,10 @@ final class OutboxPublisher: Service, Sendable {
 
     private let signals: BoundedQueue<Signal>
     private let committedPending = Atomic<Bool>(false)
+    private let freshPending = Atomic<Bool>(false)
+    /// Rows just committed, in sequence order: published without reading them back while
+    /// everything before them has been handed over (the usual case), else read from the database.
+    private let freshRows = Mutex<[OutboxRow]>([])
     private let volatileQueue = Mutex<[VolatileMessage]>([])
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
@@ -61,7 +68,17 @@ final class OutboxPublisher: Service, Sendable {
         self.signals = BoundedQueue(capacity: window + 1024)
     }
 
-    /// New rows were committed to this destination's outbox.
+    /// Rows were committed to this destination's outbox, with their sequences: they can go out
+    /// without a database read (which would wait behind the next group commit).
+    func notifyCommitted(rows: [OutboxRow]) {
+        guard !rows.isEmpty else { return notifyCommitted() }
+        freshRows.withLock { $0.append(contentsOf: rows) }
+        if !freshPending.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = signals.trySend(.fresh)
+        }
+    }
+
+    /// New rows were committed to this destination's outbox (read them from the database).
     func notifyCommitted() {
         if !committedPending.exchange(true, ordering: .acquiringAndReleasing) {
             _ = signals.trySend(.committed)
@@ -108,9 +125,10 @@ final class OutboxPublisher: Service, Sendable {
         var inflight: [Int32: Int64] = [:]  // message id -> outbox sequence (negative: volatile)
         var handedUpTo: Int64 = 0
         var exhausted = false  // the last read found nothing beyond handedUpTo
+        var blocked = false  // a publish failed (QoS 0 without a connection): wait for a connect
         var acks: [Int64] = []
         var batch: [Signal] = []
-        await pump(&inflight, &handedUpTo, &exhausted)
+        await pump(&inflight, &handedUpTo, &exhausted, &blocked)
         while let first = await signals.next() {
             batch.removeAll(keepingCapacity: true)
             batch.append(first)
@@ -120,8 +138,11 @@ final class OutboxPublisher: Service, Sendable {
                 case .committed:
                     committedPending.store(false, ordering: .releasing)
                     exhausted = false
+                case .fresh:
+                    freshPending.store(false, ordering: .releasing)
                 case .connected:
                     exhausted = false
+                    blocked = false
                 case .acknowledged(let ack):
                     guard let sequence = inflight.removeValue(forKey: ack.messageId) else { continue }
                     if ack.isSuccess {
@@ -148,12 +169,14 @@ final class OutboxPublisher: Service, Sendable {
                 }
             }
             inflightCount.store(inflight.count, ordering: .relaxed)
-            await pump(&inflight, &handedUpTo, &exhausted)
+            await pump(&inflight, &handedUpTo, &exhausted, &blocked)
         }
     }
 
     /// Hands events to libmosquitto until the window is full or nothing waits.
-    private func pump(_ inflight: inout [Int32: Int64], _ handedUpTo: inout Int64, _ exhausted: inout Bool) async {
+    private func pump(
+        _ inflight: inout [Int32: Int64], _ handedUpTo: inout Int64, _ exhausted: inout Bool, _ blocked: inout Bool
+    ) async {
         var volatileSequence: Int64 = -1
         while inflight.count < window {
             let next: VolatileMessage? = volatileQueue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
@@ -167,7 +190,28 @@ final class OutboxPublisher: Service, Sendable {
                 break
             }
         }
-        while !exhausted, inflight.count < window {
+        // Rows just committed: while the database holds nothing older that is not handed over
+        // (exhausted), they are the next ones and go out from memory; otherwise they are
+        // dropped here and read from the database in order.
+        let fresh = freshRows.withLock { rows in
+            defer { rows.removeAll(keepingCapacity: true) }
+            return rows
+        }
+        if exhausted, !blocked {
+            var rest = fresh.drop { $0.sequence <= handedUpTo }
+            while inflight.count < window, let row = rest.first {
+                guard let id = try? client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
+                else {
+                    blocked = true
+                    break
+                }
+                inflight[id] = row.sequence
+                handedUpTo = row.sequence
+                rest = rest.dropFirst()
+            }
+            if !rest.isEmpty { exhausted = false }
+        }
+        while !exhausted, !blocked, inflight.count < window {
             let rows: [OutboxRow]
             do {
                 rows = try await store.outbox(destination, after: handedUpTo, limit: window - inflight.count)
@@ -186,7 +230,7 @@ final class OutboxPublisher: Service, Sendable {
                     handedUpTo = row.sequence
                 } catch {
                     // QoS 0 without a connection: wait for the next connect.
-                    exhausted = true
+                    blocked = true
                     break
                 }
             }
