@@ -11,12 +11,12 @@
 extension ArcadeValue {
     /// `$locationupdate` for one update.
     public static func locationUpdate(_ update: LocationUpdate) -> ArcadeValue {
-        .dictionary(ArcadeLocationFields(update).dictionary(device: nil))
+        .dictionary(Fix(update).dictionary(device: nil))
     }
 
     /// `$feedfeature` for one update: the location fields and `device`.
     public static func feedFeature(_ update: LocationUpdate) -> ArcadeValue {
-        .dictionary(ArcadeLocationFields(update).dictionary(device: update.device))
+        .dictionary(Fix(update).dictionary(device: update.device))
     }
 
     /// `$fencefeature` for one fence: its properties, `id` and `layer` (see the type).

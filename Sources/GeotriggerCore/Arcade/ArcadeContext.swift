@@ -15,7 +15,7 @@ public struct ArcadeContext: Sendable {
     /// The update behind `$locationupdate` (and `$feedfeature` when `feedFromUpdate`), when
     /// `variables` does not name them. Plain numbers (no reference counting) so reading a
     /// field copies nothing; the device id is kept beside them.
-    var location: ArcadeLocationFields?
+    var location: Fix?
     var device: String = ""
     var feedFromUpdate = false
 
@@ -27,7 +27,7 @@ public struct ArcadeContext: Sendable {
     init(lowercasedVariables: [(name: String, value: ArcadeValue)], update: LocationUpdate? = nil, feedFromUpdate: Bool = false) {
         self.variables = lowercasedVariables
         if let update {
-            self.location = ArcadeLocationFields(update)
+            self.location = Fix(update)
             self.device = update.device
         }
         self.feedFromUpdate = feedFromUpdate
@@ -66,26 +66,8 @@ public struct ArcadeContext: Sendable {
     }
 }
 
-/// The numeric fields of a ``LocationUpdate``: a plain value, cheap to copy.
-struct ArcadeLocationFields: Sendable {
-    var lon: Double
-    var lat: Double
-    var time: Double
-    var accuracy: Double?
-    var speed: Double?
-    var heading: Double?
-    var altitude: Double?
-
-    init(_ update: LocationUpdate) {
-        lon = update.lon
-        lat = update.lat
-        time = update.time
-        accuracy = update.accuracy
-        speed = update.speed
-        heading = update.heading
-        altitude = update.altitude
-    }
-
+/// `$locationupdate` and `$feedfeature` from the fields of an update (the engine's ``Fix``).
+extension Fix {
     /// `$locationupdate` as a dictionary, or `$feedfeature` when a device is given.
     func dictionary(device: String?) -> ArcadeDictionary {
         var entries: [(key: String, value: ArcadeValue)] = []
