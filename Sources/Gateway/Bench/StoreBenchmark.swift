@@ -9,8 +9,8 @@ import Glibc
 /// `geotrigger bench store`: what persistence costs. The same deterministic drive goes through
 /// the gateway's own monitors (``MonitorPool``, one shard per core) and ``EventCommitter``,
 /// once with persistence off (batches taken and handed on without a database) and once on (a
-/// real SQLite file in WAL mode, group commit, plus an outbox reader that reads the committed
-/// events and deletes them as a broker's acknowledgements would), alternating, in one process.
+/// real SQLite file in WAL mode, group commit, plus the outbox deletions a broker's
+/// acknowledgements cause in `serve`), alternating, in one process.
 enum StoreBenchmark {
     static let benchmark = BenchCommand.Benchmark(
         name: "store", summary: "updates per second with persistence on versus off, events committed per second",
@@ -22,7 +22,7 @@ enum StoreBenchmark {
 
         Updates per second through the gateway's monitors and committer with persistence off
         (nothing written) and on (SQLite file, WAL, group commit; state, journal and outbox in
-        one transaction per batch; the outbox read and acknowledged as a broker would), in the
+        one transaction per batch; outbox rows deleted as the broker's acknowledgements would), in the
         same run, alternating off/on for --rounds rounds; events committed per second, SQLite
         transactions, CPU seconds and peak RSS. MQTT is not involved (no JSON decoding either).
 
@@ -118,8 +118,10 @@ enum StoreBenchmark {
         let warnings = Warnings(logger: logger)
         let store = try await GatewayStore(path: path, options: GatewayStore.Options(durability: durability))
         let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
+        let committed = BoundedQueue<Int64>(capacity: 1_000_000)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
-                                       statePublisher: statePublisher, persist: persist)
+                                       statePublisher: statePublisher, persist: persist,
+                                       committedRows: { _, rows in for row in rows { _ = committed.trySend(row.sequence) } })
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
@@ -131,18 +133,13 @@ enum StoreBenchmark {
             group.addTask { try? await committer.run() }
             group.addTask { try? await pool.run() }
             if persist {
-                // The outbox publisher's database work: read what was committed, then delete it
-                // as the broker's acknowledgements would.
+                // The outbox publisher's database work as `serve` does it: committed rows arrive
+                // in memory, and each batch of broker acknowledgements deletes its rows.
                 group.addTask {
-                    var after: Int64 = 0
-                    while !Task.isCancelled {
-                        let rows = (try? await store.outbox(.local, after: after, limit: 500)) ?? []
-                        if rows.isEmpty {
-                            try? await Task.sleep(for: .milliseconds(1))
-                            continue
-                        }
-                        after = rows.last!.sequence
-                        _ = try? await store.acknowledge(.local, sequences: rows.map(\.sequence))
+                    while let first = await committed.next() {
+                        var sequences = [first]
+                        committed.drain(upTo: 4096, into: &sequences)
+                        _ = try? await store.acknowledge(.local, sequences: sequences)
                     }
                 }
             }
@@ -154,7 +151,7 @@ enum StoreBenchmark {
             let cpu = ResourceUsage.cpuSeconds() - startCPU
             await pool.shutdown()
             await committer.shutdown()
-            group.cancelAll()  // the outbox reader
+            committed.finish()  // the acknowledger
             await group.waitForAll()
             return Figures(seconds: seconds, cpuSeconds: cpu, updates: drive.count, events: counters.events.load(ordering: .relaxed), transactions: 0)
         }

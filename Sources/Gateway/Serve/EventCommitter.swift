@@ -41,6 +41,9 @@ final class EventCommitter: Service, Sendable {
     /// False only in `bench store`'s "persistence off" runs: batches are taken and handed on
     /// as if committed, without touching the database.
     let persist: Bool
+    /// `bench store` only: takes the committed outbox rows a publisher would get (there is no
+    /// broker in the benchmark), so it can delete them as the acknowledgements would.
+    let committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)?
 
     private let pending = Mutex(Pending())
     private let doorbell = BoundedQueue<Void>(capacity: 1)
@@ -48,8 +51,10 @@ final class EventCommitter: Service, Sendable {
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true
+        limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true,
+        committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)? = nil
     ) {
+        self.committedRows = committedRows
         self.store = store
         self.counters = counters
         self.warnings = warnings
@@ -145,7 +150,10 @@ final class EventCommitter: Service, Sendable {
                         for (message, sequence) in zip(batch.outbox, receipt.outboxSequences) {
                             rows[message.destination, default: []].append(OutboxRow(sequence: sequence, message: message))
                         }
-                        for (destination, committed) in rows { publishers[destination]?.notifyCommitted(rows: committed) }
+                        for (destination, committed) in rows {
+                            publishers[destination]?.notifyCommitted(rows: committed)
+                            committedRows?(destination, committed)
+                        }
                     } else {
                         for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
                     }
