@@ -142,4 +142,14 @@ import Testing
         ).get()
         #expect(d.trackerID == "😀")
     }
+
+    @Test func owntracksPayloadRoundTripsThroughTheDecoder() throws {
+        let update = LocationUpdate(device: "alice/phone", lat: 34.4561, lon: -119.7067, time: 1_796_039_999.7,
+                                    accuracy: 7.6, speed: 5, heading: 271.4, altitude: 12.2)
+        let bytes = Array(update.owntracksPayload().serialized().utf8)
+        let decoded = try owntracks.decode(topic: "owntracks/alice/phone", payload: bytes, now: now).get()
+        #expect(decoded.trackerID == "ne")
+        #expect(decoded.update == LocationUpdate(device: "alice/phone", lat: 34.4561, lon: -119.7067, time: 1_796_039_999,
+                                                 accuracy: 8, speed: 5, heading: 271, altitude: 12))
+    }
 }

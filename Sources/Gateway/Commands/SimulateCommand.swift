@@ -129,25 +129,11 @@ enum SimulateCommand: Subcommand {
 
     /// The payload of one simulated update.
     static func payload(_ u: LocationUpdate, format: PayloadFormat) -> JSONValue {
-        var o = JSONObject()
-        switch format {
-        case .json:
-            o["lat"] = .number(u.lat)
-            o["lon"] = .number(u.lon)
-            o["time"] = .string(ISO8601Time.format(u.time))
-            if let a = u.accuracy { o["accuracy"] = .number(a) }
-            if let s = u.speed { o["speed"] = .number(s) }
-            if let h = u.heading { o["heading"] = .number((h * 10).rounded() / 10) }
-        case .owntracks:
-            o["_type"] = .string("location")
-            o["lat"] = .number(u.lat)
-            o["lon"] = .number(u.lon)
-            o["tst"] = .number(u.time.rounded(.down))
-            if let a = u.accuracy { o["acc"] = .number(a.rounded()) }
-            if let s = u.speed { o["vel"] = .number((s * 3.6).rounded()) }
-            if let h = u.heading { o["cog"] = .number(h.rounded()) }
-            o["tid"] = .string(String(u.device.suffix(2)))
-        }
+        if format == .owntracks { return u.owntracksPayload() }
+        var o: JSONObject = ["lat": .number(u.lat), "lon": .number(u.lon), "time": .string(ISO8601Time.format(u.time))]
+        if let a = u.accuracy { o["accuracy"] = .number(a) }
+        if let s = u.speed { o["speed"] = .number(s) }
+        if let h = u.heading { o["heading"] = .number((h * 10).rounded() / 10) }
         return .object(o)
     }
 }

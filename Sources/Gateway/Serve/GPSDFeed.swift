@@ -136,7 +136,7 @@ final class GPSDFeed: Service, Sendable {
         if let republish {
             // QoS 0 needs a connection: without one the position is simply not republished.
             _ = try? republish.client.publish(
-                topic: republish.topic, payload: GPSDFeed.owntracksLocation(fix, trackerID: String(device.suffix(2))),
+                topic: republish.topic, payload: payloadBytes(GPSDFeed.update(fix, device: device).owntracksPayload()),
                 qos: .atMostOnce, retain: false)
         }
     }
@@ -161,21 +161,6 @@ final class GPSDFeed: Service, Sendable {
         LocationUpdate(
             device: device, lat: fix.lat, lon: fix.lon, time: fix.time, accuracy: fix.accuracy,
             speed: fix.speed, heading: fix.track, altitude: fix.altitude)
-    }
-
-    /// The OwnTracks `location` payload of `fix`: `lat`, `lon`, `tst` (whole seconds), and when
-    /// known `acc` (m), `alt` (m), `vel` (km/h) and `cog` (degrees), as whole numbers like the
-    /// OwnTracks apps send them; `tid` the tracker id.
-    static func owntracksLocation(_ fix: GPSFix, trackerID: String) -> [UInt8] {
-        var object: JSONObject = [
-            "_type": .string("location"), "tid": .string(trackerID), "lat": .number(fix.lat), "lon": .number(fix.lon),
-            "tst": .number(fix.time.rounded(.down)),
-        ]
-        if let accuracy = fix.accuracy { object["acc"] = .number(accuracy.rounded()) }
-        if let altitude = fix.altitude { object["alt"] = .number(altitude.rounded()) }
-        if let speed = fix.speed { object["vel"] = .number((speed * 3.6).rounded()) }
-        if let track = fix.track { object["cog"] = .number(track.rounded()) }
-        return payloadBytes(.object(object))
     }
 
     /// "2.5 days ahead of" / "40 s behind" for a skew in seconds.
