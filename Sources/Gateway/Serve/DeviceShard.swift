@@ -256,5 +256,5 @@ final class DeviceShard: Sendable {
 
 /// The compact UTF-8 JSON text of `value`.
 func payloadBytes(_ value: JSONValue) -> [UInt8] {
-    Array(value.serialized().utf8)
+    value.serializedBytes()
 }
