@@ -44,6 +44,7 @@ extension GatewayStore {
         do {
             let receipts = try commit(group.map(\.batch), on: connection)
             for (item, receipt) in zip(group, receipts) { item.continuation.resume(returning: receipt) }
+            checkpointer?.request()
             return
         } catch where group.count == 1 {
             statistics.failedBatches += 1
@@ -100,6 +101,9 @@ extension GatewayStore {
                 try connection.run("DELETE FROM device_state WHERE device = ?", [.text(change.device)])
             }
         }
+        // Events this batch journaled: only their rows are known to hold an outbox message's
+        // payload (a duplicate id keeps the journal's earlier version).
+        var journaledIDs: Set<String> = []
         for event in batch.events {
             let inserted = try connection.run("""
                 INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)
@@ -111,13 +115,16 @@ extension GatewayStore {
                 receipt.duplicateEventIDs.append(event.id)
             } else {
                 journaled += 1
+                journaledIDs.insert(event.id)
             }
         }
         var touched: Set<OutboxDestination> = []
         for message in batch.outbox {
+            // A journaled event's payload is stored once, in the journal (an empty blob here).
+            let stored = message.payloadInJournal && journaledIDs.contains(message.eventID) ? [] : message.payload
             try connection.run(
-                "INSERT INTO \(message.destination.table) (event_id, topic, payload, qos) VALUES (?, ?, ?, ?)",
-                [.text(message.eventID), .text(message.topic), .blob(message.payload), .integer(Int64(message.qos))])
+                message.destination.insertSQL,
+                [.text(message.eventID), .text(message.topic), .blob(stored), .integer(Int64(message.qos))])
             receipt.outboxSequences.append(connection.lastInsertRowID)
             counts[message.destination] += 1
             touched.insert(message.destination)
@@ -132,8 +139,7 @@ extension GatewayStore {
             receipt.dropped[destination] += dropped
         }
         for acknowledgement in batch.acknowledgements {
-            let removed = try connection.run("DELETE FROM \(acknowledgement.destination.table) WHERE seq = ?",
-                                             [.integer(acknowledgement.sequence)])
+            let removed = try connection.run(acknowledgement.destination.deleteSQL, [.integer(acknowledgement.sequence)])
             counts[acknowledgement.destination] -= removed
             receipt.acknowledged += removed
         }

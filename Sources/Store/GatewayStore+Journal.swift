@@ -43,13 +43,18 @@ extension GatewayStore {
         Int(try openConnection().scalarInt64("SELECT count(*) FROM journal") ?? 0)
     }
 
-    /// Deletes journal events emitted before `cutoff` (seconds since 1970); returns how many.
+    /// Deletes journal events emitted before `cutoff` (seconds since 1970), except those an
+    /// outbox still reads its payload from; returns how many.
     @discardableResult
     public func deleteEvents(emittedBefore cutoff: Double) throws -> Int {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
         return try connection.transaction {
-            try connection.run("DELETE FROM journal WHERE emitted_time < ?", [.real(cutoff)])
+            try connection.run("""
+                DELETE FROM journal WHERE emitted_time < ?
+                AND id NOT IN (SELECT event_id FROM outbox_local WHERE length(payload) = 0)
+                AND id NOT IN (SELECT event_id FROM outbox_remote WHERE length(payload) = 0)
+                """, [.real(cutoff)])
         }
     }
 

@@ -4,8 +4,13 @@ extension GatewayStore {
     /// Up to `limit` messages of `destination`'s outbox with a sequence above `sequence`, in
     /// order (pass the last sequence handed to the broker to get the next ones).
     public func outbox(_ destination: OutboxDestination, after sequence: Int64 = 0, limit: Int) throws -> [OutboxRow] {
+        // An empty payload is the journal's payload of the event (see OutboxMessage.payloadInJournal).
         try openConnection().query(
-            "SELECT seq, event_id, topic, payload, qos FROM \(destination.table) WHERE seq > ? ORDER BY seq LIMIT ?",
+            """
+            SELECT o.seq, o.event_id, o.topic, coalesce(j.payload, o.payload), o.qos FROM \(destination.table) o
+            LEFT JOIN journal j ON length(o.payload) = 0 AND j.id = o.event_id
+            WHERE o.seq > ? ORDER BY o.seq LIMIT ?
+            """,
             [.integer(sequence), .integer(Int64(max(limit, 0)))]
         ) { row in
             OutboxRow(sequence: row.int64(0),

@@ -41,6 +41,7 @@ public actor GatewayStore {
     struct Opened {
         var connection: SQLiteConnection
         var outboxCounts: OutboxCounts
+        var checkpointer: WALCheckpointer?
     }
 
     /// The database file.
@@ -48,10 +49,14 @@ public actor GatewayStore {
     public nonisolated let options: Options
     nonisolated let executor: StoreExecutor
     var connection: SQLiteConnection?
+    /// Checkpoints the WAL beside the writer (nil when read-only).
+    let checkpointer: WALCheckpointer?
     var pending: [PendingBatch] = []
     var commitScheduled = false
     /// Messages in each outbox, kept in step with every committed insert, drop and delete.
     var queued: OutboxCounts
+    /// WAL checkpoints run beside the writer since opening (0 when read-only).
+    public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
     /// Counters since opening.
     public internal(set) var statistics = StoreStatistics()
 
@@ -68,6 +73,7 @@ public actor GatewayStore {
         self.executor = executor
         self.connection = opened.connection
         self.queued = opened.outboxCounts
+        self.checkpointer = opened.checkpointer
     }
 
     private static func open(path: String, options: Options) throws -> Opened {
@@ -84,11 +90,17 @@ public actor GatewayStore {
         } else {
             try connection.migrate(migrations)
         }
+        var checkpointer: WALCheckpointer?
+        if !options.readOnly {
+            // Checkpoints run on their own connection; the writer's automatic one is a backstop.
+            try connection.execute("PRAGMA wal_autocheckpoint = \(WALCheckpointer.writerBackstopPages)")
+            checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
+        }
         var counts = OutboxCounts()
         for destination in OutboxDestination.allCases {
             counts[destination] = Int(try connection.scalarInt64("SELECT count(*) FROM \(destination.table)") ?? 0)
         }
-        return Opened(connection: connection, outboxCounts: counts)
+        return Opened(connection: connection, outboxCounts: counts, checkpointer: checkpointer)
     }
 
     /// The open connection, or ``StoreError/closed(path:)``.
@@ -102,6 +114,7 @@ public actor GatewayStore {
     public func close() {
         guard connection != nil else { return }
         commitPending()
+        checkpointer?.close()
         connection = nil
     }
 

@@ -9,4 +9,20 @@ public enum OutboxDestination: String, Sendable, CaseIterable, Hashable {
 
     /// The table holding this outbox.
     var table: String { "outbox_\(rawValue)" }
+
+    /// Appends one message; an empty payload stands for the journal's payload of `event_id`.
+    var insertSQL: String {
+        switch self {
+        case .local: "INSERT INTO outbox_local (event_id, topic, payload, qos) VALUES (?, ?, ?, ?)"
+        case .remote: "INSERT INTO outbox_remote (event_id, topic, payload, qos) VALUES (?, ?, ?, ?)"
+        }
+    }
+
+    /// Removes one acknowledged message by its sequence.
+    var deleteSQL: String {
+        switch self {
+        case .local: "DELETE FROM outbox_local WHERE seq = ?"
+        case .remote: "DELETE FROM outbox_remote WHERE seq = ?"
+        }
+    }
 }

@@ -9,12 +9,18 @@ public struct OutboxMessage: Sendable, Equatable {
     public var payload: [UInt8]
     /// MQTT QoS (0, 1 or 2).
     public var qos: Int
+    /// The payload is the journal's payload of the event `eventID`, committed in the same
+    /// batch: the outbox row then stores no copy of it and reads it from the journal (an
+    /// event's JSON is written to disk once, not once per table).
+    public var payloadInJournal: Bool
 
-    public init(destination: OutboxDestination, eventID: String, topic: String, payload: [UInt8], qos: Int) {
+    public init(destination: OutboxDestination, eventID: String, topic: String, payload: [UInt8], qos: Int,
+                payloadInJournal: Bool = false) {
         self.destination = destination
         self.eventID = eventID
         self.topic = topic
         self.payload = payload
         self.qos = qos
+        self.payloadInJournal = payloadInJournal
     }
 }

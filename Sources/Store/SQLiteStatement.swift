@@ -52,6 +52,8 @@ final class SQLiteStatement {
                     }
                 }
             }
+        case .blob(let bytes) where bytes.isEmpty:
+            code = sqlite3_bind_zeroblob(handle, index, 0)  // a pointer-less empty blob would bind NULL
         case .blob(let bytes):
             code = bytes.withUnsafeBytes { raw in
                 geotrigger_sqlite3_bind_blob_copy(handle, index, raw.baseAddress, Int32(raw.count))

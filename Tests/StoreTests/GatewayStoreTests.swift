@@ -110,6 +110,51 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func anEventsOutboxRowReadsItsPayloadFromTheJournalWhichRetentionKeeps() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("shared-payload.db"))
+        let now = 1_800_000_000.0
+        let old = testEvent("old", emitted: now - 40 * 86_400)
+        var shared = testMessage(.remote, "old")
+        shared.payload = Array(old.payload.utf8)
+        shared.payloadInJournal = true
+        var transition = testMessage(.local, "old-t")  // its own payload, kept in the outbox row
+        transition.payloadInJournal = true  // but no journal row "old-t": stored in full
+        _ = try await store.submit(StoreBatch(events: [old], outbox: [shared, transition]))
+        let stored = try await store.withConnection { c in
+            try c.query("SELECT length(payload) FROM outbox_remote UNION ALL SELECT length(payload) FROM outbox_local") { $0.int(0) }
+        }
+        #expect(stored == [0, transition.payload.count])
+        let remote = try await store.outbox(.remote, limit: 10)
+        #expect(remote.map(\.message.payload) == [shared.payload])
+        #expect(try await store.outbox(.local, limit: 10).map(\.message.payload) == [transition.payload])
+        // Retention keeps the event while the remote outbox still reads it, then deletes it.
+        #expect(try await store.applyRetention(days: 30, now: now) == 0)
+        try await store.acknowledge(.remote, sequences: remote.map(\.sequence))
+        #expect(try await store.applyRetention(days: 30, now: now) == 1)
+        await store.close()
+    }
+
+    @Test func theWALIsCheckpointedBesideTheWriter() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("checkpoint.db")
+        let store = try await GatewayStore(path: path)
+        func size(_ file: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
+        let before = size(path)
+        let events = (0..<200).map { testEvent("e\($0)", emitted: Double($0)) }
+        _ = try await store.submit(StoreBatch(events: events))
+        // The writer's own checkpoint would wait for thousands of pages: only the checkpointer
+        // copies these few pages into the database file.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !(store.checkpointCount >= 1 && size(path) > before), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(store.checkpointCount >= 1)
+        #expect(size(path) > before)
+        #expect(try await store.journalCount() == 200)
+        await store.close()
+    }
+
     @Test func aRepeatedEventIdIsJournaledOnce() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("duplicates.db"))

@@ -26,7 +26,8 @@ struct EventBuilder: Sendable {
             case .both: [.local, .remote]
             }
         for destination in destinations {
-            item.outbox.append(OutboxMessage(destination: destination, eventID: note.id, topic: topic, payload: payload, qos: qos))
+            item.outbox.append(OutboxMessage(
+                destination: destination, eventID: note.id, topic: topic, payload: payload, qos: qos, payloadInJournal: true))
         }
         if owntracksTransitions, owntracks, note.type != .dwell, note.delivery != .remote {
             item.outbox.append(OutboxMessage(

@@ -1,0 +1,65 @@
+import Dispatch
+import Synchronization
+
+/// Copies the write-ahead log back into the database file on its own connection and thread,
+/// so the group commit never waits for a checkpoint (SQLite's automatic checkpoint runs inside
+/// the commit that crosses `wal_autocheckpoint` pages and, with `synchronous=NORMAL`, is the
+/// only place that commit would sync the disk).
+///
+/// The store asks for a checkpoint after each commit; at most one runs at a time, and a new one
+/// starts no sooner than ``interval`` after the previous one started. Checkpoints are PASSIVE:
+/// they never wait for the writer, copy what they can, and leave the rest for the next one. The
+/// writer keeps a much larger automatic threshold as a backstop, should checkpoints fail.
+final class WALCheckpointer: Sendable {
+    private struct State {
+        var running = false
+        var lastStart: ContinuousClock.Instant?
+        var closed = false
+        var checkpoints = 0
+    }
+
+    /// Checkpoints start at most this often.
+    static let interval: Duration = .milliseconds(200)
+    /// `PRAGMA wal_autocheckpoint` on the writer: the backstop, in pages.
+    static let writerBackstopPages = 16_384
+
+    private let queue = DispatchQueue(label: "geotrigger.store.checkpoint", qos: .utility)
+    /// Used only on `queue`.
+    private nonisolated(unsafe) let connection: SQLiteConnection
+    private let state = Mutex(State())
+
+    init(path: String, synchronous: SQLiteConnection.Synchronous) throws(SQLiteError) {
+        connection = try SQLiteConnection(
+            path: path, options: SQLiteConnection.Options(readOnly: false, create: false, synchronous: synchronous))
+    }
+
+    /// Checkpoints that ran to the end (counting those that could not copy every frame).
+    var checkpoints: Int { state.withLock { $0.checkpoints } }
+
+    /// Starts a checkpoint unless one is running or the last started less than ``interval`` ago.
+    func request() {
+        let start: Bool = state.withLock { s in
+            let now = ContinuousClock.now
+            guard !s.closed, !s.running else { return false }
+            if let last = s.lastStart, now - last < WALCheckpointer.interval { return false }
+            s.running = true
+            s.lastStart = now
+            return true
+        }
+        guard start else { return }
+        queue.async { [self] in
+            // Failures (SQLITE_BUSY, I/O) leave the frames for the next checkpoint or the backstop.
+            _ = try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            state.withLock { s in
+                s.running = false
+                s.checkpoints += 1
+            }
+        }
+    }
+
+    /// Stops taking requests and waits for a running checkpoint to end.
+    func close() {
+        state.withLock { $0.closed = true }
+        queue.sync {}
+    }
+}
