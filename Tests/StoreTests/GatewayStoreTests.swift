@@ -155,6 +155,44 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func largeBatchesKeepOrderSequencesAndTheLastStateOfEachDevice() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("large.db"))
+        // 100 events (several multi-row statements) with one id repeated inside the batch.
+        var events = (0..<100).map { testEvent("e\($0)") }
+        events.insert(testEvent("e7", fix: 5), at: 50)
+        // Messages alternating in runs between the two outboxes.
+        let messages = (0..<90).map { testMessage($0 / 10 % 2 == 0 ? .local : .remote, "m\($0)") }
+        var batch = StoreBatch(events: events, outbox: messages)
+        batch.upsertState(device: "a", state: [1])
+        batch.upsertState(device: "b", state: [2])
+        batch.upsertState(device: "a", state: [3])
+        batch.deleteState(device: "b")
+        batch.deleteState(device: "c")
+        batch.upsertState(device: "c", state: [4])
+        for i in 0..<70 { batch.upsertState(device: "d\(i)", state: [UInt8(i)]) }
+        let receipt = try await store.submit(batch)
+        #expect(receipt.duplicateEventIDs == ["e7"])
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == (0..<100).map { "e\($0)" })
+        let states = try await store.deviceStates()
+        #expect(states["a"] == [3] && states["b"] == nil && states["c"] == [4] && states["d69"] == [69])
+        #expect(states.count == 72)
+        // Sequences are in batch order per outbox, and name the messages the outbox returns.
+        #expect(receipt.outboxSequences.count == 90)
+        for destination in OutboxDestination.allCases {
+            let expected = zip(messages, receipt.outboxSequences).filter { $0.0.destination == destination }
+            let rows = try await store.outbox(destination, limit: 100)
+            #expect(rows.map(\.sequence) == expected.map(\.1))
+            #expect(rows.map(\.message.eventID) == expected.map(\.0.eventID))
+        }
+        // Acknowledging a range with a gap removes exactly those rows.
+        let local = try await store.outbox(.local, limit: 100).map(\.sequence)
+        let acknowledged = Array(local[0..<10]) + Array(local[12..<20])
+        #expect(try await store.acknowledge(.local, sequences: acknowledged + [local[0]]) == 18)
+        #expect(try await store.outbox(.local, limit: 100).map(\.sequence) == Array(local[10..<12]) + Array(local[20...]))
+        await store.close()
+    }
+
     @Test func aRepeatedEventIdIsJournaledOnce() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("duplicates.db"))
