@@ -58,6 +58,9 @@ public enum FenceFolder {
         guard fd >= 0 else { throw FileError.fromErrno() }
         defer { close(fd) }
         var bytes: [UInt8] = []
+        // Sized once from the file's length: growing by doubling would briefly hold two copies.
+        var status = stat()
+        if fstat(fd, &status) == 0, status.st_size > 0 { bytes.reserveCapacity(Int(status.st_size)) }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
