@@ -30,6 +30,50 @@ public enum FenceLayerParser {
         return finish(root, collector: &collector, featuresStreamed: true)
     }
 
+    /// Reads `file` (a path for messages) through `reader` as the layer named `layer`, without
+    /// ever holding the whole text: the file is read in chunks and each feature is parsed,
+    /// turned into a fence and dropped. A file that is not plain well-formed JSON (or not of
+    /// the usual FeatureCollection shape) is then read whole and parsed as
+    /// ``parse(_:file:layer:)`` does, so every message is the same as for its bytes.
+    ///
+    /// `reader(offset, buffer)` reads up to `buffer.count` bytes at `offset` (0 at the end of
+    /// the file) or throws the error to report for the file (which this rethrows).
+    public static func parse(
+        file: String, layer: String,
+        reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
+    ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
+        try parse(file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, reader: reader)
+    }
+
+    /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
+    static func parse(
+        file: String, layer: String, chunkSize: Int,
+        reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
+    ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
+        var collector = FeatureCollector(file: file, layer: layer)
+        var stream = FenceFileStream(reader: reader, chunkSize: chunkSize)
+        if let root = try stream.read(element: { collector.add($0) }) {
+            return finish(root, collector: &collector, featuresStreamed: true)
+        }
+        // Not the plain shape: the whole text, for the exact messages.
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: FenceFileStream.defaultChunkSize)
+        while true {
+            let offset = bytes.count
+            let result: Result<Int, FenceError> = chunk.withUnsafeMutableBytes { buffer in
+                do throws(FenceError) {
+                    return .success(try reader(offset, buffer))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let n = try result.get()
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return parse(bytes, file: file, layer: layer)
+    }
+
     /// Builds the layer from an already parsed document.
     public static func parse(_ document: JSONDocument, file: String, layer: String) -> (layer: FenceLayer, errors: [FenceError]) {
         var collector = FeatureCollector(file: file, layer: layer)

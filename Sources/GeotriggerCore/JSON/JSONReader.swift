@@ -48,6 +48,18 @@ public enum JSONReader {
         return try result.get()
     }
 
+    /// Parses one JSON (RFC 8259) value that fills `bytes` exactly, cut out of a larger text
+    /// where it sits `depth` arrays or objects deep (so the nesting limit is the text's); nil if
+    /// it is not valid there. For readers that find the extent of a value themselves and, on
+    /// nil, parse the whole text for the located message.
+    static func parseFragment(_ bytes: UnsafeBufferPointer<UInt8>, depth: Int) -> JSONValue? {
+        // A byte order mark is allowed only at the start of the whole text.
+        guard let first = bytes.first, first != 0xEF else { return nil }
+        var parser = JSONParser(bytes: bytes, file: "", json5: false, recordsNodes: false)
+        parser.depth = depth
+        return try? parser.parseDocument()
+    }
+
     /// Parses the bytes of any collection (copied once into an array).
     public static func parse(_ bytes: some Collection<UInt8>, file: String, dialect: JSONDialect) throws(JSONSyntaxError) -> JSONDocument {
         try parse(Array(bytes), file: file, dialect: dialect)
