@@ -10,7 +10,7 @@ struct FenceFileStream {
     typealias Reader = (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
 
     /// Bytes read per call, by default.
-    static let defaultChunkSize = 1 << 18
+    static let defaultChunkSize = 1 << 16
 
     let reader: Reader
     /// Bytes read per call (small in tests, to cross chunk boundaries everywhere).
