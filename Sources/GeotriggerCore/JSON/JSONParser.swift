@@ -80,7 +80,7 @@ struct JSONParser {
         let firstPending = pending.count
         var entries: [(key: String, value: JSONValue)] = []
         var index: [String: Int] = [:]
-        /// Without nodes, the key offsets of `entries` (for the duplicate-key message).
+        // Without nodes, the key offsets of `entries` (for the duplicate-key message).
         var keyOffsets: [Int32] = []
         while true {
             try skipWhitespace()
