@@ -22,16 +22,28 @@ public enum FenceFolder {
         for name in names {
             let path = join(folder, name)
             let layerName = String(name.dropLast(".geojson".count))
-            let bytes: [UInt8]
-            do {
-                bytes = try readFile(path)
-            } catch {
-                errors.append(FenceError(file: path, message: "cannot read: \(error.message)"))
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                errors.append(FenceError(file: path, message: "cannot read: \(FileError.fromErrno().message)"))
                 continue
             }
-            let (layer, layerErrors) = FenceLayerParser.parse(bytes, file: path, layer: layerName)
-            layers.append(layer)
-            errors += layerErrors
+            defer { close(fd) }
+            // Read in chunks as the parser asks (it never holds the whole text of a valid file).
+            do {
+                let (layer, layerErrors) = try FenceLayerParser.parse(file: path, layer: layerName) { offset, buffer throws(FenceError) in
+                    while true {
+                        let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+                        if n >= 0 { return n }
+                        if errno != EINTR {
+                            throw FenceError(file: path, message: "cannot read: \(FileError.fromErrno().message)")
+                        }
+                    }
+                }
+                layers.append(layer)
+                errors += layerErrors
+            } catch {
+                errors.append(error)
+            }
         }
         return (layers, errors)
     }
@@ -50,25 +62,6 @@ public enum FenceFolder {
             }
         }
         return names.sorted()
-    }
-
-    /// The whole content of the file at `path`.
-    static func readFile(_ path: String) throws(FileError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError.fromErrno() }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError.fromErrno()
-            }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return bytes
     }
 
     /// `folder/name`, without doubling a slash.

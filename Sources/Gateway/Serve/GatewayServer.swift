@@ -153,6 +153,7 @@ enum GatewayServer {
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
                 await runtimeFences.reload(fresh)
+                GatewaySetup.releaseFreedMemory()  // the previous fences, now dropped
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fences.count })"])
             } catch let error as GatewaySetup.Failure {

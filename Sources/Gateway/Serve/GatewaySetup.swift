@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import GeotriggerCore
 
 /// What `serve`, `check`, `locate` and `replay` build before they work: the config, the fence
@@ -48,6 +51,7 @@ struct GatewaySetup: Sendable {
                 }
             }
             guard problems.isEmpty else { throw Failure(problems: problems) }
+            releaseFreedMemory()
             return GatewaySetup(config: config, layers: layers, snapshot: snapshot, runtimeLayers: runtimeLayers)
         } catch let error as TriggerError {
             problems += error.issues.map { describe($0, config: config) }
@@ -55,6 +59,21 @@ struct GatewaySetup: Sendable {
         } catch {
             throw error as! Failure
         }
+    }
+
+    /// Gives the heap freed since start (or since the last call) back to the system. Loading
+    /// fences frees much more than it keeps (the file's text, its features' values) and glibc
+    /// keeps freed memory for reuse, so without this a gateway idles with its peak. Called at
+    /// the end of ``load(configFile:fencesOverride:)`` and after a SIGHUP reload is adopted.
+    ///
+    /// `malloc_trim` is declared in `<malloc.h>`, which the Glibc module does not include: it is
+    /// looked up by name (and absent on a C library without it, where this does nothing).
+    static func releaseFreedMemory() {
+        #if canImport(Glibc)
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        #endif
     }
 
     /// The string entries of the triggers' `fences` arrays that name no file layer, sorted.

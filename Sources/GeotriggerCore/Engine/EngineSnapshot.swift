@@ -82,8 +82,9 @@ public final class EngineSnapshot: Sendable {
 
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
-    /// `reusing`: a previous snapshot whose prepared fences are taken over where the fence is
-    /// unchanged (runtime fence changes rebuild only what changed).
+    /// Fences the parser prepared (``FenceLayer/prepared``) are taken as they are. `reusing`: a
+    /// previous snapshot whose prepared fences are taken over where the fence is unchanged
+    /// (runtime fence changes rebuild only what changed).
     public convenience init(layers: [FenceLayer], configTriggers: JSONValue?, reusing previous: EngineSnapshot? = nil) throws(TriggerError) {
         let (triggers, issues) = Trigger.parseCollecting(configTriggers, layers: layers)
         do {
@@ -114,7 +115,7 @@ public final class EngineSnapshot: Sendable {
         var fenceLayerIndex: [Int] = []
         var fenceNumbers: [FenceKey: Int32] = [:]
         for (layerIndex, layer) in layers.enumerated() {
-            for fence in layer.fences {
+            for (fenceIndex, fence) in layer.fences.enumerated() {
                 let key = FenceKey(layer: layer.name, id: fence.id)
                 let subject = (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.label
                 let origin = TriggerIssue.Origin.layer(name: layer.name, file: layer.file)
@@ -127,8 +128,11 @@ public final class EngineSnapshot: Sendable {
                     continue
                 }
                 do throws(GeometryError) {
+                    // Prepared once: by the parser (the layer carries it), else by a previous snapshot.
                     let p: PreparedFence
-                    if let previous, let old = previous.fence(layer: layer.name, id: fence.id), old.fence == fence {
+                    if let parsed = layer.preparedFence(at: fenceIndex) {
+                        p = parsed
+                    } else if let previous, let old = previous.fence(layer: layer.name, id: fence.id), old.fence == fence {
                         p = old
                     } else {
                         p = try PreparedFence(fence)

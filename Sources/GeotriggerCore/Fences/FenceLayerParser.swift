@@ -1,36 +1,101 @@
 /// Reads one fence layer file (a GeoJSON FeatureCollection, RFC 7946) into a ``FenceLayer``,
 /// collecting every defect of the file rather than stopping at the first.
 ///
-/// The layer returned holds the features that are entirely valid; a caller that needs the whole
-/// file (the gateway at start or on SIGHUP) treats any error as fatal for the file.
+/// The layer returned holds the features that are entirely valid, each already prepared
+/// (``FenceLayer/prepared``, so the engine does not prepare it again); a caller that needs the
+/// whole file (the gateway at start or on SIGHUP) treats any error as fatal for the file.
 public enum FenceLayerParser {
     /// At most this many coordinate errors are listed per feature; the rest are counted.
     static let coordinateErrorsShown = 5
 
     /// Parses the bytes of `file` (a path for messages) as the layer named `layer`.
+    ///
+    /// The `features` array is read one feature at a time: each is parsed, turned into a fence
+    /// and dropped, so memory holds the text, the fences so far and one feature's values, never
+    /// the whole file as values. Keeps no value locations (fence defects name the feature, and
+    /// syntax errors carry their own line and column).
     public static func parse(_ bytes: [UInt8], file: String, layer: String) -> (layer: FenceLayer, errors: [FenceError]) {
-        let document: JSONDocument
+        var collector = FeatureCollector(file: file, layer: layer)
+        let root: JSONValue
         do {
-            document = try JSONReader.parse(bytes, file: file, dialect: .json)
+            root = try JSONReader.parseValue(bytes, file: file, dialect: .json, streaming: "features") {
+                collector.add($0)
+            }
         } catch {
             return (
                 FenceLayer(name: layer, file: file, fences: []),
                 [FenceError(file: file, location: error.location, message: error.message)]
             )
         }
-        return parse(document, file: file, layer: layer)
+        return finish(root, collector: &collector, featuresStreamed: true)
+    }
+
+    /// Reads `file` (a path for messages) through `reader` as the layer named `layer`, without
+    /// ever holding the whole text: the file is read in chunks and each feature is parsed,
+    /// turned into a fence and dropped. A file that is not plain well-formed JSON (or not of
+    /// the usual FeatureCollection shape) is then read whole and parsed as
+    /// ``parse(_:file:layer:)`` does, so every message is the same as for its bytes.
+    ///
+    /// `reader(offset, buffer)` reads up to `buffer.count` bytes at `offset` (0 at the end of
+    /// the file) or throws the error to report for the file (which this rethrows).
+    public static func parse(
+        file: String, layer: String,
+        reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
+    ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
+        try parse(file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, reader: reader)
+    }
+
+    /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
+    static func parse(
+        file: String, layer: String, chunkSize: Int,
+        reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
+    ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
+        var collector = FeatureCollector(file: file, layer: layer)
+        var stream = FenceFileStream(reader: reader, chunkSize: chunkSize)
+        if let root = try stream.read(element: { collector.add($0) }) {
+            return finish(root, collector: &collector, featuresStreamed: true)
+        }
+        // Not the plain shape: the whole text, for the exact messages.
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: FenceFileStream.defaultChunkSize)
+        while true {
+            let offset = bytes.count
+            let result: Result<Int, FenceError> = chunk.withUnsafeMutableBytes { buffer in
+                do throws(FenceError) {
+                    return .success(try reader(offset, buffer))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let n = try result.get()
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return parse(bytes, file: file, layer: layer)
     }
 
     /// Builds the layer from an already parsed document.
     public static func parse(_ document: JSONDocument, file: String, layer: String) -> (layer: FenceLayer, errors: [FenceError]) {
-        var result = FenceLayer(name: layer, file: file, fences: [])
+        var collector = FeatureCollector(file: file, layer: layer)
+        return finish(document.value, collector: &collector, featuresStreamed: false)
+    }
+
+    /// Checks the FeatureCollection around the features and assembles the layer and its errors
+    /// (collection errors, then the features' in file order). `featuresStreamed`: the features
+    /// already went through `collector` while the text was read (the root's `features` is then
+    /// an empty placeholder array); else they are read here from the root.
+    static func finish(
+        _ value: JSONValue, collector: inout FeatureCollector, featuresStreamed: Bool
+    ) -> (layer: FenceLayer, errors: [FenceError]) {
+        let file = collector.file
+        var result = FenceLayer(name: collector.layer, file: file, fences: [])
         var errors: [FenceError] = []
         func fail(_ message: String) -> (layer: FenceLayer, errors: [FenceError]) {
             errors.append(FenceError(file: file, message: message))
             return (result, errors)
         }
-        guard case .object(let root) = document.value else {
-            return fail("expected a GeoJSON FeatureCollection object, found \(document.value.typeName)")
+        guard case .object(let root) = value else {
+            return fail("expected a GeoJSON FeatureCollection object, found \(value.typeName)")
         }
         switch root["type"] {
         case .string("FeatureCollection"): break
@@ -48,30 +113,11 @@ public enum FenceLayerParser {
         guard case .array(let features) = featuresValue else {
             return fail("\"features\" must be an array, found \(featuresValue.typeName)")
         }
-
-        var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
-        for (index, value) in features.enumerated() {
-            var reader = FeatureReader(file: file, layer: layer, index: index)
-            let fence = reader.read(value)
-            if let id = reader.id {
-                if let first = firstFeatureWithID[id] {
-                    var other = "feature \(first.index)"
-                    if let name = first.name { other += " (\"\(name)\")" }
-                    reader.error("duplicate fence id \"\(id)\" (\(other) has it too)")
-                } else {
-                    firstFeatureWithID[id] = (index, reader.name)
-                }
-            }
-            if let fence, reader.errors.isEmpty {
-                do {
-                    _ = try PreparedFence(fence)
-                    result.fences.append(fence)
-                } catch {
-                    reader.error(error.message)
-                }
-            }
-            errors += reader.errors
+        if !featuresStreamed {
+            for feature in features { collector.add(feature) }
         }
-        return (result, errors)
+        result.fences = collector.fences
+        result.prepared = collector.prepared
+        return (result, errors + collector.errors)
     }
 }

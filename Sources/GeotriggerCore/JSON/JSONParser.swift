@@ -1,9 +1,17 @@
 /// The recursive-descent parser behind ``JSONReader``: one pass over the bytes, recording one
-/// ``JSONDocument/Node`` (byte offsets only) per value.
+/// ``JSONDocument/Node`` (byte offsets only) per value when a document is wanted.
 struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     let file: String
     let json5: Bool
+    /// False when only the value is wanted: no nodes or children are recorded.
+    let recordsNodes: Bool
+    /// A member of the top-level object whose array value is not kept: each element is handed
+    /// to ``streamedElement`` as soon as it is read (so a large array never exists as a whole).
+    var streamedMember: String?
+    var streamedElement: ((JSONValue) -> Void)?
+    /// Set just before the streamed member's value is parsed; read (and cleared) by `parseValue`.
+    var streamNext = false
     var position = 0
     var depth = 0
     var nodes: [JSONDocument.Node] = []
@@ -11,11 +19,12 @@ struct JSONParser {
     /// Children of the containers being parsed, moved to `children` when each one closes.
     var pending: [Int32] = []
 
-    init(bytes: UnsafeBufferPointer<UInt8>, file: String, json5: Bool) {
+    init(bytes: UnsafeBufferPointer<UInt8>, file: String, json5: Bool, recordsNodes: Bool = true) {
         self.bytes = bytes
         self.file = file
         self.json5 = json5
-        nodes.reserveCapacity(min(bytes.count / 8, 1 << 20))
+        self.recordsNodes = recordsNodes
+        if recordsNodes { nodes.reserveCapacity(min(bytes.count / 8, 1 << 20)) }
     }
 
     // MARK: Document and values
@@ -33,14 +42,18 @@ struct JSONParser {
 
     /// Parses the value at the next non-blank position and records its node.
     mutating func parseValue(keyOffset: Int32) throws(JSONSyntaxError) -> JSONValue {
+        let streaming = streamNext
+        streamNext = false
         try skipWhitespace()
         guard position < bytes.count else { throw error("unexpected end of input, expected a value") }
         let start = position
         let node = nodes.count
-        nodes.append(JSONDocument.Node(offset: Int32(start), keyOffset: keyOffset, firstChild: 0, childCount: 0))
+        if recordsNodes {
+            nodes.append(JSONDocument.Node(offset: Int32(start), keyOffset: keyOffset, firstChild: 0, childCount: 0))
+        }
         switch bytes[start] {
         case UInt8(ascii: "{"): return try parseObject(node: node)
-        case UInt8(ascii: "["): return try parseArray(node: node)
+        case UInt8(ascii: "["): return try parseArray(node: node, streaming: streaming)
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "'"):
             guard json5 else { throw error("single-quoted strings are not allowed in JSON (only in JSON5)") }
@@ -67,6 +80,8 @@ struct JSONParser {
         let firstPending = pending.count
         var entries: [(key: String, value: JSONValue)] = []
         var index: [String: Int] = [:]
+        // Without nodes, the key offsets of `entries` (for the duplicate-key message).
+        var keyOffsets: [Int32] = []
         while true {
             try skipWhitespace()
             guard position < bytes.count else { throw unclosed("object", at: open) }
@@ -86,7 +101,8 @@ struct JSONParser {
                 firstIndex = index[key]
             }
             if let firstIndex {
-                let first = Int(nodes[Int(pending[firstPending + firstIndex])].keyOffset)
+                let first =
+                    recordsNodes ? Int(nodes[Int(pending[firstPending + firstIndex])].keyOffset) : Int(keyOffsets[firstIndex])
                 var quoted = ""
                 JSONValue.writeString(key, to: &quoted)
                 throw error(
@@ -99,10 +115,11 @@ struct JSONParser {
             }
             position += 1
             let valueNode = nodes.count
+            streamNext = depth == 1 && streamedMember == key
             let value = try parseValue(keyOffset: Int32(keyOffset))
             if !index.isEmpty { index[key] = entries.count }
             entries.append((key: key, value: value))
-            pending.append(Int32(valueNode))
+            if recordsNodes { pending.append(Int32(valueNode)) } else { keyOffsets.append(Int32(keyOffset)) }
             try skipWhitespace()
             guard position < bytes.count else { throw unclosed("object", at: open) }
             switch bytes[position] {
@@ -130,7 +147,9 @@ struct JSONParser {
         return .object(JSONObject(uniqueEntries: entries))
     }
 
-    mutating func parseArray(node: Int) throws(JSONSyntaxError) -> JSONValue {
+    /// Parses an array; `streaming`: its elements go to ``streamedElement`` and the value
+    /// returned is an empty array.
+    mutating func parseArray(node: Int, streaming: Bool = false) throws(JSONSyntaxError) -> JSONValue {
         let open = position
         try enterContainer()
         position += 1
@@ -145,8 +164,9 @@ struct JSONParser {
         while true {
             try skipWhitespace()
             guard position < bytes.count else { throw unclosed("array", at: open) }
-            pending.append(Int32(nodes.count))
-            elements.append(try parseValue(keyOffset: -1))
+            if recordsNodes { pending.append(Int32(nodes.count)) }
+            let element = try parseValue(keyOffset: -1)
+            if streaming { streamedElement?(element) } else { elements.append(element) }
             try skipWhitespace()
             guard position < bytes.count else { throw unclosed("array", at: open) }
             switch bytes[position] {
@@ -179,6 +199,7 @@ struct JSONParser {
 
     mutating func closeContainer(node: Int, firstPending: Int) {
         depth -= 1
+        guard recordsNodes else { return }
         nodes[node].firstChild = Int32(children.count)
         nodes[node].childCount = Int32(pending.count - firstPending)
         children.append(contentsOf: pending[firstPending...])
