@@ -44,21 +44,35 @@ import Glibc
 
     // MARK: Brute force
 
-    /// Even-odd per polygon over every edge, with the documented half-open rule, in unwrapped lon/lat.
-    static func bruteContains(_ fence: PreparedFence, _ p: Coordinate) -> Bool {
-        guard case .polygons(let polygons) = fence.fence.geometry else { return false }
-        let x = PreparedFence.unwrap(p.lon, westLimit: fence.westLimit), y = p.lat
-        for polygon in polygons {
-            var odd = false
+    /// Every polygon's ring edges as plain numbers (debug builds are slow with SIMD types):
+    /// (x0, y0, x1, y1) per edge in unwrapped lon/lat, one list per polygon.
+    static func polygonEdges(_ fence: PreparedFence) -> [[Double]] {
+        guard case .polygons(let polygons) = fence.fence.geometry else { return [] }
+        return polygons.map { polygon in
+            var edges: [Double] = []
             for ring in [polygon.exterior] + polygon.holes {
                 for (c, d) in zip(ring, ring.dropFirst()) {
-                    let a = SIMD2(PreparedFence.unwrap(c.lon, westLimit: fence.westLimit), c.lat)
-                    let b = SIMD2(PreparedFence.unwrap(d.lon, westLimit: fence.westLimit), d.lat)
-                    guard a.y != b.y else { continue }
-                    let (lower, upper) = a.y < b.y ? (a, b) : (b, a)
-                    let slope = (upper.x - lower.x) / (upper.y - lower.y)
-                    if y >= lower.y, y < upper.y, x < lower.x + (y - lower.y) * slope { odd.toggle() }
+                    edges += [
+                        PreparedFence.unwrap(c.lon, westLimit: fence.westLimit), c.lat,
+                        PreparedFence.unwrap(d.lon, westLimit: fence.westLimit), d.lat,
+                    ]
                 }
+            }
+            return edges
+        }
+    }
+
+    /// Even-odd per polygon over every edge, with the documented half-open rule, in unwrapped lon/lat.
+    static func bruteContains(_ fence: PreparedFence, _ polygons: [[Double]], _ p: Coordinate) -> Bool {
+        let x = PreparedFence.unwrap(p.lon, westLimit: fence.westLimit), y = p.lat
+        for e in polygons {
+            var odd = false
+            for k in stride(from: 0, to: e.count, by: 4) {
+                let (ax, ay, bx, by) = (e[k], e[k + 1], e[k + 2], e[k + 3])
+                guard ay != by else { continue }
+                let (lowX, lowY, highX, highY) = ay < by ? (ax, ay, bx, by) : (bx, by, ax, ay)
+                let slope = (highX - lowX) / (highY - lowY)
+                if y >= lowY, y < highY, x < lowX + (y - lowY) * slope { odd.toggle() }
             }
             if odd { return true }
         }
@@ -102,15 +116,19 @@ import Glibc
         return segments
     }
 
-    /// The smallest squared distance from `p` to the segments, by the textbook clamped projection.
-    static func bruteChordSquared(_ p: SIMD3<Double>, _ segments: [(SIMD3<Double>, SIMD3<Double>)]) -> Double {
+    /// The smallest squared distance from `p` to the segments (flattened as six numbers each),
+    /// by the textbook clamped projection.
+    static func bruteChordSquared(_ p: SIMD3<Double>, _ segments: [Double]) -> Double {
         var best = Double.infinity
-        for (a, b) in segments {
-            let d = b - a, w = p - a
-            let l2 = (d * d).sum()
-            let t = l2 > 0 ? Swift.min(1, Swift.max(0, (w * d).sum() / l2)) : 0
-            let v = w - t * d
-            best = Swift.min(best, (v * v).sum())
+        let (px, py, pz) = (p.x, p.y, p.z)
+        for k in stride(from: 0, to: segments.count, by: 6) {
+            let (ax, ay, az) = (segments[k], segments[k + 1], segments[k + 2])
+            let (dx, dy, dz) = (segments[k + 3] - ax, segments[k + 4] - ay, segments[k + 5] - az)
+            let (wx, wy, wz) = (px - ax, py - ay, pz - az)
+            let l2 = dx * dx + dy * dy + dz * dz
+            let t = l2 > 0 ? Swift.min(1, Swift.max(0, (wx * dx + wy * dy + wz * dz) / l2)) : 0
+            let (vx, vy, vz) = (wx - t * dx, wy - t * dy, wz - t * dz)
+            best = Swift.min(best, vx * vx + vy * vy + vz * vz)
         }
         return best
     }
@@ -119,7 +137,7 @@ import Glibc
 
     /// Random points over the fence's box (grown by a fifth), points near every vertex and points
     /// on every vertex's latitude; longitudes back in -180...180.
-    static func points(_ fence: PreparedFence, random: inout Random, count: Int) -> [Coordinate] {
+    static func points(_ fence: PreparedFence, random: inout Random, count: Int, vertexStride: Int) -> [Coordinate] {
         let b = fence.bounds
         let growLat = (b.maxLat - b.minLat) * 0.2 + 1e-6, growLon = (b.maxLon - b.minLon) * 0.2 + 1e-6
         func wrap(_ lon: Double) -> Double { lon > 180 ? lon - 360 : lon < -180 ? lon + 360 : lon }
@@ -132,7 +150,7 @@ import Glibc
         }
         let vertices = PreparedFence.paths(of: fence.fence.geometry).joined()
         let near = (b.maxLat - b.minLat) * 0.01 + 1e-5
-        for v in vertices {
+        for (k, v) in vertices.enumerated() where k % vertexStride == 0 {
             result.append(v)
             result.append(Coordinate(lat: v.lat + random.within(-near, near), lon: wrap(v.lon + random.within(-near, near))))
             result.append(Coordinate(lat: v.lat, lon: wrap(random.within(b.minLon - growLon, b.maxLon + growLon))))
@@ -143,12 +161,15 @@ import Glibc
     /// Checks containment (exactly) and nearest chords (within `tolerance` metres, the 32-bit
     /// storage of the points) against brute force; returns how many points were inside.
     @discardableResult
-    static func check(_ fence: PreparedFence, seed: UInt64, count: Int = 1500, tolerance: Double = 0.003) -> Int {
+    static func check(
+        _ fence: PreparedFence, seed: UInt64, count: Int = 1500, vertexStride: Int = 1, tolerance: Double = 0.003
+    ) -> Int {
         var random = Random(state: seed)
-        let segments = bruteSegments(fence)
+        let segments = bruteSegments(fence).flatMap { [$0.0.x, $0.0.y, $0.0.z, $0.1.x, $0.1.y, $0.1.z] }
+        let polygons = polygonEdges(fence)
         var inside = 0, wrongInside = 0, wrongDistance = 0, wrongBounded = 0
-        for p in points(fence, random: &random, count: count) {
-            let expectedInside = bruteContains(fence, p)
+        for p in points(fence, random: &random, count: count, vertexStride: vertexStride) {
+            let expectedInside = bruteContains(fence, polygons, p)
             if expectedInside { inside += 1 }
             if fence.contains(p) != expectedInside {
                 wrongInside += 1
@@ -213,8 +234,33 @@ import Glibc
             Fence(id: "many", layer: "test", geometry: .polygons([Polygon(exterior: outer, holes: [hole])])))
         #expect(fence.locator.owners.isEmpty)
         #expect(fence.locator.bands.count > 100)
+        guard case .narrow = fence.locator.bands.edges.storage, case .narrow = fence.grid.cellItems.storage else {
+            Issue.record("expected 16-bit index lists")
+            return
+        }
         let inside = Self.check(fence, seed: 12, count: 3000)
         #expect(inside > 300)
+    }
+
+    @Test func moreThan65536Vertices() throws {
+        // Indices no longer fit in 16 bits: bands and grid cells switch to 32-bit lists.
+        var random = Random(state: 4)
+        // A wavy ring (a spiky one would cut its long edges into many pieces: slow in debug builds).
+        let count = 70_000
+        var outer: [Coordinate] = []
+        for k in 0..<count {
+            let angle = Double(k) / Double(count) * 2 * .pi
+            let r = 0.05 * (1 + 0.2 * sin(9 * angle) + random.within(-1e-5, 1e-5))
+            outer.append(Coordinate(lat: 60.17 + r * sin(angle), lon: 24.94 + 2 * r * cos(angle)))
+        }
+        outer.append(outer[0])
+        let fence = try PreparedFence(Fence(id: "huge", layer: "test", geometry: .polygons([Polygon(exterior: outer)])))
+        guard case .wide = fence.locator.bands.edges.storage, case .wide = fence.grid.cellItems.storage else {
+            Issue.record("expected 32-bit index lists")
+            return
+        }
+        let inside = Self.check(fence, seed: 19, count: 100, vertexStride: 2000)
+        #expect(inside > 15)
     }
 
     @Test func fiftyKilometresAcross() throws {

@@ -16,9 +16,10 @@ import Musl
 ///   since an edge outside the band cannot straddle the point's latitude).
 ///
 /// Memory: every vertex is kept once, in ring order (`vertices`); an edge is named by the index
-/// of its first vertex, so a band lists 4-byte indices rather than copies of its edges, and the
-/// crossing arithmetic is done at query time from the two vertices, exactly as it was written
-/// when edges were copied (so the answers are bit for bit the same).
+/// of its first vertex, so a band lists 2-byte indices (4 bytes beyond 65,536) rather than
+/// copies of its edges, and cells take 2 bits each. The crossing arithmetic is done at query
+/// time from the two vertices, exactly as it was written when bands held copies of the edges
+/// (so the answers are bit for bit the same).
 struct PolygonLocator: Sendable {
     /// Edges grouped by latitude band.
     struct Bands: Sendable {
@@ -26,9 +27,9 @@ struct PolygonLocator: Sendable {
         let count: Int
         let scale: Double
         /// Band `k` lists `edges[start[k] ..< start[k + 1]]`.
-        let start: [Int32]
+        let start: CompactIndices
         /// Index (into the locator's vertices) of each listed edge's first vertex.
-        let edges: [Int32]
+        let edges: CompactIndices
 
         /// Bands over `edges` (first-vertex indices of the non-horizontal edges of `vertices`).
         init(_ edges: [Int32], vertices: [SIMD2<Double>], minY: Double, height: Double) {
@@ -42,21 +43,21 @@ struct PolygonLocator: Sendable {
                 let a = vertices[Int(e)].y, b = vertices[Int(e) + 1].y
                 return band(Swift.min(a, b))...band(Swift.max(a, b))
             }
-            var counts = [Int32](repeating: 0, count: bands + 1)
+            var counts = [Int](repeating: 0, count: bands + 1)
             for e in edges {
                 for k in range(e) { counts[k + 1] += 1 }
             }
             for k in 0..<bands { counts[k + 1] += counts[k] }
             var fill = counts
-            var placed = [Int32](repeating: 0, count: Int(counts[bands]))
+            var placed = [Int](repeating: 0, count: counts[bands])
             for e in edges {
                 for k in range(e) {
-                    placed[Int(fill[k])] = e
+                    placed[fill[k]] = Int(e)
                     fill[k] += 1
                 }
             }
-            start = counts
-            self.edges = placed
+            start = CompactIndices(counts)
+            self.edges = CompactIndices(placed)
         }
 
         /// The band holding latitude `y` (clamped to the bands).
@@ -161,7 +162,7 @@ struct PolygonLocator: Sendable {
 
     /// Approximate bytes held by the arrays.
     var byteCount: Int {
-        cells.count + (bands.start.count + bands.edges.count) * 4
+        cells.count + bands.start.byteCount + bands.edges.byteCount
             + vertices.count * MemoryLayout<SIMD2<Double>>.stride + owners.count
     }
 
@@ -193,18 +194,29 @@ struct PolygonLocator: Sendable {
         x: Double, y: Double, bands: Bands, vertices: [SIMD2<Double>], owners: [UInt8]
     ) -> Bool {
         let band = bands.band(y)
+        let listed = bands.start[band]..<bands.start[band + 1]
+        switch bands.edges.storage {
+        case .narrow(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
+        case .wide(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
+        }
+    }
+
+    /// The crossing parities (one bit per polygon) of `edges[listed]`.
+    @inline(__always)
+    static func parity<Index: FixedWidthInteger>(
+        _ edges: [Index], _ listed: Range<Int>, x: Double, y: Double, vertices: [SIMD2<Double>], owners: [UInt8]
+    ) -> UInt64 {
         var parity: UInt64 = 0
-        let first = Int(bands.start[band]), end = Int(bands.start[band + 1])
         vertices.withUnsafeBufferPointer { vertices in
-            bands.edges.withUnsafeBufferPointer { edges in
+            edges.withUnsafeBufferPointer { edges in
                 if owners.isEmpty {
-                    for i in first..<end {
+                    for i in listed {
                         let k = Int(edges[i])
                         if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { parity ^= 1 }
                     }
                 } else {
                     owners.withUnsafeBufferPointer { owners in
-                        for i in first..<end {
+                        for i in listed {
                             let k = Int(edges[i])
                             if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) {
                                 parity ^= 1 << UInt64(owners[k])
@@ -214,7 +226,7 @@ struct PolygonLocator: Sendable {
                 }
             }
         }
-        return parity != 0
+        return parity
     }
 
     /// True if the ray from (x, y) towards larger x crosses the (non-horizontal) edge a-b.

@@ -32,9 +32,9 @@ struct SegmentGrid: Sendable {
     let cellSize: Double
     let columns: Int, rows: Int
     /// Cell `c` lists `cellItems[cellStart[c] ..< cellStart[c + 1]]`.
-    let cellStart: [Int32]
+    let cellStart: CompactIndices
     /// First-point indices of the segments listed in each cell.
-    let cellItems: [Int32]
+    let cellItems: CompactIndices
 
     /// The segments joining consecutive points of every path (local-frame positions). A path of
     /// one point stands for that point: a segment of length zero.
@@ -50,14 +50,14 @@ struct SegmentGrid: Sendable {
         self.origin = origin
         var points: [Point] = []
         points.reserveCapacity(paths.reduce(0) { $0 + Swift.max(2, $1.count) })
-        var starts: [Int32] = []
+        var starts: [Int] = []
         for path in paths where !path.isEmpty {
             let first = points.count
             for p in path.count == 1 ? [path[0], path[0]] : path {
                 let d = p - origin
                 points.append(Point(x: Float(d.x), y: Float(d.y), z: Float(d.z)))
             }
-            starts.append(contentsOf: (first..<(points.count - 1)).lazy.map { Int32($0) })
+            starts.append(contentsOf: first..<(points.count - 1))
         }
         self.points = points
 
@@ -84,38 +84,48 @@ struct SegmentGrid: Sendable {
         rows = rowCount
         func column(_ e: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((e - low.x) / size))) }
         func row(_ n: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((n - low.y) / size))) }
-        func forEachCell(_ k: Int32, _ body: (Int) -> Void) {
-            let a = points[Int(k)], b = points[Int(k) + 1]
+        func forEachCell(_ k: Int, _ body: (Int) -> Void) {
+            let a = points[k], b = points[k + 1]
             let ax = Double(a.x), ay = Double(a.y), bx = Double(b.x), by = Double(b.y)
             for r in row(Swift.min(ay, by))...row(Swift.max(ay, by)) {
                 for c in column(Swift.min(ax, bx))...column(Swift.max(ax, bx)) { body(r * cols + c) }
             }
         }
-        var counts = [Int32](repeating: 0, count: cols * rowCount + 1)
+        var counts = [Int](repeating: 0, count: cols * rowCount + 1)
         for k in starts { forEachCell(k) { counts[$0 + 1] += 1 } }
         for k in 0..<(cols * rowCount) { counts[k + 1] += counts[k] }
         var fill = counts
-        var items = [Int32](repeating: 0, count: Int(counts[cols * rowCount]))
+        var items = [Int](repeating: 0, count: counts[cols * rowCount])
         for k in starts {
             forEachCell(k) { cell in
-                items[Int(fill[cell])] = k
+                items[fill[cell]] = k
                 fill[cell] += 1
             }
         }
-        cellStart = counts
-        cellItems = items
+        cellStart = CompactIndices(counts)
+        cellItems = CompactIndices(items)
     }
 
     /// Approximate bytes held by the arrays.
     var byteCount: Int {
-        points.count * MemoryLayout<Point>.stride + (cellStart.count + cellItems.count) * 4
+        points.count * MemoryLayout<Point>.stride + cellStart.byteCount + cellItems.byteCount
     }
 
     /// The smallest squared chord from `p` (a local-frame position) to a segment, if some chord
     /// is at most `limitSquared`^0.5; nil if every segment is farther than that.
     func nearestChordSquared(to position: SIMD3<Double>, limitSquared: Double) -> Double? {
         guard !points.isEmpty else { return nil }
-        let p = position - origin
+        switch cellItems.storage {
+        case .narrow(let items): return nearestChordSquared(to: position - origin, limitSquared: limitSquared, items: items)
+        case .wide(let items): return nearestChordSquared(to: position - origin, limitSquared: limitSquared, items: items)
+        }
+    }
+
+    /// The search, for `p` relative to ``origin``, with the cells' items in their stored width.
+    @inline(__always)
+    func nearestChordSquared<Index: FixedWidthInteger>(
+        to p: SIMD3<Double>, limitSquared: Double, items: [Index]
+    ) -> Double? {
         let fx = Swift.min(Swift.max((p.x - minE) / cellSize, -1e9), 1e9)
         let fy = Swift.min(Swift.max((p.y - minN) / cellSize, -1e9), 1e9)
         let ux = Int(fx.rounded(.down)), uy = Int(fy.rounded(.down))
@@ -127,47 +137,45 @@ struct SegmentGrid: Sendable {
         var best = limitSquared
         var found = false
         points.withUnsafeBufferPointer { points in
-            cellItems.withUnsafeBufferPointer { items in
-                cellStart.withUnsafeBufferPointer { start in
-                    func visit(_ c: Int, _ r: Int) {
-                        let cell = r * columns + c
-                        for k in Int(start[cell])..<Int(start[cell + 1]) {
-                            let i = Int(items[k])
-                            let d2 = SegmentGrid.chordSquared(p, points[i].double, points[i + 1].double)
-                            if d2 <= best {
-                                best = d2
-                                found = true
-                            }
+            items.withUnsafeBufferPointer { items in
+                func visit(_ c: Int, _ r: Int) {
+                    let cell = r * columns + c
+                    for k in cellStart[cell]..<cellStart[cell + 1] {
+                        let i = Int(items[k])
+                        let d2 = SegmentGrid.chordSquared(p, points[i].double, points[i + 1].double)
+                        if d2 <= best {
+                            best = d2
+                            found = true
                         }
                     }
-                    for ring in 0...lastRing {
-                        // East/north distance from p to every cell at ring >= `ring`.
-                        var bound: Double
-                        if ring == 0 {
-                            bound = gridDistance
-                        } else if insideGrid {
-                            let left = minE + Double(bx - ring + 1) * cellSize
-                            let right = minE + Double(bx + ring) * cellSize
-                            let bottom = minN + Double(by - ring + 1) * cellSize
-                            let top = minN + Double(by + ring) * cellSize
-                            bound = Swift.min(p.x - left, right - p.x, p.y - bottom, top - p.y)
-                        } else {
-                            bound = Swift.max(Double(ring - 1) * cellSize, gridDistance)
-                        }
-                        if bound > 0, bound * bound > best { break }
-                        if ring == 0 {
-                            visit(bx, by)
-                            continue
-                        }
-                        let c0 = bx - ring, c1 = bx + ring, r0 = by - ring, r1 = by + ring
-                        let cLow = Swift.max(0, c0), cHigh = Swift.min(columns - 1, c1)
-                        if r0 >= 0 { for c in cLow...cHigh { visit(c, r0) } }
-                        if r1 < rows { for c in cLow...cHigh { visit(c, r1) } }
-                        let rLow = Swift.max(0, r0 + 1), rHigh = Swift.min(rows - 1, r1 - 1)
-                        if rLow <= rHigh {
-                            if c0 >= 0 { for r in rLow...rHigh { visit(c0, r) } }
-                            if c1 < columns { for r in rLow...rHigh { visit(c1, r) } }
-                        }
+                }
+                for ring in 0...lastRing {
+                    // East/north distance from p to every cell at ring >= `ring`.
+                    var bound: Double
+                    if ring == 0 {
+                        bound = gridDistance
+                    } else if insideGrid {
+                        let left = minE + Double(bx - ring + 1) * cellSize
+                        let right = minE + Double(bx + ring) * cellSize
+                        let bottom = minN + Double(by - ring + 1) * cellSize
+                        let top = minN + Double(by + ring) * cellSize
+                        bound = Swift.min(p.x - left, right - p.x, p.y - bottom, top - p.y)
+                    } else {
+                        bound = Swift.max(Double(ring - 1) * cellSize, gridDistance)
+                    }
+                    if bound > 0, bound * bound > best { break }
+                    if ring == 0 {
+                        visit(bx, by)
+                        continue
+                    }
+                    let c0 = bx - ring, c1 = bx + ring, r0 = by - ring, r1 = by + ring
+                    let cLow = Swift.max(0, c0), cHigh = Swift.min(columns - 1, c1)
+                    if r0 >= 0 { for c in cLow...cHigh { visit(c, r0) } }
+                    if r1 < rows { for c in cLow...cHigh { visit(c, r1) } }
+                    let rLow = Swift.max(0, r0 + 1), rHigh = Swift.min(rows - 1, r1 - 1)
+                    if rLow <= rHigh {
+                        if c0 >= 0 { for r in rLow...rHigh { visit(c0, r) } }
+                        if c1 < columns { for r in rLow...rHigh { visit(c1, r) } }
                     }
                 }
             }
