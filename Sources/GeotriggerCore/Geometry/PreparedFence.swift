@@ -28,7 +28,8 @@ import Musl
 /// longitudes unwrapped around the fence. Distances use the edges as straight 3D chords
 /// between Earth-centred positions, each edge cut into pieces until a piece strays less than
 /// 5 mm from the true lon/lat-straight edge, searched with a ``SegmentGrid``; the nearest
-/// chord is then turned into the arc over the surface.
+/// chord is then turned into the arc over the surface. The pieces' ends are stored in 32 bits
+/// around the fence's centre, which moves them by at most 1.5 mm in a fence 50 km across.
 public final class PreparedFence: Sendable {
     public let fence: Fence
     /// Lon/lat bounds of the unbuffered geometry; `minLon` is in -180..<180 and, for a fence
