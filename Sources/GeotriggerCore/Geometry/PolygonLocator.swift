@@ -14,63 +14,55 @@ import Musl
 /// - latitude bands, each listing the edges whose latitude range meets it, so a point in a
 ///   boundary cell tests only the edges of its band (the same test as testing every edge,
 ///   since an edge outside the band cannot straddle the point's latitude).
+///
+/// Memory: every vertex is kept once, in ring order (`vertices`); an edge is named by the index
+/// of its first vertex, so a band lists 2-byte indices (4 bytes beyond 65,536) rather than
+/// copies of its edges, and cells take 2 bits each. The crossing arithmetic is done at query
+/// time from the two vertices, exactly as it was written when bands held copies of the edges
+/// (so the answers are bit for bit the same).
 struct PolygonLocator: Sendable {
-    /// One edge in a band: lower end (`x0`, `lo`), `hi` the upper latitude, `slope` dx/dy.
-    struct BandEdge: Sendable {
-        var lo: Double
-        var hi: Double
-        var x0: Double
-        var slope: Double
-        /// The polygon's bit: the ring parity is kept per polygon (polygon number mod 64).
-        var bit: UInt64
-    }
-
     /// Edges grouped by latitude band.
     struct Bands: Sendable {
         let minY: Double
         let count: Int
         let scale: Double
-        let start: [Int32]
-        let edges: [BandEdge]
+        /// Band `k` lists `edges[start[k] ..< start[k + 1]]`.
+        let start: CompactIndices
+        /// Index (into the locator's vertices) of each listed edge's first vertex.
+        let edges: CompactIndices
 
-        init(_ edges: [BandEdge], minY: Double, height: Double) {
+        /// Bands over `edges` (first-vertex indices of the non-horizontal edges of `vertices`).
+        init(_ edges: [Int32], vertices: [SIMD2<Double>], minY: Double, height: Double) {
             let bands = Swift.max(1, Swift.min(1 << 16, edges.count / 2))
             self.minY = minY
             count = bands
             let scale = Double(bands) / height
             self.scale = scale
             func band(_ y: Double) -> Int { Swift.min(bands - 1, Swift.max(0, Int((y - minY) * scale))) }
-            var counts = [Int32](repeating: 0, count: bands + 1)
+            func range(_ e: Int32) -> ClosedRange<Int> {
+                let a = vertices[Int(e)].y, b = vertices[Int(e) + 1].y
+                return band(Swift.min(a, b))...band(Swift.max(a, b))
+            }
+            var counts = [Int](repeating: 0, count: bands + 1)
             for e in edges {
-                for k in band(e.lo)...band(e.hi) { counts[k + 1] += 1 }
+                for k in range(e) { counts[k + 1] += 1 }
             }
             for k in 0..<bands { counts[k + 1] += counts[k] }
             var fill = counts
-            var placed = [BandEdge](
-                repeating: BandEdge(lo: 0, hi: 0, x0: 0, slope: 0, bit: 0), count: Int(counts[bands]))
+            var placed = [Int](repeating: 0, count: counts[bands])
             for e in edges {
-                for k in band(e.lo)...band(e.hi) {
-                    placed[Int(fill[k])] = e
+                for k in range(e) {
+                    placed[fill[k]] = Int(e)
                     fill[k] += 1
                 }
             }
-            start = counts
-            self.edges = placed
+            start = CompactIndices(counts)
+            self.edges = CompactIndices(placed)
         }
 
-        /// The crossing test over the edges of (x, y)'s latitude band.
-        func crossingTest(x: Double, y: Double) -> Bool {
-            let band = Swift.min(count - 1, Swift.max(0, Int((y - minY) * scale)))
-            var parity: UInt64 = 0
-            let first = Int(start[band]), end = Int(start[band + 1])
-            edges.withUnsafeBufferPointer { edges in
-                for i in first..<end {
-                    let e = edges[i]
-                    if y >= e.lo, y < e.hi, x < e.x0 + (y - e.lo) * e.slope { parity ^= e.bit }
-                }
-            }
-            return parity != 0
-        }
+        /// The band holding latitude `y` (clamped to the bands).
+        @inline(__always)
+        func band(_ y: Double) -> Int { Swift.min(count - 1, Swift.max(0, Int((y - minY) * scale))) }
     }
 
     enum CellState: UInt8 { case outside, inside, boundary }
@@ -78,31 +70,47 @@ struct PolygonLocator: Sendable {
     let minX: Double, minY: Double, maxX: Double, maxY: Double
     let columns: Int, rows: Int
     let cellScaleX: Double, cellScaleY: Double
-    let cells: [CellState]
+    /// The cells' states, four to a byte (cell `i` in bits `2 * (i % 4)` of byte `i / 4`).
+    let cells: [UInt8]
     let bands: Bands
+    /// Every ring's vertices, rings one after another (each ring closed: its last vertex repeats
+    /// its first). Edge `i` runs from `vertices[i]` to `vertices[i + 1]`; the bands never list
+    /// an index whose next vertex starts another ring.
+    let vertices: [SIMD2<Double>]
+    /// `owners[i]` is the polygon of the ring holding vertex `i`, mod 64; empty when all rings
+    /// belong to polygon 0 (a plain Polygon), which is the common case.
+    let owners: [UInt8]
 
     /// `rings[i]` is a closed ring of (x = unwrapped lon, y = lat) belonging to polygon `polygon[i]`.
     init(rings: [[SIMD2<Double>]], polygon: [Int]) {
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
-        var edges: [BandEdge] = []
+        let total = rings.reduce(0) { $0 + $1.count }
+        var vertices: [SIMD2<Double>] = []
+        vertices.reserveCapacity(total)
+        let singlePolygon = polygon.allSatisfy { $0 & 63 == 0 }
+        var owners: [UInt8] = []
+        if !singlePolygon { owners.reserveCapacity(total) }
+        var edges: [Int32] = []
         for (ring, owner) in zip(rings, polygon) {
-            for (a, b) in zip(ring, ring.dropFirst()) {
+            let first = vertices.count
+            vertices.append(contentsOf: ring)
+            if !singlePolygon { owners.append(contentsOf: repeatElement(UInt8(owner & 63), count: ring.count)) }
+            for (k, (a, b)) in zip(ring, ring.dropFirst()).enumerated() {
                 lo = pointwiseMin(lo, pointwiseMin(a, b))
                 hi = pointwiseMax(hi, pointwiseMax(a, b))
                 guard a.y != b.y else { continue }  // horizontal edges never straddle a ray
-                let (p, q) = a.y < b.y ? (a, b) : (b, a)
-                edges.append(
-                    BandEdge(
-                        lo: p.y, hi: q.y, x0: p.x, slope: (q.x - p.x) / (q.y - p.y), bit: 1 << UInt64(owner & 63)))
+                edges.append(Int32(first + k))
             }
         }
+        self.vertices = vertices
+        self.owners = owners
         if lo.x > hi.x { lo = .zero; hi = .zero }
         minX = lo.x
         minY = lo.y
         maxX = hi.x
         maxY = hi.y
         let height = Swift.max(maxY - minY, 1e-12), width = Swift.max(maxX - minX, 1e-12)
-        let bands = Bands(edges, minY: lo.y, height: height)
+        let bands = Bands(edges, vertices: vertices, minY: lo.y, height: height)
         self.bands = bands
 
         // Cells: about four per edge, roughly square in metres.
@@ -143,15 +151,19 @@ struct PolygonLocator: Sendable {
         for r in 0..<rowCount {
             for c in 0..<cols where state[r * cols + c] != .boundary {
                 let x = lo.x + (Double(c) + 0.5) * cellW, y = lo.y + (Double(r) + 0.5) * cellH
-                state[r * cols + c] = bands.crossingTest(x: x, y: y) ? .inside : .outside
+                let inside = PolygonLocator.crossingTest(x: x, y: y, bands: bands, vertices: vertices, owners: owners)
+                state[r * cols + c] = inside ? .inside : .outside
             }
         }
-        cells = state
+        var packed = [UInt8](repeating: 0, count: (state.count + 3) / 4)
+        for (i, s) in state.enumerated() { packed[i >> 2] |= s.rawValue << UInt8((i & 3) * 2) }
+        cells = packed
     }
 
     /// Approximate bytes held by the arrays.
     var byteCount: Int {
-        cells.count + bands.start.count * 4 + bands.edges.count * MemoryLayout<BandEdge>.stride
+        cells.count + bands.start.byteCount + bands.edges.byteCount
+            + vertices.count * MemoryLayout<SIMD2<Double>>.stride + owners.count
     }
 
     /// True if (x, y) is inside some polygon (not in one of its holes).
@@ -160,10 +172,68 @@ struct PolygonLocator: Sendable {
         guard y >= minY, y <= maxY, x >= minX, x <= maxX else { return false }
         let c = Swift.min(columns - 1, Int((x - minX) * cellScaleX))
         let r = Swift.min(rows - 1, Int((y - minY) * cellScaleY))
-        switch cells[r * columns + c] {
-        case .outside: return false
-        case .inside: return true
-        case .boundary: return bands.crossingTest(x: x, y: y)
+        let i = r * columns + c
+        switch (cells[i >> 2] >> UInt8((i & 3) * 2)) & 3 {
+        case CellState.outside.rawValue: return false
+        case CellState.inside.rawValue: return true
+        default: return crossingTest(x: x, y: y)
         }
+    }
+
+    /// The crossing test over the edges of (x, y)'s latitude band.
+    ///
+    /// For an edge with lower end `p` and upper end `q` it counts `lo <= y < hi` and
+    /// `x < p.x + (y - p.y) * slope` with `slope = (q.x - p.x) / (q.y - p.y)`: the same
+    /// operations in the same order as when each band held a copy of (lo, hi, x0, slope).
+    @inline(__always)
+    func crossingTest(x: Double, y: Double) -> Bool {
+        PolygonLocator.crossingTest(x: x, y: y, bands: bands, vertices: vertices, owners: owners)
+    }
+
+    static func crossingTest(
+        x: Double, y: Double, bands: Bands, vertices: [SIMD2<Double>], owners: [UInt8]
+    ) -> Bool {
+        let band = bands.band(y)
+        let listed = bands.start[band]..<bands.start[band + 1]
+        switch bands.edges.storage {
+        case .narrow(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
+        case .wide(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
+        }
+    }
+
+    /// The crossing parities (one bit per polygon) of `edges[listed]`.
+    @inline(__always)
+    static func parity<Index: FixedWidthInteger>(
+        _ edges: [Index], _ listed: Range<Int>, x: Double, y: Double, vertices: [SIMD2<Double>], owners: [UInt8]
+    ) -> UInt64 {
+        var parity: UInt64 = 0
+        vertices.withUnsafeBufferPointer { vertices in
+            edges.withUnsafeBufferPointer { edges in
+                if owners.isEmpty {
+                    for i in listed {
+                        let k = Int(edges[i])
+                        if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { parity ^= 1 }
+                    }
+                } else {
+                    owners.withUnsafeBufferPointer { owners in
+                        for i in listed {
+                            let k = Int(edges[i])
+                            if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) {
+                                parity ^= 1 << UInt64(owners[k])
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return parity
+    }
+
+    /// True if the ray from (x, y) towards larger x crosses the (non-horizontal) edge a-b.
+    @inline(__always)
+    static func crosses(_ a: SIMD2<Double>, _ b: SIMD2<Double>, x: Double, y: Double) -> Bool {
+        let (p, q) = a.y < b.y ? (a, b) : (b, a)
+        guard y >= p.y, y < q.y else { return false }
+        return x < p.x + (y - p.y) * ((q.x - p.x) / (q.y - p.y))
     }
 }

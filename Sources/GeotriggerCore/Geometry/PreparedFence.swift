@@ -28,7 +28,8 @@ import Musl
 /// longitudes unwrapped around the fence. Distances use the edges as straight 3D chords
 /// between Earth-centred positions, each edge cut into pieces until a piece strays less than
 /// 5 mm from the true lon/lat-straight edge, searched with a ``SegmentGrid``; the nearest
-/// chord is then turned into the arc over the surface.
+/// chord is then turned into the arc over the surface. The pieces' ends are stored in 32 bits
+/// around the fence's centre, which moves them by at most 1.5 mm in a fence 50 km across.
 public final class PreparedFence: Sendable {
     public let fence: Fence
     /// Lon/lat bounds of the unbuffered geometry; `minLon` is in -180..<180 and, for a fence
@@ -126,12 +127,16 @@ public final class PreparedFence: Sendable {
                 for (a, b) in zip(path, path.dropFirst()) { edges.append((a, b)) }
             }
         }
-        var pieces: [(SIMD3<Double>, SIMD3<Double>)] = []
+        // Chord pieces as paths: an edge that starts where the previous one ended continues its path.
+        var chordPaths: [[SIMD3<Double>]] = []
+        var end: SIMD2<Double>? = nil
         for (a, b) in edges {
             let pa = frame.local(lat: a.y, lon: a.x), pb = frame.local(lat: b.y, lon: b.x)
-            PreparedFence.subdivide(a, b, pa, pb, frame: frame, depth: 0, into: &pieces)
+            if end != a || chordPaths.isEmpty { chordPaths.append([pa]) }
+            if a != b { PreparedFence.subdivide(a, b, pa, pb, frame: frame, depth: 0, into: &chordPaths[chordPaths.count - 1]) }
+            end = b
         }
-        grid = SegmentGrid(pieces)
+        grid = SegmentGrid(paths: chordPaths)
     }
 
     /// Every ring or line as a path of positions (polygon rings are closed).
@@ -185,19 +190,19 @@ public final class PreparedFence: Sendable {
     }
 
     /// Cuts the lon/lat-straight edge a-b (local positions pa, pb) into 3D chords that stray at
-    /// most ``chordTolerance`` from it.
+    /// most ``chordTolerance`` from it, appending the chords' ends (after `pa`, in order) to `path`.
     static func subdivide(
         _ a: SIMD2<Double>, _ b: SIMD2<Double>, _ pa: SIMD3<Double>, _ pb: SIMD3<Double>,
-        frame: LocalFrame, depth: Int, into pieces: inout [(SIMD3<Double>, SIMD3<Double>)]
+        frame: LocalFrame, depth: Int, into path: inout [SIMD3<Double>]
     ) {
         let m = (a + b) / 2
         let pm = frame.local(lat: m.y, lon: m.x)
         let off = pm - (pa + pb) / 2
         if depth < 30, (off * off).sum() > chordTolerance * chordTolerance {
-            subdivide(a, m, pa, pm, frame: frame, depth: depth + 1, into: &pieces)
-            subdivide(m, b, pm, pb, frame: frame, depth: depth + 1, into: &pieces)
+            subdivide(a, m, pa, pm, frame: frame, depth: depth + 1, into: &path)
+            subdivide(m, b, pm, pb, frame: frame, depth: depth + 1, into: &path)
         } else {
-            pieces.append((pa, pb))
+            path.append(pb)
         }
     }
 
