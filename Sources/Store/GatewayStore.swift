@@ -92,8 +92,8 @@ public actor GatewayStore {
         }
         var checkpointer: WALCheckpointer?
         if !options.readOnly {
-            // Checkpoints run on their own connection; the writer's automatic one is a backstop.
-            try connection.execute("PRAGMA wal_autocheckpoint = \(WALCheckpointer.writerBackstopPages)")
+            // Checkpoints run on their own connection; the writer's automatic one finishes them.
+            try connection.execute("PRAGMA wal_autocheckpoint = \(WALCheckpointer.writerAutocheckpointPages)")
             checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
         }
         var counts = OutboxCounts()
