@@ -69,6 +69,9 @@ struct SeededRandom {
     /// Uniform in (0, 1].
     mutating func unit() -> Double { (Double(next() >> 11) + 1) / 9_007_199_254_740_992 }
 
+    /// Uniform in (low, high].
+    mutating func within(_ low: Double, _ high: Double) -> Double { low + unit() * (high - low) }
+
     mutating func gaussian(sigma: Double) -> Double {
         let u1 = unit(), u2 = unit()
         return sigma * (-2 * _log(u1)).squareRoot() * _cos(2 * .pi * u2)

@@ -12,24 +12,11 @@ import Glibc
 /// band or cell missing an edge, a ring break taken for a segment or a segment left out would
 /// show as a wrong inside answer or a distance metres off.
 @Suite struct GeometryBruteForceTests {
-    /// SplitMix64, so every run tests the same points.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-        mutating func within(_ low: Double, _ high: Double) -> Double { low + unit() * (high - low) }
-    }
 
     /// A closed star-shaped ring of `count` vertices around (lon, lat), radii `radius * 0.7...1.3`
     /// degrees of latitude (longitude scaled by the latitude); counterclockwise unless `reversed`.
     static func star(
-        lon: Double, lat: Double, radius: Double, count: Int, random: inout Random, reversed: Bool = false
+        lon: Double, lat: Double, radius: Double, count: Int, random: inout SeededRandom, reversed: Bool = false
     ) -> [Coordinate] {
         let scale = 1 / cos(lat * .pi / 180)
         var ring: [Coordinate] = []
@@ -137,7 +124,7 @@ import Glibc
 
     /// Random points over the fence's box (grown by a fifth), points near every vertex and points
     /// on every vertex's latitude; longitudes back in -180...180.
-    static func points(_ fence: PreparedFence, random: inout Random, count: Int, vertexStride: Int) -> [Coordinate] {
+    static func points(_ fence: PreparedFence, random: inout SeededRandom, count: Int, vertexStride: Int) -> [Coordinate] {
         let b = fence.bounds
         let growLat = (b.maxLat - b.minLat) * 0.2 + 1e-6, growLon = (b.maxLon - b.minLon) * 0.2 + 1e-6
         func wrap(_ lon: Double) -> Double { lon > 180 ? lon - 360 : lon < -180 ? lon + 360 : lon }
@@ -164,7 +151,7 @@ import Glibc
     static func check(
         _ fence: PreparedFence, seed: UInt64, count: Int = 1500, vertexStride: Int = 1, tolerance: Double = 0.003
     ) -> Int {
-        var random = Random(state: seed)
+        var random = SeededRandom(seed: seed)
         let segments = bruteSegments(fence).flatMap { [$0.0.x, $0.0.y, $0.0.z, $0.1.x, $0.1.y, $0.1.z] }
         let polygons = polygonEdges(fence)
         var inside = 0, wrongInside = 0, wrongDistance = 0, wrongBounded = 0
@@ -206,7 +193,7 @@ import Glibc
     // MARK: Tests
 
     @Test func multiPolygonWithHolesAndIslands() throws {
-        var random = Random(state: 1)
+        var random = SeededRandom(seed: 1)
         // Part 0: a star with a hole and an island (part 1) in that hole; part 2 apart, with two holes.
         let outer = Self.star(lon: 13.40, lat: 52.52, radius: 0.01, count: 60, random: &random)
         let hole = Self.star(lon: 13.40, lat: 52.52, radius: 0.003, count: 25, random: &random, reversed: true)
@@ -227,7 +214,7 @@ import Glibc
     }
 
     @Test func polygonWithManyVertices() throws {
-        var random = Random(state: 2)
+        var random = SeededRandom(seed: 2)
         let outer = Self.star(lon: -73.95, lat: 40.73, radius: 0.03, count: 700, random: &random)
         let hole = Self.star(lon: -73.95, lat: 40.73, radius: 0.008, count: 90, random: &random, reversed: true)
         let fence = try PreparedFence(
@@ -244,7 +231,7 @@ import Glibc
 
     @Test func moreThan65536Vertices() throws {
         // Indices no longer fit in 16 bits: bands and grid cells switch to 32-bit lists.
-        var random = Random(state: 4)
+        var random = SeededRandom(seed: 4)
         // A wavy ring (a spiky one would cut its long edges into many pieces: slow in debug builds).
         let count = 70_000
         var outer: [Coordinate] = []
@@ -265,7 +252,7 @@ import Glibc
 
     @Test func fiftyKilometresAcross() throws {
         // Edges of ~800 m are cut into several chord pieces; points sit up to 25 km from the grid's centre.
-        var random = Random(state: 3)
+        var random = SeededRandom(seed: 3)
         let outer = Self.star(lon: 2.35, lat: 48.85, radius: 0.225 / 1.3, count: 180, random: &random)
         let fence = try PreparedFence(Fence(id: "large", layer: "test", geometry: .polygons([Polygon(exterior: outer)])))
         #expect(fence.grid.points.count > 2 * 181)
@@ -297,7 +284,7 @@ import Glibc
     }
 
     @Test func linesAndPoints() throws {
-        var random = Random(state: 5)
+        var random = SeededRandom(seed: 5)
         func walk(from start: Coordinate, steps: Int) -> [Coordinate] {
             var line = [start]
             for _ in 0..<steps {
