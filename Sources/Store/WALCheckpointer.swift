@@ -31,8 +31,8 @@ final class WALCheckpointer: Sendable {
     static let writerAutocheckpointPages = 1_000
 
     private let queue = DispatchQueue(label: "geotrigger.store.checkpoint", qos: .utility)
-    /// Used only on `queue`.
-    private nonisolated(unsafe) let connection: SQLiteConnection
+    /// Used only on `queue`; nil once closed.
+    private nonisolated(unsafe) var connection: SQLiteConnection?
     private let state = Mutex(State())
 
     init(path: String, synchronous: SQLiteConnection.Synchronous) throws(SQLiteError) {
@@ -56,7 +56,7 @@ final class WALCheckpointer: Sendable {
         guard start else { return }
         queue.async { [self] in
             // Failures (SQLITE_BUSY, I/O) leave the frames for the next checkpoint or the backstop.
-            _ = try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            _ = try? connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")
             state.withLock { s in
                 s.running = false
                 s.checkpoints += 1
@@ -64,9 +64,10 @@ final class WALCheckpointer: Sendable {
         }
     }
 
-    /// Stops taking requests and waits for a running checkpoint to end.
+    /// Stops taking requests, waits for a running checkpoint to end and closes the connection
+    /// (before the writer's, so that the writer, closing last, checkpoints and removes the WAL).
     func close() {
         state.withLock { $0.closed = true }
-        queue.sync {}
+        queue.sync { connection = nil }
     }
 }

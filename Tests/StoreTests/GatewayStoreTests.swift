@@ -153,6 +153,9 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(size(path) > before)
         #expect(try await store.journalCount() == 200)
         await store.close()
+        // The checkpointer's connection closes first, so the writer's close (the last one)
+        // checkpoints and removes the WAL.
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
     }
 
     @Test func largeBatchesKeepOrderSequencesAndTheLastStateOfEachDevice() async throws {
