@@ -15,11 +15,14 @@ import Musl
 ///   boundary cell tests only the edges of its band (the same test as testing every edge,
 ///   since an edge outside the band cannot straddle the point's latitude).
 ///
-/// Memory: every vertex is kept once, in ring order (`vertices`); an edge is named by the index
-/// of its first vertex, so a band lists 2-byte indices (4 bytes beyond 65,536) rather than
-/// copies of its edges, and cells take 2 bits each. The crossing arithmetic is done at query
-/// time from the two vertices, exactly as it was written when bands held copies of the edges
-/// (so the answers are bit for bit the same).
+/// Memory: the vertices are the fence's own ring arrays (``Rings``), shared copy-on-write with
+/// the ``Fence``; a ring gets a copy of its own only when unwrapping moved one of its
+/// longitudes (a fence near the antimeridian). Vertices are numbered through the rings one after
+/// another and an edge is named by the number of its first vertex, so a band lists 2-byte
+/// numbers (4 bytes beyond 65,536) rather than copies of its edges, and cells take 2 bits each.
+/// The crossing arithmetic is done at query time from the two vertices (x = longitude,
+/// y = latitude), exactly as it was written when bands held copies of the edges (so the answers
+/// are bit for bit the same).
 struct PolygonLocator: Sendable {
     /// Edges grouped by latitude band.
     struct Bands: Sendable {
@@ -28,20 +31,20 @@ struct PolygonLocator: Sendable {
         let scale: Double
         /// Band `k` lists `edges[start[k] ..< start[k + 1]]`.
         let start: CompactIndices
-        /// Index (into the locator's vertices) of each listed edge's first vertex.
+        /// The number (see ``Rings``) of each listed edge's first vertex, ascending within a band.
         let edges: CompactIndices
 
-        /// Bands over `edges` (first-vertex indices of the non-horizontal edges of `vertices`).
-        init(_ edges: [Int32], vertices: [SIMD2<Double>], minY: Double, height: Double) {
+        /// Bands over `edges`: the first vertex's number and the latitudes of both ends of each
+        /// non-horizontal edge, in ascending vertex order.
+        init(_ edges: [(first: Int32, a: Double, b: Double)], minY: Double, height: Double) {
             let bands = Swift.max(1, Swift.min(1 << 16, edges.count / 2))
             self.minY = minY
             count = bands
             let scale = Double(bands) / height
             self.scale = scale
             func band(_ y: Double) -> Int { Swift.min(bands - 1, Swift.max(0, Int((y - minY) * scale))) }
-            func range(_ e: Int32) -> ClosedRange<Int> {
-                let a = vertices[Int(e)].y, b = vertices[Int(e) + 1].y
-                return band(Swift.min(a, b))...band(Swift.max(a, b))
+            func range(_ e: (first: Int32, a: Double, b: Double)) -> ClosedRange<Int> {
+                band(Swift.min(e.a, e.b))...band(Swift.max(e.a, e.b))
             }
             var counts = [Int](repeating: 0, count: bands + 1)
             for e in edges {
@@ -52,7 +55,7 @@ struct PolygonLocator: Sendable {
             var placed = [Int](repeating: 0, count: counts[bands])
             for e in edges {
                 for k in range(e) {
-                    placed[fill[k]] = Int(e)
+                    placed[fill[k]] = Int(e.first)
                     fill[k] += 1
                 }
             }
@@ -65,6 +68,65 @@ struct PolygonLocator: Sendable {
         func band(_ y: Double) -> Int { Swift.min(count - 1, Swift.max(0, Int((y - minY) * scale))) }
     }
 
+    /// The rings' vertices, numbered through the rings one after another: vertex `n` of ring `r`
+    /// has the number `starts[r] + n`.
+    struct Rings: Sendable {
+        /// Every ring, closed (its last vertex repeats its first), longitudes unwrapped; each is
+        /// the fence's own array unless unwrapping changed one of its longitudes.
+        let vertices: [[Coordinate]]
+        /// `starts[r]` is the number of ring `r`'s first vertex, `starts[vertices.count]` the
+        /// number of vertices; empty when there is at most one ring (numbers are then indices).
+        let starts: [Int]
+        /// `owners[r]` is the polygon of ring `r`, mod 64; empty when every ring belongs to
+        /// polygon 0 (a plain Polygon, with or without holes), which is the common case.
+        let owners: [UInt8]
+        /// How many vertices are held in copies made by unwrapping (not shared with the fence).
+        let copiedCount: Int
+
+        /// `rings` (closed, ring `i` of polygon `polygon[i]`) with longitudes unwrapped into
+        /// `westLimit ..< westLimit + 360`; a ring unwrapping leaves unchanged is kept as it is.
+        init(_ rings: [[Coordinate]], polygon: [Int], westLimit: Double) {
+            var copied = 0
+            vertices = rings.map { ring in
+                let moved = ring.contains {
+                    PreparedFence.unwrap($0.lon, westLimit: westLimit).bitPattern != $0.lon.bitPattern
+                }
+                guard moved else { return ring }
+                copied += ring.count
+                return ring.map { Coordinate(lat: $0.lat, lon: PreparedFence.unwrap($0.lon, westLimit: westLimit)) }
+            }
+            copiedCount = copied
+            if rings.count > 1 {
+                var starts = [0]
+                starts.reserveCapacity(rings.count + 1)
+                for ring in rings { starts.append(starts[starts.count - 1] + ring.count) }
+                self.starts = starts
+            } else {
+                starts = []
+            }
+            owners = polygon.allSatisfy { $0 & 63 == 0 } ? [] : polygon.map { UInt8($0 & 63) }
+        }
+
+        /// The ring holding vertex number `n` (`0 <= n < starts.last`).
+        @inline(__always)
+        func ring(holding n: Int) -> Int {
+            starts.withUnsafeBufferPointer { starts in
+                var low = 0, high = starts.count - 1  // starts[low] <= n < starts[high]
+                while high - low > 1 {
+                    let middle = (low + high) >> 1
+                    if starts[middle] <= n { low = middle } else { high = middle }
+                }
+                return low
+            }
+        }
+
+        /// Bytes held beyond what the fence holds: the copied vertices and the tables.
+        var byteCount: Int {
+            copiedCount * MemoryLayout<Coordinate>.stride + vertices.count * MemoryLayout<[Coordinate]>.stride
+                + starts.count * MemoryLayout<Int>.stride + owners.count
+        }
+    }
+
     enum CellState: UInt8 { case outside, inside, boundary }
 
     let minX: Double, minY: Double, maxX: Double, maxY: Double
@@ -73,44 +135,34 @@ struct PolygonLocator: Sendable {
     /// The cells' states, four to a byte (cell `i` in bits `2 * (i % 4)` of byte `i / 4`).
     let cells: [UInt8]
     let bands: Bands
-    /// Every ring's vertices, rings one after another (each ring closed: its last vertex repeats
-    /// its first). Edge `i` runs from `vertices[i]` to `vertices[i + 1]`; the bands never list
-    /// an index whose next vertex starts another ring.
-    let vertices: [SIMD2<Double>]
-    /// `owners[i]` is the polygon of the ring holding vertex `i`, mod 64; empty when all rings
-    /// belong to polygon 0 (a plain Polygon), which is the common case.
-    let owners: [UInt8]
+    /// The vertices; the bands never list an edge whose first vertex ends its ring.
+    let rings: Rings
 
-    /// `rings[i]` is a closed ring of (x = unwrapped lon, y = lat) belonging to polygon `polygon[i]`.
-    init(rings: [[SIMD2<Double>]], polygon: [Int]) {
+    /// `rings[i]` is a closed ring of (lat, lon) belonging to polygon `polygon[i]`; longitudes
+    /// are unwrapped into `westLimit ..< westLimit + 360` (x = unwrapped lon, y = lat).
+    init(rings fenceRings: [[Coordinate]], polygon: [Int], westLimit: Double) {
+        let rings = Rings(fenceRings, polygon: polygon, westLimit: westLimit)
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
-        let total = rings.reduce(0) { $0 + $1.count }
-        var vertices: [SIMD2<Double>] = []
-        vertices.reserveCapacity(total)
-        let singlePolygon = polygon.allSatisfy { $0 & 63 == 0 }
-        var owners: [UInt8] = []
-        if !singlePolygon { owners.reserveCapacity(total) }
-        var edges: [Int32] = []
-        for (ring, owner) in zip(rings, polygon) {
-            let first = vertices.count
-            vertices.append(contentsOf: ring)
-            if !singlePolygon { owners.append(contentsOf: repeatElement(UInt8(owner & 63), count: ring.count)) }
-            for (k, (a, b)) in zip(ring, ring.dropFirst()).enumerated() {
+        var edges: [(first: Int32, a: Double, b: Double)] = []
+        var first = 0
+        for ring in rings.vertices {
+            for (k, (c, d)) in zip(ring, ring.dropFirst()).enumerated() {
+                let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
                 lo = pointwiseMin(lo, pointwiseMin(a, b))
                 hi = pointwiseMax(hi, pointwiseMax(a, b))
                 guard a.y != b.y else { continue }  // horizontal edges never straddle a ray
-                edges.append(Int32(first + k))
+                edges.append((Int32(first + k), a.y, b.y))
             }
+            first += ring.count
         }
-        self.vertices = vertices
-        self.owners = owners
+        self.rings = rings
         if lo.x > hi.x { lo = .zero; hi = .zero }
         minX = lo.x
         minY = lo.y
         maxX = hi.x
         maxY = hi.y
         let height = Swift.max(maxY - minY, 1e-12), width = Swift.max(maxX - minX, 1e-12)
-        let bands = Bands(edges, vertices: vertices, minY: lo.y, height: height)
+        let bands = Bands(edges, minY: lo.y, height: height)
         self.bands = bands
 
         // Cells: about four per edge, roughly square in metres.
@@ -129,8 +181,9 @@ struct PolygonLocator: Sendable {
         func column(_ x: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((x - lo.x) * scaleX))) }
         func row(_ y: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((y - lo.y) * scaleY))) }
         // Mark every cell an edge (horizontal ones too) may touch, with a small margin.
-        for ring in rings {
-            for (a, b) in zip(ring, ring.dropFirst()) {
+        for ring in rings.vertices {
+            for (c, d) in zip(ring, ring.dropFirst()) {
+                let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
                 let bottom = Swift.min(a.y, b.y), top = Swift.max(a.y, b.y)
                 for r in row(bottom - epsY)...row(top + epsY) {
                     // The edge's longitude range within this row (clamped to the edge).
@@ -151,7 +204,7 @@ struct PolygonLocator: Sendable {
         for r in 0..<rowCount {
             for c in 0..<cols where state[r * cols + c] != .boundary {
                 let x = lo.x + (Double(c) + 0.5) * cellW, y = lo.y + (Double(r) + 0.5) * cellH
-                let inside = PolygonLocator.crossingTest(x: x, y: y, bands: bands, vertices: vertices, owners: owners)
+                let inside = PolygonLocator.crossingTest(x: x, y: y, bands: bands, rings: rings)
                 state[r * cols + c] = inside ? .inside : .outside
             }
         }
@@ -160,10 +213,9 @@ struct PolygonLocator: Sendable {
         cells = packed
     }
 
-    /// Approximate bytes held by the arrays.
+    /// Approximate bytes held beyond the fence's own arrays (vertices only where copied).
     var byteCount: Int {
-        cells.count + bands.start.byteCount + bands.edges.byteCount
-            + vertices.count * MemoryLayout<SIMD2<Double>>.stride + owners.count
+        cells.count + bands.start.byteCount + bands.edges.byteCount + rings.byteCount
     }
 
     /// True if (x, y) is inside some polygon (not in one of its holes).
@@ -187,53 +239,68 @@ struct PolygonLocator: Sendable {
     /// operations in the same order as when each band held a copy of (lo, hi, x0, slope).
     @inline(__always)
     func crossingTest(x: Double, y: Double) -> Bool {
-        PolygonLocator.crossingTest(x: x, y: y, bands: bands, vertices: vertices, owners: owners)
+        PolygonLocator.crossingTest(x: x, y: y, bands: bands, rings: rings)
     }
 
-    static func crossingTest(
-        x: Double, y: Double, bands: Bands, vertices: [SIMD2<Double>], owners: [UInt8]
-    ) -> Bool {
+    static func crossingTest(x: Double, y: Double, bands: Bands, rings: Rings) -> Bool {
         let band = bands.band(y)
         let listed = bands.start[band]..<bands.start[band + 1]
+        guard !listed.isEmpty else { return false }
         switch bands.edges.storage {
-        case .narrow(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
-        case .wide(let edges): return parity(edges, listed, x: x, y: y, vertices: vertices, owners: owners) != 0
+        case .narrow(let edges): return parity(edges, listed, x: x, y: y, rings: rings) != 0
+        case .wide(let edges): return parity(edges, listed, x: x, y: y, rings: rings) != 0
         }
     }
 
-    /// The crossing parities (one bit per polygon) of `edges[listed]`.
+    /// The crossing parities (one bit per polygon) of `edges[listed]` (not empty).
+    ///
+    /// One ring: an edge's number is its index in the ring. Several: the listed numbers ascend,
+    /// so they come in runs per ring; each run looks its ring up once (a binary search over the
+    /// ring starts) and indexes that ring directly.
     @inline(__always)
     static func parity<Index: FixedWidthInteger>(
-        _ edges: [Index], _ listed: Range<Int>, x: Double, y: Double, vertices: [SIMD2<Double>], owners: [UInt8]
+        _ edges: [Index], _ listed: Range<Int>, x: Double, y: Double, rings: Rings
     ) -> UInt64 {
         var parity: UInt64 = 0
-        vertices.withUnsafeBufferPointer { vertices in
-            edges.withUnsafeBufferPointer { edges in
-                if owners.isEmpty {
+        edges.withUnsafeBufferPointer { edges in
+            if rings.starts.isEmpty {
+                rings.vertices[0].withUnsafeBufferPointer { vertices in
                     for i in listed {
                         let k = Int(edges[i])
                         if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { parity ^= 1 }
                     }
-                } else {
-                    owners.withUnsafeBufferPointer { owners in
-                        for i in listed {
-                            let k = Int(edges[i])
-                            if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) {
-                                parity ^= 1 << UInt64(owners[k])
-                            }
-                        }
+                }
+                return
+            }
+            var i = listed.lowerBound
+            var n = Int(edges[i])
+            while true {
+                let r = rings.ring(holding: n)
+                let base = rings.starts[r], end = rings.starts[r + 1]
+                var odd: UInt64 = 0
+                let more: Bool = rings.vertices[r].withUnsafeBufferPointer { vertices in
+                    while true {
+                        let k = n - base
+                        if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { odd ^= 1 }
+                        i += 1
+                        guard i < listed.upperBound else { return false }
+                        n = Int(edges[i])
+                        guard n >= base, n < end else { return true }
                     }
                 }
+                parity ^= rings.owners.isEmpty ? odd : odd << UInt64(rings.owners[r])
+                if !more { break }
             }
         }
         return parity
     }
 
-    /// True if the ray from (x, y) towards larger x crosses the (non-horizontal) edge a-b.
+    /// True if the ray from (x, y) towards larger x crosses the (non-horizontal) edge a-b, with
+    /// x = longitude and y = latitude.
     @inline(__always)
-    static func crosses(_ a: SIMD2<Double>, _ b: SIMD2<Double>, x: Double, y: Double) -> Bool {
-        let (p, q) = a.y < b.y ? (a, b) : (b, a)
-        guard y >= p.y, y < q.y else { return false }
-        return x < p.x + (y - p.y) * ((q.x - p.x) / (q.y - p.y))
+    static func crosses(_ a: Coordinate, _ b: Coordinate, x: Double, y: Double) -> Bool {
+        let (p, q) = a.lat < b.lat ? (a, b) : (b, a)
+        guard y >= p.lat, y < q.lat else { return false }
+        return x < p.lon + (y - p.lat) * ((q.lon - p.lon) / (q.lat - p.lat))
     }
 }

@@ -108,19 +108,22 @@ public final class PreparedFence: Sendable {
         var edges: [(SIMD2<Double>, SIMD2<Double>)] = []
         switch fence.geometry {
         case .polygons(let polygons):
+            var fenceRings: [[Coordinate]] = []
             var rings: [[SIMD2<Double>]] = []
             var owners: [Int] = []
             for (k, polygon) in polygons.enumerated() {
                 for ring in [polygon.exterior] + polygon.holes {
+                    fenceRings.append(ring)
                     rings.append(ring.map { SIMD2(unwrap($0.lon), $0.lat) })
                     owners.append(k)
                 }
             }
-            locator = PolygonLocator(rings: rings, polygon: owners)
+            // The locator reads the fence's own ring arrays (copying only rings unwrapping moves).
+            locator = PolygonLocator(rings: fenceRings, polygon: owners, westLimit: westLimit)
             isPolygon = true
             edges = PreparedFence.boundaryEdges(rings: rings, owners: owners, seam: unwrap(180))
         case .points, .lines:
-            locator = PolygonLocator(rings: [], polygon: [])
+            locator = PolygonLocator(rings: [], polygon: [], westLimit: westLimit)
             isPolygon = false
             for path in unwrapped {
                 if path.count == 1 { edges.append((path[0], path[0])) }
@@ -206,7 +209,8 @@ public final class PreparedFence: Sendable {
         }
     }
 
-    /// Approximate bytes of the acceleration structures (not counting ``fence`` itself).
+    /// Approximate bytes of the acceleration structures (not counting ``fence`` itself, whose
+    /// ring arrays the locator shares unless unwrapping moved their longitudes).
     public var byteCount: Int { locator.byteCount + grid.byteCount + 256 }
 
     // MARK: Queries
