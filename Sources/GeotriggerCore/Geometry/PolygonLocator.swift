@@ -71,10 +71,13 @@ struct PolygonLocator: Sendable {
     /// The rings' vertices, numbered through the rings one after another: vertex `n` of ring `r`
     /// has the number `starts[r] + n`.
     struct Rings: Sendable {
-        /// Every ring, closed (its last vertex repeats its first), longitudes unwrapped; each is
-        /// the fence's own array unless unwrapping changed one of its longitudes.
-        let vertices: [[Coordinate]]
-        /// `starts[r]` is the number of ring `r`'s first vertex, `starts[vertices.count]` the
+        /// Ring 0, the only ring of most fences (read without a second hop); empty for no rings.
+        /// Every ring is closed (its last vertex repeats its first), with longitudes unwrapped,
+        /// and is the fence's own array unless unwrapping changed one of its longitudes.
+        let first: [Coordinate]
+        /// Every ring (ring 0 too) when there are several; empty when there is at most one.
+        let several: [[Coordinate]]
+        /// `starts[r]` is the number of ring `r`'s first vertex, `starts[ring count]` the
         /// number of vertices; empty when there is at most one ring (numbers are then indices).
         let starts: [Int]
         /// `owners[r]` is the polygon of ring `r`, mod 64; empty when every ring belongs to
@@ -87,7 +90,7 @@ struct PolygonLocator: Sendable {
         /// `westLimit ..< westLimit + 360`; a ring unwrapping leaves unchanged is kept as it is.
         init(_ rings: [[Coordinate]], polygon: [Int], westLimit: Double) {
             var copied = 0
-            vertices = rings.map { ring in
+            let vertices = rings.map { ring in
                 let moved = ring.contains {
                     PreparedFence.unwrap($0.lon, westLimit: westLimit).bitPattern != $0.lon.bitPattern
                 }
@@ -96,6 +99,8 @@ struct PolygonLocator: Sendable {
                 return ring.map { Coordinate(lat: $0.lat, lon: PreparedFence.unwrap($0.lon, westLimit: westLimit)) }
             }
             copiedCount = copied
+            first = vertices.first ?? []
+            several = vertices.count > 1 ? vertices : []
             if rings.count > 1 {
                 var starts = [0]
                 starts.reserveCapacity(rings.count + 1)
@@ -120,9 +125,12 @@ struct PolygonLocator: Sendable {
             }
         }
 
+        /// Every ring (for building).
+        var all: [[Coordinate]] { several.isEmpty && !first.isEmpty ? [first] : several }
+
         /// Bytes held beyond what the fence holds: the copied vertices and the tables.
         var byteCount: Int {
-            copiedCount * MemoryLayout<Coordinate>.stride + vertices.count * MemoryLayout<[Coordinate]>.stride
+            copiedCount * MemoryLayout<Coordinate>.stride + several.count * MemoryLayout<[Coordinate]>.stride
                 + starts.count * MemoryLayout<Int>.stride + owners.count
         }
     }
@@ -145,7 +153,7 @@ struct PolygonLocator: Sendable {
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
         var edges: [(first: Int32, a: Double, b: Double)] = []
         var first = 0
-        for ring in rings.vertices {
+        for ring in rings.all {
             for (k, (c, d)) in zip(ring, ring.dropFirst()).enumerated() {
                 let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
                 lo = pointwiseMin(lo, pointwiseMin(a, b))
@@ -181,7 +189,7 @@ struct PolygonLocator: Sendable {
         func column(_ x: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((x - lo.x) * scaleX))) }
         func row(_ y: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((y - lo.y) * scaleY))) }
         // Mark every cell an edge (horizontal ones too) may touch, with a small margin.
-        for ring in rings.vertices {
+        for ring in rings.all {
             for (c, d) in zip(ring, ring.dropFirst()) {
                 let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
                 let bottom = Swift.min(a.y, b.y), top = Swift.max(a.y, b.y)
@@ -264,7 +272,7 @@ struct PolygonLocator: Sendable {
         var parity: UInt64 = 0
         edges.withUnsafeBufferPointer { edges in
             if rings.starts.isEmpty {
-                rings.vertices[0].withUnsafeBufferPointer { vertices in
+                rings.first.withUnsafeBufferPointer { vertices in
                     for i in listed {
                         let k = Int(edges[i])
                         if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { parity ^= 1 }
@@ -278,7 +286,7 @@ struct PolygonLocator: Sendable {
                 let r = rings.ring(holding: n)
                 let base = rings.starts[r], end = rings.starts[r + 1]
                 var odd: UInt64 = 0
-                let more: Bool = rings.vertices[r].withUnsafeBufferPointer { vertices in
+                let more: Bool = rings.several[r].withUnsafeBufferPointer { vertices in
                     while true {
                         let k = n - base
                         if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { odd ^= 1 }
