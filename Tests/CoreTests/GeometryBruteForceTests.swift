@@ -190,6 +190,18 @@ import Glibc
         return inside
     }
 
+    /// For each ring of the fence (polygon by polygon, exterior then holes): whether the
+    /// locator reads that very array (same storage, not a copy).
+    static func sharedRings(_ fence: PreparedFence) -> [Bool] {
+        guard case .polygons(let polygons) = fence.fence.geometry else { return [] }
+        func storage(_ ring: [Coordinate]) -> UnsafePointer<Coordinate>? { ring.withUnsafeBufferPointer { $0.baseAddress } }
+        let rings = fence.locator.rings
+        let held = rings.several.isEmpty ? [rings.first] : rings.several
+        let own = polygons.flatMap { [$0.exterior] + $0.holes }
+        guard held.count == own.count else { return [] }
+        return zip(held, own).map { storage($0) == storage($1) }
+    }
+
     // MARK: Tests
 
     @Test func multiPolygonWithHolesAndIslands() throws {
@@ -208,7 +220,10 @@ import Glibc
                     Polygon(exterior: outer, holes: [hole]), Polygon(exterior: island),
                     Polygon(exterior: other, holes: [holeA, holeB]),
                 ])))
-        #expect(!fence.locator.owners.isEmpty)
+        #expect(!fence.locator.rings.owners.isEmpty)
+        // No longitude moves here: every ring is the fence's own array, none copied.
+        #expect(fence.locator.rings.copiedCount == 0)
+        #expect(Self.sharedRings(fence) == [true, true, true, true, true, true])
         let inside = Self.check(fence, seed: 11)
         #expect(inside > 100)
     }
@@ -219,7 +234,8 @@ import Glibc
         let hole = Self.star(lon: -73.95, lat: 40.73, radius: 0.008, count: 90, random: &random, reversed: true)
         let fence = try PreparedFence(
             Fence(id: "many", layer: "test", geometry: .polygons([Polygon(exterior: outer, holes: [hole])])))
-        #expect(fence.locator.owners.isEmpty)
+        #expect(fence.locator.rings.owners.isEmpty)
+        #expect(Self.sharedRings(fence) == [true, true])
         #expect(fence.locator.bands.count > 100)
         guard case .narrow = fence.locator.bands.edges.storage, case .narrow = fence.grid.cellItems.storage else {
             Issue.record("expected 16-bit index lists")
@@ -255,6 +271,9 @@ import Glibc
         var random = SeededRandom(seed: 3)
         let outer = Self.star(lon: 2.35, lat: 48.85, radius: 0.225 / 1.3, count: 180, random: &random)
         let fence = try PreparedFence(Fence(id: "large", layer: "test", geometry: .polygons([Polygon(exterior: outer)])))
+        // One ring: the locator reads the fence's exterior directly, with no ring tables.
+        #expect(Self.sharedRings(fence) == [true])
+        #expect(fence.locator.rings.several.isEmpty && fence.locator.rings.starts.isEmpty)
         #expect(fence.grid.points.count > 2 * 181)
         Self.check(fence, seed: 13)
     }
@@ -276,6 +295,10 @@ import Glibc
                 id: "antimeridian", layer: "test",
                 geometry: .polygons([Polygon(exterior: east, holes: [hole]), Polygon(exterior: west)])))
         #expect(fence.bounds.crossesAntimeridian)
+        // Unwrapping moves the eastern part's longitudes by 360: that part and its hole are
+        // copied, the western part is read from the fence.
+        #expect(Self.sharedRings(fence) == [false, false, true])
+        #expect(fence.locator.rings.copiedCount == east.count + hole.count)
         let inside = Self.check(fence, seed: 14, count: 3000)
         #expect(inside > 300)
         // Either side of the seam is deep inside: the seam is no boundary.
