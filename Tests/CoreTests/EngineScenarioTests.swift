@@ -55,16 +55,10 @@ enum EngineTestKit {
 
 /// A seeded, deterministic PRNG (SplitMix64) with Gaussian samples (Box–Muller).
 struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
+    var bits: SplitMix64
+    init(seed: UInt64) { bits = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { bits.next() }
 
     /// Uniform in (0, 1].
     mutating func unit() -> Double { (Double(next() >> 11) + 1) / 9_007_199_254_740_992 }

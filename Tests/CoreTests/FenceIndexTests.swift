@@ -3,19 +3,6 @@ import Testing
 @testable import GeotriggerCore
 
 @Suite struct FenceIndexTests {
-    /// A deterministic generator so failures can be replayed.
-    struct Random {
-        var state: UInt64
-        mutating func unit() -> Double {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
-        mutating func range(_ low: Double, _ high: Double) -> Double { low + unit() * (high - low) }
-    }
-
     static func results(_ index: FenceIndex, _ p: Coordinate, _ radius: Double) -> [Int] {
         var found: [Int] = []
         index.query(p, radius: radius) { found.append($0) }
@@ -25,14 +12,14 @@ import Testing
     /// Random boxes (a quarter of them across the antimeridian) and random queries: the index
     /// returns every entry brute force finds, each once, and nothing far away.
     @Test func matchesBruteForceOnRandomBoxes() {
-        var random = Random(state: 42)
+        var random = SplitMix64(seed: 42)  // deterministic, so failures can be replayed
         var bounds: [GeoBounds] = [], reach: [Double] = []
         for i in 0..<3000 {
-            let lat = random.range(-80, 80)
-            let lon = i % 4 == 0 ? random.range(179.3, 180) : random.range(-180, 180)
-            let height = random.range(0, 0.4), width = random.range(0, 0.5)
+            let lat = random.nextUniform(-80, 80)
+            let lon = i % 4 == 0 ? random.nextUniform(179.3, 180) : random.nextUniform(-180, 180)
+            let height = random.nextUniform(0, 0.4), width = random.nextUniform(0, 0.5)
             bounds.append(GeoBounds(minLat: lat, minLon: lon, maxLat: lat + height, maxLon: lon + width))
-            reach.append(i % 3 == 0 ? 0 : random.range(0, 3000))
+            reach.append(i % 3 == 0 ? 0 : random.nextUniform(0, 3000))
         }
         let index = FenceIndex(bounds: bounds, reach: reach)
         #expect(index.count == bounds.count)
@@ -41,14 +28,14 @@ import Testing
             // Half the queries near a box (many near ±180), half anywhere.
             let p: Coordinate
             if i % 2 == 0 {
-                let b = bounds[Int(random.unit() * Double(bounds.count))]
-                var lon = random.range(b.minLon - 0.05, b.maxLon + 0.05)
+                let b = bounds[Int(random.nextUnit() * Double(bounds.count))]
+                var lon = random.nextUniform(b.minLon - 0.05, b.maxLon + 0.05)
                 if lon >= 180 { lon -= 360 }
-                p = Coordinate(lat: random.range(b.minLat - 0.05, b.maxLat + 0.05), lon: lon)
+                p = Coordinate(lat: random.nextUniform(b.minLat - 0.05, b.maxLat + 0.05), lon: lon)
             } else {
-                p = Coordinate(lat: random.range(-80, 80), lon: random.range(-180, 180))
+                p = Coordinate(lat: random.nextUniform(-80, 80), lon: random.nextUniform(-180, 180))
             }
-            let radius = i % 5 == 0 ? 0 : random.range(0, 5000)
+            let radius = i % 5 == 0 ? 0 : random.nextUniform(0, 5000)
             let found = Self.results(index, p, radius)
             let expected = (0..<bounds.count).filter { bounds[$0].expanded(by: reach[$0] + radius).contains(p) }
             #expect(Set(found).count == found.count, "duplicates at \(p)")

@@ -58,19 +58,6 @@ enum DurabilityRig {
     }
 }
 
-/// A deterministic random number generator (SplitMix64), so every run drives the same walk.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One location update a test publishes as `devices/DEVICE/location` (the default `json` feed).
 struct DriveUpdate: Sendable {
     var device: String
@@ -115,7 +102,7 @@ struct Drive: Sendable {
     /// staying `dwell` updates per spot; fix times start at `start`, `step` seconds apart.
     static func garden(devices deviceCount: Int, updates: Int, dwell: ClosedRange<Int>, seed: UInt64,
                        start: Double, step: Double = 2) -> Drive {
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let devices = (0..<deviceCount).map { String(format: "dev-%02d", $0) }
         var tracks: [[DriveUpdate]] = []
         for device in devices {
@@ -343,7 +330,7 @@ struct SectionWalk: Sendable {
 
     static func make(devices deviceCount: Int, updates: Int, dwell: ClosedRange<Int>, seed: UInt64, start: Double,
                      step: Double = 2) -> SectionWalk {
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let devices = (0..<deviceCount).map { String(format: "walker-%02d", $0) }
         var rounds = [[DriveUpdate]](repeating: [], count: updates)
         var expected = [[WalkEvent]](repeating: [], count: updates)

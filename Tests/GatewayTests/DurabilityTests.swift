@@ -1,4 +1,5 @@
 import Foundation
+import GeotriggerCore
 import MQTT
 import Testing
 import TestSupport
@@ -47,7 +48,7 @@ extension DurabilityIntegrationTests {
             #expect(drive.rounds.count * drive.devices.count == 2000)
 
             // Five kill points (rounds of the drive), seeded, at least 12 rounds apart.
-            var random = SeededRandom(seed: 0x6_0002)
+            var random = SplitMix64(seed: 0x6_0002)
             var kills: [Int] = []
             while kills.count < 5 {
                 let candidate = Int.random(in: 6..<86, using: &random)

@@ -394,7 +394,7 @@ enum EndToEndBenchmark {
 
     /// Writes `polygons` synthetic polygons (the city of `bench index`) as the layer `city`.
     static func writeCity(polygons: Int, folder: String) throws -> [Fence] {
-        var random = IndexBenchmark.Random(seed: 20_240_607)
+        var random = SplitMix64(seed: 20_240_607)
         let fences = Array(IndexBenchmark.syntheticCity(polygons: polygons, random: &random).prefix(polygons))
         let features: [JSONValue] = fences.map { fence in
             guard case .polygons(let polygons) = fence.geometry, let ring = polygons.first?.exterior else { return .null }

@@ -27,22 +27,6 @@ enum EngineBenchmark {
             """,
         run: { try await run($0) })
 
-    /// SplitMix64, so every run sees the same fences and walks.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        /// Uniform in [low, high).
-        mutating func uniform(_ low: Double, _ high: Double) -> Double {
-            low + (high - low) * Double(next() >> 11) / 9_007_199_254_740_992
-        }
-    }
-
     static let origin = Coordinate(lat: 34.40, lon: -119.80)
     static let metresPerDegreeLat = 110_900.0
     static let metresPerDegreeLon = 91_900.0
@@ -52,13 +36,13 @@ enum EngineBenchmark {
     }
 
     /// The synthetic fence layers: `sites` (polygons) and `stops` (points, buffer 15 m by default).
-    static func layers(fenceCount: Int, random: inout Random) -> (layers: [FenceLayer], side: Double) {
+    static func layers(fenceCount: Int, random: inout SplitMix64) -> (layers: [FenceLayer], side: Double) {
         let perRow = Int(Double(fenceCount).squareRoot().rounded(.up))
         let spacing = 150.0
         var sites: [Fence] = [], stops: [Fence] = []
         for n in 0..<fenceCount {
-            let cx = (Double(n % perRow) + 0.5) * spacing + random.uniform(-30, 30)
-            let cy = (Double(n / perRow) + 0.5) * spacing + random.uniform(-30, 30)
+            let cx = (Double(n % perRow) + 0.5) * spacing + random.nextUniform(-30, 30)
+            let cy = (Double(n / perRow) + 0.5) * spacing + random.nextUniform(-30, 30)
             if n % 10 == 9 {
                 stops.append(
                     Fence(
@@ -66,12 +50,12 @@ enum EngineBenchmark {
                         geometry: .points([coordinate(x: cx, y: cy)]), featureIndex: stops.count))
                 continue
             }
-            let vertices = Int(random.uniform(6, 13))
-            let radius = random.uniform(10, 30)
+            let vertices = Int(random.nextUniform(6, 13))
+            let radius = random.nextUniform(10, 30)
             var ring: [Coordinate] = []
             for v in 0..<vertices {
                 let angle = Double(v) / Double(vertices) * 2 * .pi
-                let r = radius * random.uniform(0.7, 1.3)
+                let r = radius * random.nextUniform(0.7, 1.3)
                 ring.append(coordinate(x: cx + r * cos(angle), y: cy + r * sin(angle)))
             }
             ring.append(ring[0])
@@ -122,7 +106,7 @@ enum EngineBenchmark {
         print("warning: a debug build; build with `swift build -c release` for meaningful figures")
         #endif
 
-        var random = Random(state: 2026)
+        var random = SplitMix64(seed: 2026)  // every run sees the same fences and walks
         var started = ResourceUsage.now()
         let (layers, side) = self.layers(fenceCount: fenceCount, random: &random)
         let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers)
@@ -136,7 +120,7 @@ enum EngineBenchmark {
             ids.append(vehicle ? "fleet/vehicles/v\(d)" : "workers/w\(d)")
             walkers.append(
                 Walker(
-                    x: random.uniform(0, side), y: random.uniform(0, side), heading: random.uniform(0, 2 * .pi),
+                    x: random.nextUniform(0, side), y: random.nextUniform(0, side), heading: random.nextUniform(0, 2 * .pi),
                     speed: vehicle ? 10 : 1.4))
         }
         var monitors = ids.map { DeviceMonitor(device: $0, snapshot: snapshot, now: 0) }
@@ -153,7 +137,7 @@ enum EngineBenchmark {
             // Move everyone (not timed).
             for d in 0..<deviceCount {
                 var w = walkers[d]
-                w.heading += random.uniform(-0.2, 0.2)
+                w.heading += random.nextUniform(-0.2, 0.2)
                 w.x += w.speed * cos(w.heading)
                 w.y += w.speed * sin(w.heading)
                 if w.x < 0 || w.x > side { w.heading = .pi - w.heading; w.x = min(max(w.x, 0), side) }
@@ -161,7 +145,7 @@ enum EngineBenchmark {
                 walkers[d] = w
                 let c = coordinate(x: w.x, y: w.y)
                 batch[d] = LocationUpdate(
-                    device: ids[d], lat: c.lat, lon: c.lon, time: startTime + now, accuracy: random.uniform(3, 15),
+                    device: ids[d], lat: c.lat, lon: c.lon, time: startTime + now, accuracy: random.nextUniform(3, 15),
                     speed: w.speed)
             }
             let measuring = round >= warmUp

@@ -49,7 +49,7 @@ enum IndexBenchmark {
         #endif
         print("bench index: \(seconds) s per data set, \(pointCount) random points, one core")
 
-        var random = Random(seed: 20_240_607)
+        var random = SplitMix64(seed: 20_240_607)
         let taxi: [Fence]
         do {
             taxi = try loadTaxiZones(path: taxiPath)
@@ -69,7 +69,7 @@ enum IndexBenchmark {
     }
 
     static func measure(
-        _ title: String, fences: [Fence], seconds: Double, pointCount: Int, random: inout Random
+        _ title: String, fences: [Fence], seconds: Double, pointCount: Int, random: inout SplitMix64
     ) throws {
         print(title)
         let vertices = fences.reduce(0) { sum, fence in
@@ -104,8 +104,8 @@ enum IndexBenchmark {
         for _ in 0..<pointCount {
             points.append(
                 Coordinate(
-                    lat: area.minLat + random.unit() * (area.maxLat - area.minLat),
-                    lon: area.minLon + random.unit() * (area.maxLon - area.minLon)))
+                    lat: area.minLat + random.nextUnit() * (area.maxLat - area.minLat),
+                    lon: area.minLon + random.nextUnit() * (area.maxLon - area.minLon)))
         }
 
         var evaluations = 0, candidates = 0, matches = 0
@@ -144,7 +144,7 @@ enum IndexBenchmark {
     // MARK: Data
 
     /// Star-shaped polygons of 50 vertices, buffered points and buffered lines around New York.
-    static func syntheticCity(polygons: Int, random: inout Random) -> [Fence] {
+    static func syntheticCity(polygons: Int, random: inout SplitMix64) -> [Fence] {
         let centre = Coordinate(lat: 40.73, lon: -73.95)
         let metresPerDegreeLat = 111_000.0
         let metresPerDegreeLon = 111_000.0 * cos(centre.lat * .pi / 180)
@@ -152,16 +152,16 @@ enum IndexBenchmark {
             Coordinate(lat: c.lat + north / metresPerDegreeLat, lon: c.lon + east / metresPerDegreeLon)
         }
         func anywhere() -> Coordinate {
-            offset(centre, east: (random.unit() - 0.5) * 40_000, north: (random.unit() - 0.5) * 40_000)
+            offset(centre, east: (random.nextUnit() - 0.5) * 40_000, north: (random.nextUnit() - 0.5) * 40_000)
         }
         var fences: [Fence] = []
         for i in 0..<polygons {
             let c = anywhere()
-            let radius = 30 + random.unit() * 95
+            let radius = 30 + random.nextUnit() * 95
             var ring: [Coordinate] = []
             for k in 0..<50 {
                 let angle = Double(k) / 50 * 2 * .pi
-                let r = radius * (0.7 + 0.6 * random.unit())
+                let r = radius * (0.7 + 0.6 * random.nextUnit())
                 ring.append(offset(c, east: r * cos(angle), north: r * sin(angle)))
             }
             ring.append(ring[0])
@@ -170,18 +170,18 @@ enum IndexBenchmark {
         for i in 0..<(polygons / 20) {
             fences.append(
                 Fence(
-                    id: "s\(i)", layer: "city", geometry: .points([anywhere()]), buffer: 20 + random.unit() * 80,
+                    id: "s\(i)", layer: "city", geometry: .points([anywhere()]), buffer: 20 + random.nextUnit() * 80,
                     featureIndex: fences.count))
         }
         for i in 0..<(polygons / 20) {
             var line = [anywhere()]
-            for _ in 0..<(2 + Int(random.unit() * 9)) {
-                let step = 50 + random.unit() * 250, angle = random.unit() * 2 * .pi
+            for _ in 0..<(2 + Int(random.nextUnit() * 9)) {
+                let step = 50 + random.nextUnit() * 250, angle = random.nextUnit() * 2 * .pi
                 line.append(offset(line[line.count - 1], east: step * cos(angle), north: step * sin(angle)))
             }
             fences.append(
                 Fence(
-                    id: "l\(i)", layer: "city", geometry: .lines([line]), buffer: 10 + random.unit() * 40,
+                    id: "l\(i)", layer: "city", geometry: .lines([line]), buffer: 10 + random.nextUnit() * 40,
                     featureIndex: fences.count))
         }
         return fences
@@ -222,21 +222,4 @@ enum IndexBenchmark {
     }
 
     static func megabytes(_ bytes: Int) -> String { format(Double(bytes) / 1_048_576, 1) + " MB" }
-
-    /// A small deterministic random generator (SplitMix64), so every run measures the same data.
-    struct Random {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// Uniform in 0..<1.
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    }
 }

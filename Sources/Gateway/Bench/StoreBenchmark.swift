@@ -195,7 +195,7 @@ enum StoreBenchmark {
         let margin = 0.002
         spots += [Coordinate(lat: bounds.minLat - margin, lon: bounds.minLon - margin),
                   Coordinate(lat: bounds.maxLat + margin, lon: bounds.maxLon + margin)]
-        var random = IndexBenchmark.Random(seed: 0x5709E)
+        var random = SplitMix64(seed: 0x5709E)
         func pick(_ n: Int) -> Int { Int(random.next() % UInt64(n)) }
         let start = (WallClock.now() - 86_400).rounded()
         var tracks: [[LocationUpdate]] = []

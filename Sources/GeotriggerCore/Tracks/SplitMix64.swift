@@ -30,6 +30,11 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         Double(next() >> 11) * 0x1p-53
     }
 
+    /// A uniform number in [low, high) (`low + nextUnit() * (high - low)`).
+    public mutating func nextUniform(_ low: Double, _ high: Double) -> Double {
+        low + nextUnit() * (high - low)
+    }
+
     /// A standard normal number (mean 0, standard deviation 1), by the Box-Muller transform;
     /// values come in pairs, the second kept for the next call.
     public mutating func nextGaussian() -> Double {
