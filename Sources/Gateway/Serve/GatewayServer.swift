@@ -48,13 +48,17 @@ enum GatewayServer {
 
         // Acknowledgements arrive on libmosquitto's thread before the publishers exist to take them.
         let publishersBox = Mutex<[OutboxDestination: OutboxPublisher]>([:])
+        let stateBox = Mutex<StatePublisher?>(nil)
         let startedBox = Mutex<(@Sendable () -> Void)?>(nil)
         let shutdownBox = Mutex<(@Sendable (MQTTClient) async -> Void)?>(nil)
         let downBox = Mutex<(@Sendable () async -> Void)?>(nil)
         let local = try BrokerConnection(
             label: "local", configuration: try BrokerConnection.configuration(config, remote: false, will: will),
             warnings: warnings, logger: logger,
-            onAcknowledgement: { ack in publishersBox.withLock { $0[.local] }?.acknowledged(ack) },
+            onAcknowledgement: { ack in
+                if stateBox.withLock({ $0 })?.acknowledged(ack) == true { return }
+                publishersBox.withLock { $0[.local] }?.acknowledged(ack)
+            },
             onConnect: { startedBox.withLock { $0 }?() },
             onDown: { await downBox.withLock { $0 }?() },
             onShutdown: { client in await shutdownBox.withLock { $0 }?(client) })
@@ -76,6 +80,7 @@ enum GatewayServer {
         }
         publishersBox.withLock { $0 = publishers }
         let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)
+        stateBox.withLock { $0 = statePublisher }
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher)
         let runtimeFences = await RuntimeFences(setup: setup, client: local.client, store: store, warnings: warnings, logger: logger)

@@ -1,0 +1,99 @@
+import MQTT
+import Synchronization
+import Testing
+@testable import Gateway
+
+/// `StatePublisher` against a fake broker that records what it is handed and answers only
+/// when the test says so.
+@Suite struct StatePublisherTests {
+    final class FakeBroker: Sendable {
+        let sent = Mutex<[(id: Int32, topic: String, payload: String)]>([])
+        let failing = Mutex<Set<String>>([])
+
+        func send(_ topic: String, _ payload: [UInt8]) throws -> Int32 {
+            try sent.withLock { sent in
+                if failing.withLock({ $0.contains(topic) }) { throw UsageError("refused by the fake") }
+                let id = Int32(sent.count + 1)
+                sent.append((id, topic, String(decoding: payload, as: UTF8.self)))
+                return id
+            }
+        }
+
+        var messages: [(id: Int32, topic: String, payload: String)] { sent.withLock { $0 } }
+    }
+
+    func make(window: Int) -> (StatePublisher, FakeBroker) {
+        let broker = FakeBroker()
+        let publisher = StatePublisher(prefix: "p", logger: Logger(label: "test"), window: window,
+                                       send: { try broker.send($0, $1) })
+        return (publisher, broker)
+    }
+
+    func ack(_ publisher: StatePublisher, _ id: Int32, reason: Int32 = 0) -> Bool {
+        publisher.acknowledged(MQTTAcknowledgement(messageId: id, reasonCode: reason))
+    }
+
+    @Test func atMostWindowStatesAreWithTheBroker() {
+        let (publisher, broker) = make(window: 4)
+        for i in 0..<100 { publisher.publish(device: "d\(i)", payload: Array("s\(i)".utf8)) }
+        #expect(broker.messages.count == 4)
+        #expect(publisher.pending == (4, 96))
+        // Each acknowledgement lets exactly one more out, in the order the devices became due.
+        var acked = 0
+        while acked < broker.messages.count {
+            acked += 1
+            #expect(ack(publisher, Int32(acked)))
+            #expect(broker.messages.count == min(100, acked + 4))
+        }
+        #expect(broker.messages.map(\.topic) == (0..<100).map { "p/devices/d\($0)/state" })
+        #expect(broker.messages.map(\.payload) == (0..<100).map { "s\($0)" })
+        #expect(publisher.pending == (0, 0))
+        #expect(publisher.count == 100)
+    }
+
+    @Test func aDeviceWaitingForItsTurnGoesOutOnceWithItsNewestState() {
+        let (publisher, broker) = make(window: 1)
+        publisher.publish(device: "a", payload: Array("a1".utf8))
+        publisher.publish(device: "b", payload: Array("b1".utf8))
+        publisher.publish(device: "b", payload: Array("b2".utf8))
+        publisher.publish(device: "c", payload: Array("c1".utf8))
+        publisher.publish(device: "b", payload: nil)  // forgotten: an empty retained message
+        for id in 1...3 { #expect(ack(publisher, Int32(id))) }
+        #expect(broker.messages.map(\.topic) == ["p/devices/a/state", "p/devices/b/state", "p/devices/c/state"])
+        #expect(broker.messages.map(\.payload) == ["a1", "", "c1"])
+        #expect(publisher.count == 2)
+    }
+
+    @Test func otherAcknowledgementsAreLeftForTheOutbox() {
+        let (publisher, broker) = make(window: 2)
+        publisher.publish(device: "a", payload: [1])
+        #expect(!ack(publisher, 99))
+        #expect(ack(publisher, 1, reason: 0x87))  // refused: counted as answered, not resent
+        #expect(!ack(publisher, 1))
+        #expect(broker.messages.count == 1)
+    }
+
+    @Test func aReconnectSendsEveryStateAgainAndFreesTheWindow() {
+        let (publisher, broker) = make(window: 2)
+        for device in ["a", "b", "c"] { publisher.publish(device: device, payload: Array(device.utf8)) }
+        #expect(broker.messages.count == 2)
+        // The connection drops before any PUBACK; after the reconnect the old ids do not hold the window.
+        publisher.republishAll()
+        #expect(broker.messages.count == 4)
+        #expect(!ack(publisher, 1))
+        #expect(ack(publisher, 3))
+        #expect(ack(publisher, 4))
+        #expect(ack(publisher, 5))
+        #expect(Set(broker.messages.dropFirst(2).map(\.payload)) == ["a", "b", "c"])
+        #expect(publisher.pending == (0, 0))
+    }
+
+    @Test func aStateTheClientRejectsDoesNotBlockTheOthers() {
+        let (publisher, broker) = make(window: 1)
+        broker.failing.withLock { $0 = ["p/devices/bad/state"] }
+        publisher.publish(device: "bad", payload: [1])
+        publisher.publish(device: "good", payload: [2])
+        #expect(broker.messages.map(\.topic) == ["p/devices/good/state"])
+        #expect(publisher.pending == (1, 0))
+    }
+}
