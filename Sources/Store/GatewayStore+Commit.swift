@@ -101,13 +101,13 @@ extension GatewayStore {
                 try connection.run("DELETE FROM device_state WHERE device = ?", [.text(change.device)])
             }
         }
-        // Events this batch journaled: only their rows are known to hold an outbox message's
-        // payload (a duplicate id keeps the journal's earlier version).
-        var journaledIDs: Set<String> = []
+        // Events this batch journaled, by id: only their rows are known to hold an outbox
+        // message's payload (a duplicate keeps the journal's earlier version).
+        var journaledRows: [String: Int64] = [:]
         for event in batch.events {
             let inserted = try connection.run("""
                 INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fix_time, id) DO NOTHING
                 """, [.text(event.id), .text(event.device), .text(event.trigger), .text(event.layer),
                       .text(event.fence), .text(event.type), .real(event.fixTime), .real(event.emittedTime),
                       .text(event.payload)])
@@ -115,16 +115,17 @@ extension GatewayStore {
                 receipt.duplicateEventIDs.append(event.id)
             } else {
                 journaled += 1
-                journaledIDs.insert(event.id)
+                journaledRows[event.id] = connection.lastInsertRowID
             }
         }
         var touched: Set<OutboxDestination> = []
         for message in batch.outbox {
             // A journaled event's payload is stored once, in the journal (an empty blob here).
-            let stored = message.payloadInJournal && journaledIDs.contains(message.eventID) ? [] : message.payload
+            let row = message.payloadInJournal ? journaledRows[message.eventID] : nil
             try connection.run(
                 message.destination.insertSQL,
-                [.text(message.eventID), .text(message.topic), .blob(stored), .integer(Int64(message.qos))])
+                [.text(message.eventID), .text(message.topic), .blob(row == nil ? message.payload : []),
+                 .integer(Int64(message.qos)), row.map { .integer($0) } ?? .null])
             receipt.outboxSequences.append(connection.lastInsertRowID)
             counts[message.destination] += 1
             touched.insert(message.destination)

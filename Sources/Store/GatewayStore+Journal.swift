@@ -52,8 +52,8 @@ extension GatewayStore {
         return try connection.transaction {
             try connection.run("""
                 DELETE FROM journal WHERE emitted_time < ?
-                AND id NOT IN (SELECT event_id FROM outbox_local WHERE length(payload) = 0)
-                AND id NOT IN (SELECT event_id FROM outbox_remote WHERE length(payload) = 0)
+                AND seq NOT IN (SELECT journal_seq FROM outbox_local WHERE journal_seq IS NOT NULL)
+                AND seq NOT IN (SELECT journal_seq FROM outbox_remote WHERE journal_seq IS NOT NULL)
                 """, [.real(cutoff)])
         }
     }

@@ -8,7 +8,7 @@ extension GatewayStore {
         try openConnection().query(
             """
             SELECT o.seq, o.event_id, o.topic, coalesce(j.payload, o.payload), o.qos FROM \(destination.table) o
-            LEFT JOIN journal j ON length(o.payload) = 0 AND j.id = o.event_id
+            LEFT JOIN journal j ON j.seq = o.journal_seq
             WHERE o.seq > ? ORDER BY o.seq LIMIT ?
             """,
             [.integer(sequence), .integer(Int64(max(limit, 0)))]

@@ -87,8 +87,11 @@ public actor GatewayStore {
             guard version == schemaVersion else {
                 throw StoreError.schemaVersion(path: path, found: version, expected: schemaVersion)
             }
-        } else {
-            try connection.migrate(migrations)
+        } else if !(try connection.migrate(migrations)).isEmpty,
+                  (try connection.scalarInt64("PRAGMA freelist_count") ?? 0) > 0 {
+            // A step that rebuilt a table (version 3, the journal) left its old pages free:
+            // give them back once, so a new or upgraded file holds only what it uses.
+            try connection.execute("VACUUM")
         }
         var checkpointer: WALCheckpointer?
         if !options.readOnly {

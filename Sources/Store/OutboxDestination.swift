@@ -10,11 +10,12 @@ public enum OutboxDestination: String, Sendable, CaseIterable, Hashable {
     /// The table holding this outbox.
     var table: String { "outbox_\(rawValue)" }
 
-    /// Appends one message; an empty payload stands for the journal's payload of `event_id`.
+    /// Appends one message; with `journal_seq` set, the payload is that journal row's (and the
+    /// `payload` column is empty).
     var insertSQL: String {
         switch self {
-        case .local: "INSERT INTO outbox_local (event_id, topic, payload, qos) VALUES (?, ?, ?, ?)"
-        case .remote: "INSERT INTO outbox_remote (event_id, topic, payload, qos) VALUES (?, ?, ?, ?)"
+        case .local: "INSERT INTO outbox_local (event_id, topic, payload, qos, journal_seq) VALUES (?, ?, ?, ?, ?)"
+        case .remote: "INSERT INTO outbox_remote (event_id, topic, payload, qos, journal_seq) VALUES (?, ?, ?, ?, ?)"
         }
     }
 

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import Store
+
+/// Schema version 3 (journal without per-event random indexes) applied to a version-2
+/// database that holds events, outbox rows reading their payload from the journal, and a
+/// deleted last event.
+@Suite struct JournalMigrationTests {
+    @Test func aVersionTwoDatabaseKeepsItsEventsOutboxAndSequences() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("v2.db")
+        do {
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.migrate(Array(GatewayStore.migrations.prefix(2))) == [1, 2])
+            for (n, id) in ["a", "b", "c"].enumerated() {
+                try connection.run("""
+                    INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)
+                    VALUES (?, 'd', 't', 'l', 'f', 'enter', ?, ?, ?)
+                    """, [.text(id), .real(Double(100 + n)), .real(Double(200 + n)), .text("{\"id\":\"\(id)\"}")])
+            }
+            // Version 2 linked an outbox row to its journal row by event id, with an empty payload.
+            try connection.run("INSERT INTO outbox_local (event_id, topic, payload, qos) VALUES ('b', 'x/b', x'', 1)")
+            try connection.run("INSERT INTO outbox_remote (event_id, topic, payload, qos) VALUES ('a', 'y/a', x'', 1)")
+            try connection.run("INSERT INTO outbox_local (event_id, topic, payload, qos) VALUES ('a-t', 'o/a', x'7b7d', 1)")
+            try connection.run("DELETE FROM journal WHERE id = 'c'")
+        }
+
+        let store = try await GatewayStore(path: path)
+        #expect(try await store.withConnection { try $0.userVersion() } == 3)
+        // The old journal's pages were given back (VACUUM after the rebuild).
+        #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
+        let local = try await store.outbox(.local, limit: 10)
+        #expect(local.map(\.message.topic) == ["x/b", "o/a"])
+        #expect(local.map { String(decoding: $0.message.payload, as: UTF8.self) } == ["{\"id\":\"b\"}", "{}"])
+        #expect(try await store.outbox(.remote, limit: 10).map { String(decoding: $0.message.payload, as: UTF8.self) }
+                == ["{\"id\":\"a\"}"])
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["a", "b"])
+
+        // Numbering goes on after the deleted last event (3), and duplicates are still found.
+        _ = try await store.submit(StoreBatch(events: [testEvent("d", fix: 103)]))
+        #expect(try await store.events(JournalQuery(afterSequence: 2)).map(\.sequence) == [4])
+        let receipt = try await store.submit(StoreBatch(events: [testEvent("a", fix: 100)]))
+        #expect(receipt.duplicateEventIDs == ["a"])
+
+        // Retention keeps the events an outbox still reads ("a", "b"), not the others.
+        #expect(try await store.deleteEvents(emittedBefore: 1e12) == 1)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["a", "b"])
+        let indexes = try await store.withConnection { connection in
+            try connection.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal' ORDER BY name") {
+                $0.string(0)
+            }
+        }
+        #expect(indexes == ["journal_by_emitted_time", "journal_by_fix_time"])
+        await store.close()
+    }
+}
