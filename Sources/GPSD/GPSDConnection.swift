@@ -4,9 +4,9 @@ internal import CGPS
 ///
 /// `init` loads libgps if no connection did before (`GPSDLibrary`), opens the connection
 /// (`gps_open`) and starts watching (`gps_stream` with `WATCH_ENABLE | WATCH_JSON`); `deinit`
-/// stops watching and closes it. Not Sendable: libgps
-/// handles are not thread-safe, so one thread uses a connection (see `GPSDReader`). Its calls
-/// block; never use it on the cooperative thread pool.
+/// stops watching and closes it. Not Sendable: libgps handles are not thread-safe, so one
+/// thread uses a connection (see `GPSDReader`). Its calls block; never use it on the
+/// cooperative thread pool.
 public final class GPSDConnection {
     /// Where gpsd listens.
     public let host: String
