@@ -18,7 +18,7 @@ let package = Package(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(
-            name: "CGPS", pkgConfig: "libgps",
+            name: "CGPS",  // no pkgConfig: its `--libs` is -lgps; libgps is dlopen'ed (CGPS/shim.h)
             providers: [.apt(["libgps-dev"])]),
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",

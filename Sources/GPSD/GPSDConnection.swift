@@ -2,20 +2,30 @@ internal import CGPS
 
 /// One open connection to gpsd, watching JSON reports: owns libgps's `gps_data_t`.
 ///
-/// `init` opens the connection (`gps_open`) and starts watching (`gps_stream` with
-/// `WATCH_ENABLE | WATCH_JSON`); `deinit` stops watching and closes it. Not Sendable: libgps
-/// handles are not thread-safe, so one thread uses a connection (see `GPSDReader`). Its calls
-/// block; never use it on the cooperative thread pool.
+/// `init` loads libgps if no connection did before (`GPSDLibrary`), opens the connection
+/// (`gps_open`) and starts watching (`gps_stream` with `WATCH_ENABLE | WATCH_JSON`); `deinit`
+/// stops watching and closes it. Not Sendable: libgps handles are not thread-safe, so one
+/// thread uses a connection (see `GPSDReader`). Its calls block; never use it on the
+/// cooperative thread pool.
 public final class GPSDConnection {
     /// Where gpsd listens.
     public let host: String
     public let port: Int
+    private let library: LoadedLibrary
     private let data: UnsafeMutablePointer<gps_data_t>
     private let message: UnsafeMutablePointer<CChar>
     private static let messageCapacity: Int32 = 16_384
 
-    /// Connects to gpsd at `host`:`port` and starts watching JSON reports.
-    public init(host: String = "127.0.0.1", port: Int = 2947) throws(GPSDError) {
+    /// Connects to gpsd at `host`:`port` and starts watching JSON reports. Throws a
+    /// `GPSDError` whose `isLibraryUnavailable` is true if libgps cannot be loaded.
+    public convenience init(host: String = "127.0.0.1", port: Int = 2947) throws(GPSDError) {
+        try self.init(host: host, port: port, loader: .shared)
+    }
+
+    /// Connects with the libgps of `loader` (tests give one that tries other files).
+    init(host: String, port: Int, loader: LibraryLoader) throws(GPSDError) {
+        let library = try loader.library()
+        self.library = library
         self.host = host
         self.port = port
         // gps_data_t is ~24 kB on API 11: allocated once per connection, zeroed as libgps expects.
@@ -24,17 +34,19 @@ public final class GPSDConnection {
             as: UInt8.self, repeating: 0, count: MemoryLayout<gps_data_t>.size)
         let endpoint = "\(host):\(port)"
         do {
-            try GPSDError.check(gps_open(host, String(port), data), "gps_open(\(endpoint))")
+            try GPSDError.check(
+                geotrigger_gps_open(library.functions, host, String(port), data),
+                "gps_open(\(endpoint))", library: library)
         } catch {
             data.deallocate()
             throw error
         }
         do {
             try GPSDError.check(
-                geotrigger_gps_stream(data, geotrigger_watch_enable_json()),
-                "gps_stream(WATCH_ENABLE|WATCH_JSON) on \(endpoint)")
+                geotrigger_gps_stream(library.functions, data, geotrigger_watch_enable_json()),
+                "gps_stream(WATCH_ENABLE|WATCH_JSON) on \(endpoint)", library: library)
         } catch {
-            gps_close(data)
+            _ = geotrigger_gps_close(library.functions, data)
             data.deallocate()
             throw error
         }
@@ -44,8 +56,8 @@ public final class GPSDConnection {
     }
 
     deinit {
-        _ = geotrigger_gps_stream(data, geotrigger_watch_disable())
-        gps_close(data)
+        _ = geotrigger_gps_stream(library.functions, data, geotrigger_watch_disable())
+        _ = geotrigger_gps_close(library.functions, data)
         data.deallocate()
         message.deallocate()
     }
@@ -54,15 +66,15 @@ public final class GPSDConnection {
     /// (or the connection closed: the next `readReport()` then throws).
     public func waitForReport(timeout: Double) -> Bool {
         let microseconds = Int32(clamping: Int((max(0, timeout) * 1_000_000).rounded()))
-        return gps_waiting(data, microseconds)
+        return geotrigger_gps_waiting(library.functions, data, microseconds)
     }
 
     /// Reads one report (`gps_read`); throws when the connection is closed or broken.
     public func readReport() throws(GPSDError) -> GPSDReport {
         message[0] = 0
         let count = try GPSDError.check(
-            geotrigger_gps_read(data, message, GPSDConnection.messageCapacity),
-            "gps_read from \(host):\(port)")
+            geotrigger_gps_read(library.functions, data, message, GPSDConnection.messageCapacity),
+            "gps_read from \(host):\(port)", library: library)
         guard count > 0 else { return .incomplete }
         let length = strnlen(message, Int(GPSDConnection.messageCapacity))
         let line = UnsafeRawBufferPointer(start: message, count: length)

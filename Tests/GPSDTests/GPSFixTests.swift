@@ -148,8 +148,8 @@ import Testing
         #expect(GPSDReport.className(ofJSON: Array(#"{"class":"TP"#.utf8)) == nil)
     }
 
-    @Test func errorTextComesFromLibgps() {
-        let error = GPSDError(code: -6, call: "gps_open(127.0.0.1:1)")
+    @Test func errorTextComesFromLibgps() throws {
+        let error = GPSDError(code: -6, call: "gps_open(127.0.0.1:1)", library: try LibraryLoader.shared.library())
         #expect(error.message == "can't connect to host/port pair")
         #expect(error.description.contains("gps_open(127.0.0.1:1)"))
     }
