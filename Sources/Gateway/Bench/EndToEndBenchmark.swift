@@ -133,6 +133,11 @@ enum EndToEndBenchmark {
         #if DEBUG
         note("warning: debug build; figures are far below a release build (swift build -c release)")
         #endif
+        // The gateway child is this executable: the memory figures are those of how it was linked.
+        if ChildProcess.read("/proc/self/maps")?.contains("libswiftCore.so") == true {
+            note("note: the Swift runtime is linked dynamically; deploy/install.sh builds with --static-swift-stdlib, "
+                 + "which resides about 3 MB less (build the same way to compare with the memory targets)")
+        }
         let loadAtStart = ChildProcess.loadAverage()
         let work = try makeWorkDirectory()
         defer {
