@@ -45,11 +45,11 @@ extension GatewayStore {
 
     /// Version 3: no index on the journal is written at a random place per event any more.
     /// The unique `id` index and `journal_by_device` put every new event on a random leaf page,
-    /// so each commit rewrote about one 4 KB page per event (two thirds of the WAL's page writes
-    /// in `bench store`), and more as the journal grows past the page cache. Duplicates are now
-    /// found through (fix_time, id), which grows at its end like the fix times do (a replayed
-    /// event repeats both its id and its fix time), and outbox rows name
-    /// their journal row by `seq` (a rowid lookup) instead of by id. `events --device` scans.
+    /// so each commit rewrote about one 4 KB page per event (half of the WAL writes in `bench
+    /// store`), and more as the journal grows past the page cache. Duplicates are now found
+    /// through (fix_time, id), which grows at its end like the fix times do (a replayed event
+    /// repeats both its id and its fix time), and outbox rows name their journal row by `seq`
+    /// (a rowid lookup) instead of by id. `events --device` scans.
     static let leanJournalMigration = SQLiteMigration(version: 3, summary: "journal without per-event random indexes", sql: """
         ALTER TABLE outbox_local ADD COLUMN journal_seq INTEGER;
         ALTER TABLE outbox_remote ADD COLUMN journal_seq INTEGER;
