@@ -174,7 +174,9 @@ enum GatewayServer {
             throw error
         }
         await store.close()
-        logger.notice("stopped")
+        let written = await store.statistics
+        logger.notice("stopped", ["store.transactions": "\(written.transactions)", "store.batches": "\(written.batches)",
+                                  "store.events": "\(written.events)"])
         return ExitStatus.ok
     }
 
