@@ -14,9 +14,6 @@ public enum GPSDLibrary {
     /// Whether this process has loaded libgps (the first gpsd connection attempt does).
     public static var isLoaded: Bool { LibraryLoader.shared.isLoaded }
 
-    /// The files the loader tries, in order, each as given to `dlopen`.
-    public static var candidateFiles: [String] { LibraryLoader.shared.files }
-
     /// `GEOTRIGGER_LIBGPS`: the environment variable naming the libgps file to load instead of
     /// the default search (a soname such as `libgps.so.30`, or a path), for a distribution whose
     /// libgps has another soname. Only that file is tried; it must be a libgps of the API this

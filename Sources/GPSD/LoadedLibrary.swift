@@ -1,21 +1,17 @@
 internal import CGPS
 
-/// libgps opened with `dlopen` (see `LibraryLoader`): the file it came from and the functions
-/// resolved in it, valid for as long as this object lives (it holds the handle open).
+/// libgps opened with `dlopen` (see `LibraryLoader`): the functions resolved in it, valid for
+/// as long as this object lives (it holds the handle open).
 ///
 /// `@unchecked Sendable`: every stored property is written once in `open` and only read after;
 /// the function table points into a library this object keeps mapped.
 final class LoadedLibrary: @unchecked Sendable {
-    /// The file that was opened, as it was named to `dlopen`.
-    let file: String
     /// gps_open, gps_close, gps_stream, gps_read, gps_waiting and gps_errstr of this library,
     /// for the `geotrigger_gps_*` wrappers of shim.h.
     let functions: UnsafeMutablePointer<geotrigger_gps_functions>
     private let handle: UnsafeMutableRawPointer
 
-    private init(file: String, handle: UnsafeMutableRawPointer,
-                 functions: UnsafeMutablePointer<geotrigger_gps_functions>) {
-        self.file = file
+    private init(handle: UnsafeMutableRawPointer, functions: UnsafeMutablePointer<geotrigger_gps_functions>) {
         self.handle = handle
         self.functions = functions
     }
@@ -36,7 +32,7 @@ final class LoadedLibrary: @unchecked Sendable {
             functions.deallocate()
             return .failure(LoadFailure(file: file, reason: String(cString: error)))
         }
-        return .success(LoadedLibrary(file: file, handle: handle, functions: functions))
+        return .success(LoadedLibrary(handle: handle, functions: functions))
     }
 
     /// A file that could not be loaded, and `dlerror()`'s text for it.

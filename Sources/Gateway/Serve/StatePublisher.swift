@@ -52,19 +52,17 @@ final class StatePublisher: Sendable {
         }
     }
 
-    init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64) {
-        self.prefix = prefix
-        self.logger = logger
-        self.window = max(1, window)
+    /// Publishing through `client` (nil: only remembering states).
+    convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64) {
+        var send: Send?
         if let client {
-            self.send = { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) }
-        } else {
-            self.send = nil
+            send = { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) }
         }
+        self.init(prefix: prefix, logger: logger, window: window, send: send)
     }
 
-    /// With any `send` (the tests' fake broker).
-    init(prefix: String, logger: Logger, window: Int, send: @escaping Send) {
+    /// Publishing through any `send` (the tests' fake broker).
+    init(prefix: String, logger: Logger, window: Int, send: Send?) {
         self.prefix = prefix
         self.logger = logger
         self.window = max(1, window)
