@@ -1,4 +1,7 @@
 internal import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension GatewayStore {
     /// Commits `batch` (with whatever else is pending, in one transaction) and returns what it
@@ -35,6 +38,8 @@ extension GatewayStore {
         executor.checkIsolated()  // blocking SQLite work runs on the store's queue, never the pool
         commitScheduled = false
         guard !pending.isEmpty else { return }
+        let startCPU = Self.threadCPUSeconds()
+        defer { statistics.commitCPUSeconds += Self.threadCPUSeconds() - startCPU }
         let group = pending
         pending.removeAll(keepingCapacity: true)
         guard let connection else {
@@ -59,6 +64,13 @@ extension GatewayStore {
                 item.continuation.resume(throwing: error)
             }
         }
+    }
+
+    /// CPU time of the calling thread, in seconds.
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// One transaction applying `batches` in order; counters change only if it commits.

@@ -12,6 +12,8 @@ public struct StoreStatistics: Sendable, Equatable {
     public var events = 0
     /// Messages dropped by the outbox cap, per outbox.
     public var dropped = OutboxCounts()
+    /// CPU seconds the store's thread spent committing (SQLite and the work around it).
+    public var commitCPUSeconds = 0.0
     /// The last commit error, cleared by the next successful commit.
     public var lastError: SQLiteError?
 

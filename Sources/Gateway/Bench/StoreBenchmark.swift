@@ -46,6 +46,8 @@ enum StoreBenchmark {
         var updates: Int
         var events: Int
         var transactions: Int
+        /// CPU seconds of the store's thread (persistence on).
+        var storeCPUSeconds = 0.0
         var updatesPerSecond: Double { Double(updates) / seconds }
         var eventsPerSecond: Double { Double(events) / seconds }
     }
@@ -92,7 +94,8 @@ enum StoreBenchmark {
                 let figures = try await measure(drive, snapshot: snapshot, shards: shards, persist: persist, path: path, durability: durability)
                 print("  round \(round) persistence \(persist ? "on " : "off"): \(IndexBenchmark.grouped(Int(figures.updatesPerSecond))) updates/s, "
                       + "\(IndexBenchmark.grouped(figures.events)) events (\(IndexBenchmark.grouped(Int(figures.eventsPerSecond))) events/s"
-                      + (persist ? " committed in \(IndexBenchmark.grouped(figures.transactions)) transactions" : "") + "), "
+                      + (persist ? " committed in \(IndexBenchmark.grouped(figures.transactions)) transactions, store thread "
+                         + "\(IndexBenchmark.format(figures.storeCPUSeconds / Double(max(figures.events, 1)) * 1e6, 2)) us CPU per event" : "") + "), "
                       + "\(IndexBenchmark.format(figures.seconds, 2)) s wall, \(IndexBenchmark.format(figures.cpuSeconds, 2)) s CPU, "
                       + "RSS \(IndexBenchmark.megabytes(ResourceUsage.residentBytes()))")
                 if best[persist].map({ figures.updatesPerSecond > $0.updatesPerSecond }) ?? true { best[persist] = figures }
@@ -103,7 +106,8 @@ enum StoreBenchmark {
         print("best: off \(IndexBenchmark.grouped(Int(off.updatesPerSecond))) updates/s, on \(IndexBenchmark.grouped(Int(on.updatesPerSecond))) updates/s: "
               + "on/off = \(IndexBenchmark.format(ratio, 3)), persistence costs \(IndexBenchmark.format((1 - ratio) * 100, 1)) % of throughput (target <= 20 %); "
               + "\(IndexBenchmark.grouped(Int(on.eventsPerSecond))) events committed/s; "
-              + "CPU per update off \(IndexBenchmark.format(off.cpuSeconds / Double(off.updates) * 1e6, 2)) us, on \(IndexBenchmark.format(on.cpuSeconds / Double(on.updates) * 1e6, 2)) us")
+              + "CPU per update off \(IndexBenchmark.format(off.cpuSeconds / Double(off.updates) * 1e6, 2)) us, on \(IndexBenchmark.format(on.cpuSeconds / Double(on.updates) * 1e6, 2)) us "
+              + "(store thread \(IndexBenchmark.format(on.storeCPUSeconds / Double(on.updates) * 1e6, 2)) us)")
         print("peak RSS \(IndexBenchmark.megabytes(ResourceUsage.peakResidentBytes()))")
         return ExitStatus.ok
     }
@@ -160,6 +164,7 @@ enum StoreBenchmark {
             let statistics = await store.statistics
             result.events = statistics.events
             result.transactions = statistics.transactions
+            result.storeCPUSeconds = statistics.commitCPUSeconds
         }
         await store.close()
         return result
