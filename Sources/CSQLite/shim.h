@@ -19,4 +19,12 @@ static inline int geotrigger_sqlite3_bind_blob_copy(sqlite3_stmt *statement, int
     return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_TRANSIENT);
 }
 
+/* sqlite3_config is variadic, which Swift cannot call. Without memory statistics SQLite takes
+   no global mutex and keeps no counters on each of its allocations (the gateway never reads
+   them). Must run before the library initializes (the first open); later it returns
+   SQLITE_MISUSE and changes nothing. */
+static inline int geotrigger_sqlite3_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

@@ -37,12 +37,19 @@ public final class SQLiteConnection {
     public let path: String
     let database: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
+    /// The bytes of text and blobs bound by ``run(_:binding:)``.
+    private let arena = SQLiteArena()
+    private var arenaInUse = false
 
     /// How many statements were compiled since opening (a cached statement is compiled once).
     public private(set) var preparedStatementCount = 0
 
+    /// Process-wide settings made once, before the first connection initializes the library.
+    private static let configureLibrary: Void = { _ = geotrigger_sqlite3_disable_memory_statistics() }()
+
     /// Opens (and by default creates) the database at `path`.
     public init(path: String, options: Options = Options()) throws(SQLiteError) {
+        Self.configureLibrary
         var flags = SQLITE_OPEN_NOMUTEX
         if options.readOnly {
             flags |= SQLITE_OPEN_READONLY
@@ -92,6 +99,34 @@ public final class SQLiteConnection {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
         try statement.bind(bindings)
+        while try statement.step() {}
+        return changes
+    }
+
+    /// Runs one statement whose parameters `binding` sets (each one, in order), reading no rows;
+    /// returns how many rows it changed. Text and blobs are bound without SQLite copying them
+    /// (see ``SQLiteParameters``); `binding` must not run other statements.
+    @discardableResult
+    public func run(_ sql: String, binding: (inout SQLiteParameters) throws -> Void) throws -> Int {
+        let statement = try cachedStatement(sql)
+        precondition(!arenaInUse, "SQLiteConnection.run(_:binding:) inside another one's binding")
+        arenaInUse = true
+        defer {
+            statement.reset()
+            arena.reset()
+            arenaInUse = false
+        }
+        var parameters = SQLiteParameters(statement: statement, arena: arena)
+        try binding(&parameters)
+        if let failure = parameters.failure {
+            try check(failure.code, database, "bind parameter \(failure.index) of \(sql)")
+        }
+        let expected = Int(sqlite3_bind_parameter_count(statement.handle))
+        guard Int(parameters.index) - 1 == expected else {
+            throw SQLiteError(code: SQLITE_RANGE,
+                              message: "\(parameters.index - 1) values bound, the statement has \(expected) parameters",
+                              context: sql)
+        }
         while try statement.step() {}
         return changes
     }

@@ -196,6 +196,34 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func outboxRowsNameTheirOwnJournalRowsWhenAChunkHoldsDuplicates() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("chunks.db"))
+        _ = try await store.submit(StoreBatch(events: (0..<10).map { testEvent("old\($0)", fix: Double($0)) }))
+        // 40 events, every fourth a replay of a journaled one, each with an outbox message
+        // reading its payload from the journal: the duplicates make some multi-row inserts
+        // write fewer rows than they hold.
+        var batch = StoreBatch()
+        for i in 0..<40 {
+            let event = i % 4 == 0 ? testEvent("old\(i / 4)", type: "replayed", fix: Double(i / 4))
+                                   : testEvent("new\(i)", type: "t\(i)", fix: Double(100 + i))
+            batch.append(event)
+            batch.enqueue(OutboxMessage(destination: .local, eventID: event.id, topic: "t/\(event.id)",
+                                        payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true))
+        }
+        let receipt = try await store.submit(batch)
+        #expect(receipt.duplicateEventIDs == (0..<10).map { "old\($0)" })
+        #expect(await store.statistics.events == 40)
+        let journal = try await store.events(JournalQuery())
+        #expect(journal.map(\.event.id) == (0..<10).map { "old\($0)" } + (0..<40).filter { $0 % 4 != 0 }.map { "new\($0)" })
+        // Every message carries its own event's payload: from its journal row, or (a
+        // duplicate, whose journal row is the earlier version) from its own copy.
+        let rows = try await store.outbox(.local, limit: 100)
+        #expect(rows.map(\.sequence) == receipt.outboxSequences)
+        #expect(rows.map { String(decoding: $0.message.payload, as: UTF8.self) } == batch.events.map(\.payload))
+        await store.close()
+    }
+
     @Test func aRepeatedEventIdIsJournaledOnce() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("duplicates.db"))

@@ -91,6 +91,53 @@ import Store
                 == [[12, 3], [0, 0]])
     }
 
+    @Test func bindsInPlaceAcrossArenaBlocksAndLargeValues() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("parameters.db"))
+        try connection.execute("CREATE TABLE v (i, r, t, b, n)")
+        // 40 rows of ~5 KB text and blob each (several 64 KB arena blocks), one text and one
+        // blob larger than a block, an empty blob; twice, so the second run reuses the blocks.
+        func row(_ k: Int) -> [SQLiteValue] {
+            let size = k == 7 ? 100_000 : 5_000 + k
+            return [.integer(Int64(k)), .real(Double(k) / 8), .text(String(repeating: Character(String(k % 10)), count: size)),
+                    .blob(k == 3 ? [] : (0..<size).map { UInt8(truncatingIfNeeded: $0 &* (k + 1)) }), .null]
+        }
+        let sql = "INSERT INTO v VALUES " + Array(repeating: "(?, ?, ?, ?, ?)", count: 40).joined(separator: ", ")
+        for round in 0..<2 {
+            let inserted = try connection.run(sql) { parameters in
+                for k in (0..<40).map({ $0 + round * 40 }) {
+                    for value in row(k) {
+                        switch value {
+                        case .integer(let i): parameters.integer(i)
+                        case .real(let r): parameters.real(r)
+                        case .text(let t): parameters.text(t)
+                        case .blob(let b): parameters.blob(b)
+                        case .null: parameters.null()
+                        }
+                    }
+                }
+            }
+            #expect(inserted == 40)
+        }
+        let rows = try connection.query("SELECT i, r, t, b, n FROM v ORDER BY rowid") { row in (0..<5).map { row.value($0) } }
+        #expect(rows == (0..<80).map(row))
+        #expect(try connection.query("SELECT typeof(b) FROM v WHERE i = 3") { $0.string(0) } == ["blob"])
+
+        let short = try #require(throws: SQLiteError.self) {
+            try connection.run("INSERT INTO v VALUES (?, ?, ?, ?, ?)") { $0.integer(1) }
+        }
+        #expect(short.message.contains("1 values bound, the statement has 5 parameters"))
+        let long = try #require(throws: SQLiteError.self) {
+            try connection.run("SELECT ?") { parameters in
+                parameters.integer(1)
+                parameters.integer(2)
+            }
+        }
+        #expect(long.primaryCode == 25)  // SQLITE_RANGE from the second bind
+        #expect(long.context == "bind parameter 2 of SELECT ?")
+        #expect(try connection.scalarInt64("SELECT count(*) FROM v") == 80)
+    }
+
     @Test func errorsCarryTheCodeMessageAndSQL() throws {
         let directory = try TemporaryDirectory()
         let connection = try SQLiteConnection(path: directory.file("errors.db"))

@@ -1,0 +1,55 @@
+internal import CSQLite
+
+/// The parameters of one statement execution, set in order (1, 2, ...) by a closure passed to
+/// ``SQLiteConnection/run(_:binding:)``.
+///
+/// Text and blobs are copied once into the connection's ``SQLiteArena`` and bound without a
+/// copy of SQLite's own (`SQLITE_STATIC`): no allocation per value, which the group commit's
+/// multi-row inserts would otherwise make hundreds of times per statement. The arena is
+/// reused only after the statement ran and its bindings were cleared.
+public struct SQLiteParameters: ~Copyable {
+    let statement: SQLiteStatement
+    let arena: SQLiteArena
+    private(set) var index: Int32 = 1
+    /// The first failing bind, reported after the closure returns.
+    private(set) var failure: (code: Int32, index: Int32)?
+
+    init(statement: SQLiteStatement, arena: SQLiteArena) {
+        self.statement = statement
+        self.arena = arena
+    }
+
+    private mutating func record(_ code: Int32) {
+        if code != SQLITE_OK, failure == nil { failure = (code, index) }
+        index += 1
+    }
+
+    /// Binds an integer.
+    public mutating func integer(_ value: Int64) { record(sqlite3_bind_int64(statement.handle, index, value)) }
+
+    /// Binds a floating-point number.
+    public mutating func real(_ value: Double) { record(sqlite3_bind_double(statement.handle, index, value)) }
+
+    /// Binds SQL NULL.
+    public mutating func null() { record(sqlite3_bind_null(statement.handle, index)) }
+
+    /// Binds UTF-8 text.
+    public mutating func text(_ value: String) {
+        var value = value
+        let code = value.withUTF8 { utf8 in
+            let copy = arena.copy(UnsafeRawBufferPointer(utf8))
+            return sqlite3_bind_text(statement.handle, index, copy.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+        }
+        record(code)
+    }
+
+    /// Binds a blob (an empty one stays an empty blob, never NULL).
+    public mutating func blob(_ value: [UInt8]) {
+        guard !value.isEmpty else { return record(sqlite3_bind_zeroblob(statement.handle, index, 0)) }
+        let code = value.withUnsafeBytes { bytes in
+            sqlite3_bind_blob(statement.handle, index, arena.copy(bytes), Int32(bytes.count), nil)
+        }
+        record(code)
+    }
+
+}
