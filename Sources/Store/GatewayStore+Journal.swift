@@ -45,13 +45,21 @@ extension GatewayStore {
 
     /// Deletes journal events emitted before `cutoff` (seconds since 1970), except those an
     /// outbox still reads its payload from; returns how many.
+    ///
+    /// The cut is the first event in commit order emitted at or after `cutoff`: everything
+    /// committed before it goes. Emitted times follow commit order (monitors on different
+    /// shards may differ by milliseconds within one group commit), so an event emitted just
+    /// before the cutoff but committed after that first one stays until the next pass, and
+    /// no event emitted after the cutoff is deleted.
     @discardableResult
     public func deleteEvents(emittedBefore cutoff: Double) throws -> Int {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
         return try connection.transaction {
             try connection.run("""
-                DELETE FROM journal WHERE emitted_time < ?
+                DELETE FROM journal WHERE seq < coalesce(
+                    (SELECT seq FROM journal WHERE emitted_time >= ? ORDER BY seq LIMIT 1),
+                    (SELECT max(seq) + 1 FROM journal))
                 AND seq NOT IN (SELECT journal_seq FROM outbox_local WHERE journal_seq IS NOT NULL)
                 AND seq NOT IN (SELECT journal_seq FROM outbox_remote WHERE journal_seq IS NOT NULL)
                 """, [.real(cutoff)])

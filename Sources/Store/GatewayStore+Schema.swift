@@ -41,6 +41,7 @@ extension GatewayStore {
             """),
         runtimeFencesMigration,
         leanJournalMigration,
+        retentionBySequenceMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.
@@ -79,6 +80,14 @@ extension GatewayStore {
         CREATE UNIQUE INDEX journal_by_fix_time ON journal(fix_time, id);
         CREATE INDEX journal_by_emitted_time ON journal(emitted_time);
         """)
+
+    /// Version 4: no index on the emitted time, the last one every event wrote besides its
+    /// (fix_time, id) entry. Retention finds its cut by scanning the journal in commit order
+    /// from the oldest row to the first one emitted after the cutoff (emitted times follow
+    /// commit order), which reads only the rows it then deletes.
+    static let retentionBySequenceMigration = SQLiteMigration(
+        version: 4, summary: "retention by commit order, without an emitted-time index",
+        sql: "DROP INDEX journal_by_emitted_time;")
 
     /// The schema version this program writes and reads.
     public static var schemaVersion: Int { migrations.count }

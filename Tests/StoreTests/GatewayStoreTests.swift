@@ -110,6 +110,26 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func retentionCutsAtTheFirstEventInCommitOrderEmittedAfterTheCutoff() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("retention-order.db"))
+        let now = 1_800_000_000.0
+        let day = 86_400.0
+        // "late" was emitted before the cutoff but committed after "new" (out of commit order).
+        _ = try await store.submit(StoreBatch(events: [
+            testEvent("a", emitted: now - 40 * day), testEvent("b", emitted: now - 35 * day),
+            testEvent("new", emitted: now - day), testEvent("late", emitted: now - 31 * day),
+            testEvent("newer", emitted: now),
+        ]))
+        #expect(try await store.applyRetention(days: 30, now: now) == 2)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["new", "late", "newer"])
+        // With every event past the cutoff, all go.
+        #expect(try await store.applyRetention(days: 30, now: now + 40 * day) == 3)
+        #expect(try await store.journalCount() == 0)
+        #expect(try await store.applyRetention(days: 30, now: now + 40 * day) == 0)
+        await store.close()
+    }
+
     @Test func anEventsOutboxRowReadsItsPayloadFromTheJournalWhichRetentionKeeps() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("shared-payload.db"))

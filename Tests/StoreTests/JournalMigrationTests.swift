@@ -2,7 +2,8 @@ import Foundation
 import Testing
 @testable import Store
 
-/// Schema version 3 (journal without per-event random indexes) applied to a version-2
+/// Schema versions 3 and 4 (journal without per-event random indexes, then without the
+/// emitted-time index) applied to a version-2
 /// database that holds events, outbox rows reading their payload from the journal, and a
 /// deleted last event.
 @Suite struct JournalMigrationTests {
@@ -26,7 +27,7 @@ import Testing
         }
 
         let store = try await GatewayStore(path: path)
-        #expect(try await store.withConnection { try $0.userVersion() } == 3)
+        #expect(try await store.withConnection { try $0.userVersion() } == GatewayStore.schemaVersion)
         // The old journal's pages were given back (VACUUM after the rebuild).
         #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
         let local = try await store.outbox(.local, limit: 10)
@@ -50,7 +51,7 @@ import Testing
                 $0.string(0)
             }
         }
-        #expect(indexes == ["journal_by_emitted_time", "journal_by_fix_time"])
+        #expect(indexes == ["journal_by_fix_time"])
         await store.close()
     }
 }
