@@ -4,7 +4,7 @@
 /// and every index's cursors, reading and writing the AUTOINCREMENT counter, halting and
 /// resetting. For the journal's rows that is about a third of the instructions per row
 /// (callgrind, SQLite 3.40), so a group commit inserts its rows in chunks of up to
-/// ``maximumRows``. Chunks are powers of two, so a table has at most seven statement texts to
+/// ``maximumRows``. Chunks are powers of two, so a table has at most six statement texts to
 /// prepare and cache, whatever the batch sizes.
 struct MultiRowInsert {
     /// The most rows one statement inserts (32 rows of 9 columns stay far below SQLite's
@@ -13,8 +13,6 @@ struct MultiRowInsert {
 
     /// Texts for 1, 2, 4, ..., ``maximumRows`` rows.
     private let texts: [String]
-    /// Parameters per row.
-    let columns: Int
 
     /// `head` up to `VALUES`, the placeholder of one row (such as `(?, ?, ?)`), then `tail`
     /// (such as an `ON CONFLICT` clause).
@@ -26,7 +24,6 @@ struct MultiRowInsert {
             rows *= 2
         }
         self.texts = texts
-        self.columns = row.filter { $0 == "?" }.count
     }
 
     /// The text inserting `rows` rows (a size from ``chunks(_:)``).
