@@ -81,6 +81,11 @@ public final class SQLiteConnection {
             }
         }
         try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        // A statement that may fail after changing some rows (a multi-row INSERT) keeps the
+        // pages it changes in a statement journal, by default a temporary file: two writes
+        // per page and statement. In memory it is a copy of those few pages, freed at the end
+        // of each statement.
+        try execute("PRAGMA temp_store = MEMORY")
     }
 
     deinit {

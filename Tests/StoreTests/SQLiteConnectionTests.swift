@@ -13,6 +13,7 @@ import Store
         let normal = try SQLiteConnection(path: directory.file("normal.db"))
         #expect(try normal.query("PRAGMA journal_mode") { $0.string(0) } == ["wal"])
         #expect(try normal.scalarInt64("PRAGMA synchronous") == 1)
+        #expect(try normal.scalarInt64("PRAGMA temp_store") == 2)  // statement journals in memory
         let full = try SQLiteConnection(path: directory.file("full.db"), options: .init(synchronous: .full))
         #expect(try full.scalarInt64("PRAGMA synchronous") == 2)
     }
