@@ -30,24 +30,23 @@ public enum FreePort {
 
     /// Whether 127.0.0.1:`port` can be bound right now (it is left unbound).
     static func bindable(_ port: Int) throws -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket() failed: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+        guard let result = withLoopbackSocket(port: port, { bind($0, $1, $2) == 0 }) else {
+            throw TestSupportError("socket() failed: \(String(cString: strerror(errno)))")
         }
+        return result
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port` right now.
     public static func isListening(_ port: Int) -> Bool {
+        withLoopbackSocket(port: port) { connect($0, $1, $2) == 0 } ?? false
+    }
+
+    /// `body` with a new TCP socket and the address 127.0.0.1:`port` (nil if no socket).
+    private static func withLoopbackSocket(
+        port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -55,7 +54,7 @@ public enum FreePort {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
     }
