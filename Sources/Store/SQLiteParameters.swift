@@ -51,5 +51,4 @@ public struct SQLiteParameters: ~Copyable {
         }
         record(code)
     }
-
 }
