@@ -113,66 +113,83 @@ extension GatewayStore {
     /// together in multi-row statements. A device's state changes collapse to its last one.
     /// Messages the cap drops are counted in the receipt of the last batch that queued a
     /// message for that outbox.
+    ///
+    /// Rows are bound straight from the batches (by position, never copying an event or a
+    /// message): this loop runs for every event the gateway commits.
     private func apply(_ batches: [StoreBatch], transaction: Int, counts: inout OutboxCounts, journaled: inout Int,
                        on connection: SQLiteConnection) throws -> [StoreReceipt] {
         var receipts = batches.map {
             StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: $0.outbox.count))
         }
-        try writeStates(batches.flatMap(\.stateChanges), on: connection)
+        try writeStates(batches, on: connection)
 
-        // Journal rows by event id, per batch: only a batch's own newly journaled events are
-        // known to hold its outbox messages' payloads (a duplicate keeps the journal's earlier version).
-        var journaledRows = Array(repeating: [String: Int64](), count: batches.count)
-        let events = batches.indices.flatMap { index in batches[index].events.map { (batch: index, event: $0) } }
+        // The journal sequence of each batch's events; nil for a duplicate (only a batch's own
+        // newly journaled events are known to hold its outbox messages' payloads: a duplicate
+        // keeps the journal's earlier version).
+        var journalSequences = batches.map { [Int64?](repeating: nil, count: $0.events.count) }
+        let events = Self.positions(batches.map(\.events.count))
         for chunk in MultiRowInsert.chunks(events.count) {
             let inserted = try connection.run(Self.journalInsert.sql(rows: chunk.count)) { parameters in
-                for (_, event) in events[chunk] {
-                    parameters.text(event.id)
-                    parameters.text(event.device)
-                    parameters.text(event.trigger)
-                    parameters.text(event.layer)
-                    parameters.text(event.fence)
-                    parameters.text(event.type)
-                    parameters.real(event.fixTime)
-                    parameters.real(event.emittedTime)
-                    parameters.text(event.payload)
+                for at in events[chunk] {
+                    batches[at.batch].events.withUnsafeBufferPointer { events in
+                        let event = events.baseAddress! + at.index
+                        parameters.text(event.pointee.id)
+                        parameters.text(event.pointee.device)
+                        parameters.text(event.pointee.trigger)
+                        parameters.text(event.pointee.layer)
+                        parameters.text(event.pointee.fence)
+                        parameters.text(event.pointee.type)
+                        parameters.real(event.pointee.fixTime)
+                        parameters.real(event.pointee.emittedTime)
+                        parameters.text(event.pointee.payload)
+                    }
                 }
             }
-            let sequences = try insertedJournalSequences(inserted: inserted, of: events[chunk].map(\.event.id), on: connection)
-            for ((batch, event), sequence) in zip(events[chunk], sequences) {
+            let sequences = try insertedJournalSequences(inserted: inserted, of: events[chunk].map {
+                batches[$0.batch].events[$0.index].id
+            }, on: connection)
+            for (at, sequence) in zip(events[chunk], sequences) {
                 if let sequence {
                     journaled += 1
-                    journaledRows[batch][event.id] = sequence
+                    journalSequences[at.batch][at.index] = sequence
                 } else {
-                    receipts[batch].duplicateEventIDs.append(event.id)
+                    receipts[at.batch].duplicateEventIDs.append(batches[at.batch].events[at.index].id)
                 }
             }
         }
 
         for destination in OutboxDestination.allCases {
-            let messages = batches.indices.flatMap { index in
-                batches[index].outbox.indices.lazy.filter { batches[index].outbox[$0].destination == destination }
-                    .map { (batch: index, position: $0) }
+            var messages: [Position] = []
+            // The journal row holding each message's payload, if its event is in that row.
+            var rows: [Int64?] = []
+            for (batch, contents) in batches.enumerated() {
+                var events = EventFinder(contents.events)
+                for (index, message) in contents.outbox.enumerated() where message.destination == destination {
+                    messages.append(Position(batch: batch, index: index))
+                    rows.append(message.payloadInJournal
+                        ? events.index(of: message.eventID).flatMap { journalSequences[batch][$0] } : nil)
+                }
             }
             guard let lastBatch = messages.last?.batch else { continue }
             let insert = Self.outboxInserts[destination]!
             for chunk in MultiRowInsert.chunks(messages.count) {
                 try connection.run(insert.sql(rows: chunk.count)) { parameters in
-                    for (batch, position) in messages[chunk] {
-                        let message = batches[batch].outbox[position]
-                        // A journaled event's payload is stored once, in the journal (an empty blob here).
-                        let row = message.payloadInJournal ? journaledRows[batch][message.eventID] : nil
-                        parameters.text(message.eventID)
-                        parameters.text(message.topic)
-                        parameters.blob(row == nil ? message.payload : [])
-                        parameters.integer(Int64(message.qos))
-                        if let row { parameters.integer(row) } else { parameters.null() }
+                    for (at, row) in zip(messages[chunk], rows[chunk]) {
+                        batches[at.batch].outbox.withUnsafeBufferPointer { messages in
+                            let message = messages.baseAddress! + at.index
+                            // A journaled event's payload is stored once, in the journal (an empty blob here).
+                            parameters.text(message.pointee.eventID)
+                            parameters.text(message.pointee.topic)
+                            parameters.blob(row == nil ? message.pointee.payload : [])
+                            parameters.integer(Int64(message.pointee.qos))
+                            if let row { parameters.integer(row) } else { parameters.null() }
+                        }
                     }
                 }
                 // One statement's AUTOINCREMENT rows are numbered consecutively.
                 let first = connection.lastInsertRowID - Int64(chunk.count) + 1
-                for (offset, (batch, position)) in messages[chunk].enumerated() {
-                    receipts[batch].outboxSequences[position] = first + Int64(offset)
+                for (offset, at) in messages[chunk].enumerated() {
+                    receipts[at.batch].outboxSequences[at.index] = first + Int64(offset)
                 }
             }
             counts[destination] += messages.count
@@ -202,23 +219,68 @@ extension GatewayStore {
         return receipts
     }
 
-    /// Writes each device's last state change of `changes`.
-    private func writeStates(_ changes: [DeviceStateChange], on connection: SQLiteConnection) throws {
+    /// An element of one batch's events, messages or state changes.
+    struct Position {
+        var batch: Int
+        var index: Int
+    }
+
+    /// Every element of batches holding `counts` elements, in order.
+    static func positions(_ counts: [Int]) -> [Position] {
+        var positions: [Position] = []
+        positions.reserveCapacity(counts.reduce(0, +))
+        for (batch, count) in counts.enumerated() {
+            for index in 0..<count { positions.append(Position(batch: batch, index: index)) }
+        }
+        return positions
+    }
+
+    /// Finds a batch's event by id, for its outbox messages: they name their events in the
+    /// events' order (each event's messages follow it), so the search resumes where the last
+    /// one ended and is one comparison per message, of the same string storage.
+    struct EventFinder {
+        let events: [JournalEvent]
+        private var next = 0
+
+        init(_ events: [JournalEvent]) { self.events = events }
+
+        /// The index of the event with `id`, if the batch has one.
+        mutating func index(of id: String) -> Int? {
+            for range in [next..<events.count, 0..<min(next, events.count)] {
+                if let index = events[range].firstIndex(where: { $0.id == id }) {
+                    next = index
+                    return index
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Writes each device's last state change of `batches`.
+    private func writeStates(_ batches: [StoreBatch], on connection: SQLiteConnection) throws {
+        let changes = Self.positions(batches.map(\.stateChanges.count))
         guard !changes.isEmpty else { return }
-        var latest: [String: Int] = [:]  // device -> index of its last change
+        var latest: [String: Int] = [:]  // device -> position of its last change
         latest.reserveCapacity(changes.count)
-        for (index, change) in changes.enumerated() { latest[change.device] = index }
-        let upserts = changes.indices.filter { latest[changes[$0].device] == $0 && changes[$0].state != nil }
+        for (position, at) in changes.enumerated() { latest[batches[at.batch].stateChanges[at.index].device] = position }
+        var upserts: [Position] = []
+        var deletions: [String] = []
+        for (position, at) in changes.enumerated() {
+            let change = batches[at.batch].stateChanges[at.index]
+            guard latest[change.device] == position else { continue }
+            if change.state == nil { deletions.append(change.device) } else { upserts.append(at) }
+        }
         for chunk in MultiRowInsert.chunks(upserts.count) {
             try connection.run(Self.stateUpsert.sql(rows: chunk.count)) { parameters in
-                for index in upserts[chunk] {
-                    parameters.text(changes[index].device)
-                    parameters.blob(changes[index].state!)
+                for at in upserts[chunk] {
+                    let change = batches[at.batch].stateChanges[at.index]
+                    parameters.text(change.device)
+                    parameters.blob(change.state!)
                 }
             }
         }
-        for (index, change) in changes.enumerated() where latest[change.device] == index && change.state == nil {
-            try connection.run("DELETE FROM device_state WHERE device = ?", [.text(change.device)])
+        for device in deletions {
+            try connection.run("DELETE FROM device_state WHERE device = ?", [.text(device)])
         }
     }
 
@@ -243,8 +305,9 @@ extension GatewayStore {
     /// `sequences` sorted, without repeats, as ranges of consecutive numbers.
     static func runs(of sequences: some Sequence<Int64>) -> [ClosedRange<Int64>] {
         var runs: [ClosedRange<Int64>] = []
-        for sequence in Set(sequences).sorted() {
-            if let last = runs.last, last.upperBound + 1 == sequence {
+        for sequence in sequences.sorted() {
+            if let last = runs.last, sequence <= last.upperBound + 1 {
+                guard sequence > last.upperBound else { continue }  // a repeat
                 runs[runs.count - 1] = last.lowerBound...sequence
             } else {
                 runs.append(sequence...sequence)

@@ -13,6 +13,8 @@ public struct SQLiteParameters: ~Copyable {
     private(set) var index: Int32 = 1
     /// The first failing bind, reported after the closure returns.
     private(set) var failure: (code: Int32, index: Int32)?
+    /// What is left of the arena block being filled.
+    private var free = UnsafeMutableRawBufferPointer(start: nil, count: 0)
 
     init(statement: SQLiteStatement, arena: SQLiteArena) {
         self.statement = statement
@@ -35,19 +37,40 @@ public struct SQLiteParameters: ~Copyable {
 
     /// Binds UTF-8 text.
     public mutating func text(_ value: String) {
-        var value = value
-        let code = value.withUTF8 { utf8 in
-            let copy = arena.copy(UnsafeRawBufferPointer(utf8))
-            return sqlite3_bind_text(statement.handle, index, copy.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
-        }
+        let code = value.utf8.withContiguousStorageIfAvailable { utf8 in
+            bindText(UnsafeRawBufferPointer(utf8))
+        } ?? {
+            var value = value
+            return value.withUTF8 { bindText(UnsafeRawBufferPointer($0)) }
+        }()
         record(code)
+    }
+
+    private mutating func bindText(_ utf8: UnsafeRawBufferPointer) -> Int32 {
+        sqlite3_bind_text(statement.handle, index, copy(utf8).assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+    }
+
+    /// A copy of `bytes` in the arena, valid until the statement is reset (never a null
+    /// pointer, which would bind NULL).
+    private mutating func copy(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer {
+        let count = bytes.count
+        if count > SQLiteArena.blockSize {
+            let space = arena.space(for: count)
+            space.copyMemory(from: bytes)
+            return UnsafeRawPointer(space.baseAddress!)
+        }
+        if count > free.count || free.baseAddress == nil { free = arena.space(for: count) }
+        let destination = free.baseAddress!
+        if count > 0 { destination.copyMemory(from: bytes.baseAddress!, byteCount: count) }
+        free = UnsafeMutableRawBufferPointer(rebasing: free[count...])
+        return UnsafeRawPointer(destination)
     }
 
     /// Binds a blob (an empty one stays an empty blob, never NULL).
     public mutating func blob(_ value: [UInt8]) {
         guard !value.isEmpty else { return record(sqlite3_bind_zeroblob(statement.handle, index, 0)) }
         let code = value.withUnsafeBytes { bytes in
-            sqlite3_bind_blob(statement.handle, index, arena.copy(bytes), Int32(bytes.count), nil)
+            sqlite3_bind_blob(statement.handle, index, copy(bytes), Int32(bytes.count), nil)
         }
         record(code)
     }
