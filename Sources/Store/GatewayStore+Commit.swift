@@ -101,11 +101,17 @@ extension GatewayStore {
     static let stateUpsert = MultiRowInsert(
         head: "INSERT INTO device_state (device, state)", row: "(?, ?)",
         tail: "ON CONFLICT (device) DO UPDATE SET state = excluded.state")
+    /// `OR IGNORE` skips an event whose (fix_time, id) is journaled already, as `ON CONFLICT
+    /// DO NOTHING` did, and, unlike it, leaves no constraint that could abort the statement
+    /// halfway (a NOT NULL check's default is ABORT): SQLite then keeps no statement journal,
+    /// the copy of every page a multi-row statement changes, taken so that the statement alone
+    /// can be undone (8 % of the commit's instructions). A failed statement fails its whole
+    /// transaction here anyway. The outbox inserts use it for that reason only.
     static let journalInsert = MultiRowInsert(
-        head: "INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)",
-        row: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", tail: "ON CONFLICT (fix_time, id) DO NOTHING")
+        head: "INSERT OR IGNORE INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)",
+        row: "(?, ?, ?, ?, ?, ?, ?, ?, ?)")
     static let outboxInserts: [OutboxDestination: MultiRowInsert] = Dictionary(uniqueKeysWithValues: OutboxDestination.allCases.map {
-        ($0, MultiRowInsert(head: "INSERT INTO \($0.table) (event_id, topic, payload, qos, journal_seq)", row: "(?, ?, ?, ?, ?)"))
+        ($0, MultiRowInsert(head: "INSERT OR IGNORE INTO \($0.table) (event_id, topic, payload, qos, journal_seq)", row: "(?, ?, ?, ?, ?)"))
     })
 
     /// Applies `batches` as if one after the other (state changes, journal events, outbox
@@ -173,7 +179,8 @@ extension GatewayStore {
             guard let lastBatch = messages.last?.batch else { continue }
             let insert = Self.outboxInserts[destination]!
             for chunk in MultiRowInsert.chunks(messages.count) {
-                try connection.run(insert.sql(rows: chunk.count)) { parameters in
+                let sql = insert.sql(rows: chunk.count)
+                let inserted = try connection.run(sql) { parameters in
                     for (at, row) in zip(messages[chunk], rows[chunk]) {
                         batches[at.batch].outbox.withUnsafeBufferPointer { messages in
                             let message = messages.baseAddress! + at.index
@@ -185,6 +192,11 @@ extension GatewayStore {
                             if let row { parameters.integer(row) } else { parameters.null() }
                         }
                     }
+                }
+                // OR IGNORE only spares SQLite a statement journal: every value is bound, so no
+                // row can be ignored, and the sequences below hold.
+                guard inserted == chunk.count else {
+                    throw SQLiteError(code: SQLITE_CONSTRAINT, message: "\(inserted) of \(chunk.count) outbox rows inserted", context: sql)
                 }
                 // One statement's AUTOINCREMENT rows are numbered consecutively.
                 let first = connection.lastInsertRowID - Int64(chunk.count) + 1

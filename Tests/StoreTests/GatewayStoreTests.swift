@@ -328,6 +328,39 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    /// The journal and outbox inserts keep no statement journal (`OR IGNORE`), so a disk that
+    /// fills between two rows of one statement must still undo the whole batch.
+    @Test func aDatabaseFillingInsideAMultiRowInsertUndoesTheWholeBatch() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("full-rows.db"))
+        _ = try await store.submit(StoreBatch(events: [testEvent("before")]))
+        _ = try await store.withConnection { connection in
+            try connection.scalarInt64("PRAGMA max_page_count = \(try connection.scalarInt64("PRAGMA page_count") ?? 0)")
+        }
+        // Fifteen small events, then one too large for the file: one 16-row statement for the
+        // journal, which fails at its last row.
+        var events = (0..<15).map { testEvent("small\($0)", fix: 1_800_000_000 + Double($0)) }
+        var big = testEvent("big", fix: 1_800_000_100)
+        big.payload = String(repeating: "x", count: 256 * 1024)
+        events.append(big)
+        let batch = StoreBatch(stateChanges: [DeviceStateChange(device: "b", state: [2])], events: events,
+                               outbox: events.map { testMessage(.local, $0.id) })
+        let error = try await #require(throws: SQLiteError.self) { _ = try await store.submit(batch) }
+        #expect(error.isFull)
+        #expect(error.context.hasPrefix("INSERT OR IGNORE INTO journal"))
+        #expect(try await store.deviceStates() == [:])
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["before"])
+        #expect(try await store.outbox(.local, limit: 100).isEmpty)
+
+        _ = try await store.withConnection { try $0.scalarInt64("PRAGMA max_page_count = 1000000") }
+        let receipt = try await store.submit(batch)
+        #expect(receipt.duplicateEventIDs.isEmpty)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["before"] + events.map(\.id))
+        #expect(try await store.outbox(.local, limit: 100).map(\.message.eventID) == events.map(\.id))
+        #expect(try await store.deviceStates() == ["b": [2]])
+        await store.close()
+    }
+
     @Test func aFullDatabaseFailsSubmittersClearlyAndRecovers() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("full.db"))

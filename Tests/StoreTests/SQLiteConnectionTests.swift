@@ -137,6 +137,16 @@ import Store
         #expect(long.primaryCode == 25)  // SQLITE_RANGE from the second bind
         #expect(long.context == "bind parameter 2 of SELECT ?")
         #expect(try connection.scalarInt64("SELECT count(*) FROM v") == 80)
+
+        // Empty values first in a statement, before the arena handed out any space.
+        try connection.run("INSERT INTO v (i, b, t) VALUES (?, ?, ?)") { parameters in
+            parameters.integer(100)
+            parameters.blob([])
+            parameters.text("")
+        }
+        #expect(try connection.query("SELECT typeof(b) || ' ' || length(b) || ' ' || typeof(t) || ' ' || length(t) FROM v WHERE i = 100") {
+            $0.string(0)
+        } == ["blob 0 text 0"])
     }
 
     @Test func errorsCarryTheCodeMessageAndSQL() throws {
