@@ -108,8 +108,7 @@ extension GatewayStore {
     /// can be undone (8 % of the commit's instructions). A failed statement fails its whole
     /// transaction here anyway. The outbox inserts use it for that reason only.
     static let journalInsert = MultiRowInsert(
-        head: "INSERT OR IGNORE INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)",
-        row: "(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        head: "INSERT OR IGNORE INTO journal (id, fix_time, emitted_time, payload)", row: "(?, ?, ?, ?)")
     static let outboxInserts: [OutboxDestination: MultiRowInsert] = Dictionary(uniqueKeysWithValues: OutboxDestination.allCases.map {
         ($0, MultiRowInsert(head: "INSERT OR IGNORE INTO \($0.table) (event_id, topic, payload, qos, journal_seq)", row: "(?, ?, ?, ?, ?)"))
     })
@@ -140,11 +139,6 @@ extension GatewayStore {
                     batches[at.batch].events.withUnsafeBufferPointer { events in
                         let event = events.baseAddress! + at.index
                         parameters.text(event.pointee.id)
-                        parameters.text(event.pointee.device)
-                        parameters.text(event.pointee.trigger)
-                        parameters.text(event.pointee.layer)
-                        parameters.text(event.pointee.fence)
-                        parameters.text(event.pointee.type)
                         parameters.real(event.pointee.fixTime)
                         parameters.real(event.pointee.emittedTime)
                         parameters.text(event.pointee.payload)

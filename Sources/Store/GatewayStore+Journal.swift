@@ -1,7 +1,8 @@
 internal import CSQLite
 
 extension GatewayStore {
-    /// The journal events matching `query`, in commit order.
+    /// The journal events matching `query`, in commit order. Device, trigger, layer, fence and
+    /// type are read from each event's payload (the event JSON; "" where it lacks one).
     public func events(_ query: JournalQuery) throws -> [JournalEntry] {
         var conditions: [String] = []
         var bindings: [SQLiteValue] = []
@@ -9,23 +10,19 @@ extension GatewayStore {
             conditions.append("fix_time >= ?")
             bindings.append(.real(since))
         }
-        if let device = query.device {
-            conditions.append("device = ?")
-            bindings.append(.text(device))
-        }
-        if let trigger = query.trigger {
-            conditions.append("trigger_name = ?")
-            bindings.append(.text(trigger))
-        }
-        if let fence = query.fence {
-            conditions.append("fence = ?")
-            bindings.append(.text(fence))
+        for (field, value) in [(Self.PayloadField.device, query.device), (Self.PayloadField.trigger, query.trigger),
+                               (Self.PayloadField.fence, query.fence)] {
+            guard let value else { continue }
+            conditions.append("\(Self.payloadField(field)) = ?")
+            bindings.append(.text(value))
         }
         if let after = query.afterSequence {
             conditions.append("seq > ?")
             bindings.append(.integer(after))
         }
-        var sql = "SELECT seq, id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload FROM journal"
+        let fields = [Self.PayloadField.device, Self.PayloadField.trigger, Self.PayloadField.layer,
+                      Self.PayloadField.fence, Self.PayloadField.type].map { "coalesce(\(Self.payloadField($0)), '')" }
+        var sql = "SELECT seq, id, \(fields.joined(separator: ", ")), fix_time, emitted_time, payload FROM journal"
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY seq LIMIT ?"
         bindings.append(.integer(Int64(query.limit.map { max($0, 0) } ?? -1)))
@@ -36,6 +33,21 @@ extension GatewayStore {
                                     layer: row.string(4), fence: row.string(5), type: row.string(6),
                                     fixTime: row.double(7), emittedTime: row.double(8), payload: row.string(9)))
         }
+    }
+
+    /// The SQL reading `path` from a journal row's payload: NULL where the payload lacks it or
+    /// is not JSON (which would make `json_extract` fail the whole query).
+    static func payloadField(_ path: String) -> String {
+        "CASE WHEN json_valid(payload) THEN json_extract(payload, '\(path)') END"
+    }
+
+    /// Where the event JSON (the MQTT event schema) holds the fields a ``JournalEvent`` names.
+    enum PayloadField {
+        static let device = "$.device"
+        static let trigger = "$.trigger"
+        static let layer = "$.fence.layer"
+        static let fence = "$.fence.id"
+        static let type = "$.type"
     }
 
     /// How many events the journal holds.

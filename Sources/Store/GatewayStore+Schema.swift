@@ -42,6 +42,7 @@ extension GatewayStore {
         runtimeFencesMigration,
         leanJournalMigration,
         retentionBySequenceMigration,
+        payloadFieldsMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.
@@ -88,6 +89,32 @@ extension GatewayStore {
     static let retentionBySequenceMigration = SQLiteMigration(
         version: 4, summary: "retention by commit order, without an emitted-time index",
         sql: "DROP INDEX journal_by_emitted_time;")
+
+    /// Version 5: the journal keeps an event's query fields (device, trigger, layer, fence,
+    /// type) only inside its payload, the event JSON, where they always were: five bound texts
+    /// and ~50 bytes less per event (12 % of the group commit's instructions in `bench store`).
+    /// `events` reads them with `json_extract`. The journal is rebuilt once, like for version 3;
+    /// sequences, and so the outboxes' links to their journal rows, are kept.
+    static let payloadFieldsMigration = SQLiteMigration(version: 5, summary: "journal query fields read from the payload", sql: """
+        CREATE TABLE journal_v5 (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            fix_time REAL NOT NULL,
+            emitted_time REAL NOT NULL,
+            payload TEXT NOT NULL
+        );
+        INSERT INTO journal_v5 SELECT seq, id, fix_time, emitted_time, payload FROM journal ORDER BY seq;
+        -- Sequence numbers keep counting from where the old table's stopped.
+        DELETE FROM sqlite_sequence WHERE name = 'journal_v5';
+        INSERT INTO sqlite_sequence (name, seq) SELECT 'journal_v5', seq FROM sqlite_sequence WHERE name = 'journal';
+        DROP TABLE journal;
+        ALTER TABLE journal_v5 RENAME TO journal;
+        CREATE UNIQUE INDEX journal_by_fix_time ON journal(fix_time, id);
+        """)
+
+    /// Migrations that rebuild the journal, leaving the old table's pages free: the first
+    /// start after one of them compacts the file once (VACUUM).
+    static let journalRebuilds: Set<Int> = [leanJournalMigration.version, payloadFieldsMigration.version]
 
     /// The schema version this program writes and reads.
     public static var schemaVersion: Int { migrations.count }

@@ -87,11 +87,11 @@ public actor GatewayStore {
             guard version == schemaVersion else {
                 throw StoreError.schemaVersion(path: path, found: version, expected: schemaVersion)
             }
-        } else if (try connection.migrate(migrations)).contains(leanJournalMigration.version),
+        } else if !journalRebuilds.isDisjoint(with: try connection.migrate(migrations)),
                   (try connection.scalarInt64("PRAGMA freelist_count") ?? 0) > 0 {
-            // Version 3 rebuilt the journal and left the old table's pages free: give them
-            // back once, so an upgraded file holds only what it uses. (The pages of the index
-            // version 4 drops are few and reused by the next events.)
+            // Versions 3 and 5 rebuilt the journal and left the old table's pages free: give
+            // them back once, so an upgraded file holds only what it uses. (The pages of the
+            // index version 4 drops are few and reused by the next events.)
             try connection.execute("VACUUM")
         }
         var checkpointer: WALCheckpointer?

@@ -1,7 +1,11 @@
 internal import CSQLite
 
-/// One event as the journal keeps it: the columns it is queried by, and the event JSON exactly
-/// as published on MQTT (`payload`).
+/// One event as the journal keeps it: the event JSON exactly as published on MQTT (`payload`),
+/// its id and times, and the fields it is queried by.
+///
+/// The journal stores only id, times and payload: device, trigger, layer, fence and type are
+/// read back from the payload (`device`, `trigger`, `fence.layer`, `fence.id`, `type`, as the
+/// MQTT event schema has them), so they must agree with it.
 public struct JournalEvent: Sendable, Equatable {
     /// The event's deterministic id (unique in the journal).
     public var id: String

@@ -7,7 +7,7 @@
 /// ``maximumRows``. Chunks are powers of two, so a table has at most six statement texts to
 /// prepare and cache, whatever the batch sizes.
 struct MultiRowInsert {
-    /// The most rows one statement inserts (32 rows of 9 columns stay far below SQLite's
+    /// The most rows one statement inserts (32 rows of 5 columns stay far below SQLite's
     /// 32,766 parameters).
     static let maximumRows = 32
 

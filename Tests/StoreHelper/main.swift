@@ -26,7 +26,7 @@ func fail(_ text: String) -> Never {
 
 func batch(device: String, number: Int, time: Double) -> StoreBatch {
     let id = "\(device)-\(number)"
-    let payload = "{\"id\":\"\(id)\",\"device\":\"\(device)\",\"type\":\"enter\",\"n\":\(number)}"
+    let payload = #"{"id":"\#(id)","trigger":"t","device":"\#(device)","type":"enter","fence":{"id":"f","layer":"layer"},"n":\#(number)}"#
     var batch = StoreBatch()
     batch.upsertState(device: device, state: Array(String(number).utf8))
     batch.append(JournalEvent(id: id, device: device, trigger: "t", layer: "layer", fence: "f", type: "enter",

@@ -71,7 +71,7 @@ import Glibc
             for k in 0..<devices {
                 let device = "d\(k)"
                 let state = states[device] ?? 0
-                let journal = Set(try connection.query("SELECT id FROM journal WHERE device = ?", [.text(device)]) { $0.string(0) })
+                let journal = Set(try connection.query("SELECT id FROM journal WHERE json_extract(payload, '$.device') = ?", [.text(device)]) { $0.string(0) })
                 let outbox = try connection.query("SELECT event_id FROM outbox_local WHERE event_id LIKE ?",
                                                   [.text(device + "-%")]) { $0.string(0) }
                 let expected = Set((0..<state).map { "\(device)-\($0 + 1)" })

@@ -2,11 +2,15 @@ import Foundation
 import Testing
 @testable import Store
 
-/// Schema versions 3 and 4 (journal without per-event random indexes, then without the
-/// emitted-time index) applied to a version-2
+/// Schema versions 3 to 5 (journal without per-event random indexes, then without the
+/// emitted-time index, then with its query fields read from the payload) applied to a version-2
 /// database that holds events, outbox rows reading their payload from the journal, and a
 /// deleted last event.
 @Suite struct JournalMigrationTests {
+    static func payload(_ id: String) -> String {
+        #"{"id":"\#(id)","trigger":"t","device":"d","type":"enter","fence":{"id":"f","layer":"l"}}"#
+    }
+
     @Test func aVersionTwoDatabaseKeepsItsEventsOutboxAndSequences() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("v2.db")
@@ -17,7 +21,7 @@ import Testing
                 try connection.run("""
                     INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)
                     VALUES (?, 'd', 't', 'l', 'f', 'enter', ?, ?, ?)
-                    """, [.text(id), .real(Double(100 + n)), .real(Double(200 + n)), .text("{\"id\":\"\(id)\"}")])
+                    """, [.text(id), .real(Double(100 + n)), .real(Double(200 + n)), .text(Self.payload(id))])
             }
             // Version 2 linked an outbox row to its journal row by event id, with an empty payload.
             try connection.run("INSERT INTO outbox_local (event_id, topic, payload, qos) VALUES ('b', 'x/b', x'', 1)")
@@ -32,10 +36,20 @@ import Testing
         #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
         let local = try await store.outbox(.local, limit: 10)
         #expect(local.map(\.message.topic) == ["x/b", "o/a"])
-        #expect(local.map { String(decoding: $0.message.payload, as: UTF8.self) } == ["{\"id\":\"b\"}", "{}"])
+        #expect(local.map { String(decoding: $0.message.payload, as: UTF8.self) } == [Self.payload("b"), "{}"])
         #expect(try await store.outbox(.remote, limit: 10).map { String(decoding: $0.message.payload, as: UTF8.self) }
-                == ["{\"id\":\"a\"}"])
+                == [Self.payload("a")])
         #expect(try await store.events(JournalQuery()).map(\.event.id) == ["a", "b"])
+        // The query fields now come from the payload, which always held them.
+        #expect(try await store.events(JournalQuery(device: "d", trigger: "t", fence: "f")).map(\.event) == ["a", "b"].enumerated().map {
+            JournalEvent(id: $1, device: "d", trigger: "t", layer: "l", fence: "f", type: "enter", fixTime: Double(100 + $0),
+                         emittedTime: Double(200 + $0), payload: Self.payload($1))
+        })
+        #expect(try await store.events(JournalQuery(device: "e")).isEmpty)
+        let columns = try await store.withConnection { connection in
+            try connection.query("SELECT name FROM pragma_table_info('journal') ORDER BY cid") { $0.string(0) }
+        }
+        #expect(columns == ["seq", "id", "fix_time", "emitted_time", "payload"])
 
         // Numbering goes on after the deleted last event (3), and duplicates are still found.
         _ = try await store.submit(StoreBatch(events: [testEvent("d", fix: 103)]))
@@ -52,6 +66,29 @@ import Testing
             }
         }
         #expect(indexes == ["journal_by_fix_time"])
+        await store.close()
+    }
+
+    /// Version 5 alone (from 4) also compacts the file it rebuilt, and keeps sequences going.
+    @Test func aVersionFourDatabaseIsRebuiltAndCompacted() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("v4.db")
+        do {
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.migrate(Array(GatewayStore.migrations.prefix(4))) == [1, 2, 3, 4])
+            for n in 0..<200 {
+                try connection.run("""
+                    INSERT INTO journal (id, device, trigger_name, layer, fence, event_type, fix_time, emitted_time, payload)
+                    VALUES (?, 'd', 't', 'l', 'f', 'enter', ?, ?, ?)
+                    """, [.text("e\(n)"), .real(Double(n)), .real(Double(n)), .text(Self.payload("e\(n)"))])
+            }
+        }
+        let store = try await GatewayStore(path: path)
+        #expect(try await store.withConnection { try $0.userVersion() } == 5)
+        #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
+        #expect(try await store.events(JournalQuery(device: "d")).count == 200)
+        _ = try await store.submit(StoreBatch(events: [testEvent("next", fix: 1000)]))
+        #expect(try await store.events(JournalQuery(afterSequence: 200)).map(\.sequence) == [201])
         await store.close()
     }
 }
