@@ -77,12 +77,14 @@ extension GatewayStore {
     private func commit(_ batches: [StoreBatch], on connection: SQLiteConnection) throws -> [StoreReceipt] {
         let number = statistics.transactions + 1
         var counts = queued
+        var streams = self.streams
         var journaled = 0
         do {
             let receipts = try connection.transaction {
-                try apply(batches, transaction: number, counts: &counts, journaled: &journaled, on: connection)
+                try apply(batches, transaction: number, counts: &counts, streams: &streams, journaled: &journaled, on: connection)
             }
             queued = counts
+            self.streams = streams
             statistics.transactions = number
             statistics.batches += batches.count
             statistics.events += journaled
@@ -98,8 +100,9 @@ extension GatewayStore {
         }
     }
 
+    /// Without a statement journal, like the inserts below (schema 5 lets `state` be NULL).
     static let stateUpsert = MultiRowInsert(
-        head: "INSERT INTO device_state (device, state)", row: "(?, ?)",
+        head: "INSERT OR IGNORE INTO device_state (device, state)", row: "(?, ?)",
         tail: "ON CONFLICT (device) DO UPDATE SET state = excluded.state")
     /// `OR IGNORE` skips an event whose (fix_time, id) is journaled already, as `ON CONFLICT
     /// DO NOTHING` did, and, unlike it, leaves no constraint that could abort the statement
@@ -108,29 +111,33 @@ extension GatewayStore {
     /// can be undone (8 % of the commit's instructions). A failed statement fails its whole
     /// transaction here anyway. The outbox inserts use it for that reason only.
     static let journalInsert = MultiRowInsert(
-        head: "INSERT OR IGNORE INTO journal (id, fix_time, emitted_time, payload)", row: "(?, ?, ?, ?)")
+        head: "INSERT OR IGNORE INTO journal (id, fix_time, emitted_time, payload, outboxes, topic, qos)",
+        row: "(?, ?, ?, ?, ?, ?, ?)")
     static let outboxInserts: [OutboxDestination: MultiRowInsert] = Dictionary(uniqueKeysWithValues: OutboxDestination.allCases.map {
         ($0, MultiRowInsert(head: "INSERT OR IGNORE INTO \($0.table) (event_id, topic, payload, qos, journal_seq)", row: "(?, ?, ?, ?, ?)"))
     })
+    static let settleStream = "INSERT INTO outbox_stream (destination, settled) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET settled = excluded.settled"
 
     /// Applies `batches` as if one after the other (state changes, journal events, outbox
-    /// messages and the outbox cap, acknowledgements), with the rows of all of them inserted
-    /// together in multi-row statements. A device's state changes collapse to its last one.
-    /// Messages the cap drops are counted in the receipt of the last batch that queued a
-    /// message for that outbox.
+    /// messages and the outbox cap, acknowledgements and settled streams), with the rows of all
+    /// of them inserted together in multi-row statements. A device's state changes collapse to
+    /// its last one. Messages the cap drops are counted in the receipt of the last batch that
+    /// queued a message for that destination.
     ///
     /// Rows are bound straight from the batches (by position, never copying an event or a
     /// message): this loop runs for every event the gateway commits.
-    private func apply(_ batches: [StoreBatch], transaction: Int, counts: inout OutboxCounts, journaled: inout Int,
-                       on connection: SQLiteConnection) throws -> [StoreReceipt] {
+    private func apply(_ batches: [StoreBatch], transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
+                       journaled: inout Int, on connection: SQLiteConnection) throws -> [StoreReceipt] {
         var receipts = batches.map {
             StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: $0.outbox.count))
         }
         try writeStates(batches, on: connection)
+        let plans = batches.map(OutboxPlan.init)
+        let initiallySettled = OutboxDestination.allCases.map { streams[$0].settled }
 
         // The journal sequence of each batch's events; nil for a duplicate (only a batch's own
         // newly journaled events are known to hold its outbox messages' payloads: a duplicate
-        // keeps the journal's earlier version).
+        // keeps the journal's earlier version, and its messages get outbox rows of their own).
         var journalSequences = batches.map { [Int64?](repeating: nil, count: $0.events.count) }
         let events = Self.positions(batches.map(\.events.count))
         for chunk in MultiRowInsert.chunks(events.count) {
@@ -142,6 +149,18 @@ extension GatewayStore {
                         parameters.real(event.pointee.fixTime)
                         parameters.real(event.pointee.emittedTime)
                         parameters.text(event.pointee.payload)
+                        if let stream = plans[at.batch].streams[at.index] {
+                            batches[at.batch].outbox.withUnsafeBufferPointer { messages in
+                                let message = messages.baseAddress! + stream.message
+                                parameters.integer(stream.outboxes)
+                                parameters.text(message.pointee.topic)
+                                parameters.integer(Int64(message.pointee.qos))
+                            }
+                        } else {
+                            parameters.integer(0)
+                            parameters.null()
+                            parameters.integer(0)
+                        }
                     }
                 }
             }
@@ -159,18 +178,25 @@ extension GatewayStore {
         }
 
         for destination in OutboxDestination.allCases {
+            // Messages riding on their journal rows join the stream; the others get rows.
             var messages: [Position] = []
-            // The journal row holding each message's payload, if its event is in that row.
-            var rows: [Int64?] = []
-            for (batch, contents) in batches.enumerated() {
-                var events = EventFinder(contents.events)
-                for (index, message) in contents.outbox.enumerated() where message.destination == destination {
-                    messages.append(Position(batch: batch, index: index))
-                    rows.append(message.payloadInJournal
-                        ? events.index(of: message.eventID).flatMap { journalSequences[batch][$0] } : nil)
+            var rows: [Int64?] = []  // the journal row holding each one's payload, if any
+            var lastBatch: Int?
+            for (batch, plan) in plans.enumerated() {
+                for index in batches[batch].outbox.indices where batches[batch].outbox[index].destination == destination {
+                    lastBatch = batch
+                    let row = plan.events[index].flatMap { journalSequences[batch][$0] }
+                    if let row, plan.ridesOnJournal[index] {
+                        receipts[batch].outboxSources[index] = .journal
+                        receipts[batch].outboxSequences[index] = row
+                        streams[destination].append(row)
+                    } else {
+                        messages.append(Position(batch: batch, index: index))
+                        rows.append(row)
+                    }
                 }
             }
-            guard let lastBatch = messages.last?.batch else { continue }
+            guard let lastBatch else { continue }
             let insert = Self.outboxInserts[destination]!
             for chunk in MultiRowInsert.chunks(messages.count) {
                 let sql = insert.sql(rows: chunk.count)
@@ -199,7 +225,13 @@ extension GatewayStore {
                 }
             }
             counts[destination] += messages.count
-            let excess = counts[destination] - max(options.outboxCap, 0)
+            // Past the cap the stream's oldest events go first, then the table's oldest rows.
+            var excess = counts[destination] + streams[destination].count - max(options.outboxCap, 0)
+            if excess > 0, let through = streams[destination].sequence(at: min(excess, streams[destination].count)) {
+                let dropped = streams[destination].settle(through: through)
+                excess -= dropped
+                receipts[lastBatch].dropped[destination] += dropped
+            }
             if excess > 0 {
                 let dropped = try connection.run(
                     "DELETE FROM \(destination.table) WHERE seq IN (SELECT seq FROM \(destination.table) ORDER BY seq LIMIT ?)",
@@ -209,8 +241,9 @@ extension GatewayStore {
             }
         }
 
-        for (index, batch) in batches.enumerated() where !batch.acknowledgements.isEmpty {
+        for (index, batch) in batches.enumerated() {
             for destination in OutboxDestination.allCases {
+                if let through = batch.settled[destination] { streams[destination].settle(through: through) }
                 let sequences = batch.acknowledgements.lazy.filter { $0.destination == destination }.map(\.sequence)
                 // Acknowledged sequences come mostly in runs: one range per run.
                 for run in Self.runs(of: sequences) {
@@ -222,7 +255,59 @@ extension GatewayStore {
                 }
             }
         }
+        for (destination, before) in zip(OutboxDestination.allCases, initiallySettled) where streams[destination].settled != before {
+            try connection.run(Self.settleStream, [.text(destination.rawValue), .integer(streams[destination].settled)])
+        }
         return receipts
+    }
+
+    /// How one batch's outbox messages are queued: which event each one carries (if the
+    /// batch journals it), whether it rides on that event's journal row, and what each event's
+    /// row then holds (its destinations, topic and QoS: those of its first such message). A
+    /// message gets a row of its own instead when its destination is marked already, when its
+    /// topic or QoS differ, or when it names an event before one an earlier message for its
+    /// destination rode on (a stream is in journal order).
+    struct OutboxPlan {
+        struct Stream {
+            var outboxes: Int64
+            /// The message whose topic and QoS the row holds.
+            var message: Int
+        }
+
+        /// Per message: the index of the event whose payload it carries.
+        var events: [Int?]
+        /// Per message: whether it rides on that event's journal row (if the row is inserted).
+        var ridesOnJournal: [Bool]
+        /// Per event: its stream columns, if a message rides on it.
+        var streams: [Stream?]
+
+        init(_ batch: StoreBatch) {
+            events = Array(repeating: nil, count: batch.outbox.count)
+            ridesOnJournal = Array(repeating: false, count: batch.outbox.count)
+            streams = Array(repeating: nil, count: batch.events.count)
+            var finder = EventFinder(batch.events)
+            var lastRide = (local: -1, remote: -1)  // event index, per destination
+            batch.outbox.withUnsafeBufferPointer { messages in
+                for index in messages.indices where messages[index].payloadInJournal {
+                    let message = messages.baseAddress! + index
+                    guard let event = finder.index(of: message.pointee.eventID) else { continue }
+                    events[index] = event
+                    let local = message.pointee.destination == .local
+                    guard event > (local ? lastRide.local : lastRide.remote) else { continue }
+                    let bit = message.pointee.destination.streamBit
+                    if let stream = streams[event] {
+                        let first = messages[stream.message]
+                        guard stream.outboxes & bit == 0, first.topic == message.pointee.topic, first.qos == message.pointee.qos
+                        else { continue }
+                        streams[event]!.outboxes |= bit
+                    } else {
+                        streams[event] = Stream(outboxes: bit, message: index)
+                    }
+                    ridesOnJournal[index] = true
+                    if local { lastRide.local = event } else { lastRide.remote = event }
+                }
+            }
+        }
     }
 
     /// An element of one batch's events, messages or state changes.

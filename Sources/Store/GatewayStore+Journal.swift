@@ -56,7 +56,7 @@ extension GatewayStore {
     }
 
     /// Deletes journal events emitted before `cutoff` (seconds since 1970), except those an
-    /// outbox still reads its payload from; returns how many.
+    /// outbox still reads its payload from or a stream still waits for; returns how many.
     ///
     /// The cut is the first event in commit order emitted at or after `cutoff`: everything
     /// committed before it goes. Emitted times follow commit order (monitors on different
@@ -74,6 +74,8 @@ extension GatewayStore {
                     (SELECT max(seq) + 1 FROM journal))
                 AND seq NOT IN (SELECT journal_seq FROM outbox_local WHERE journal_seq IS NOT NULL)
                 AND seq NOT IN (SELECT journal_seq FROM outbox_remote WHERE journal_seq IS NOT NULL)
+                AND NOT ((outboxes & 1) != 0 AND seq > (SELECT settled FROM outbox_stream WHERE destination = 'local'))
+                AND NOT ((outboxes & 2) != 0 AND seq > (SELECT settled FROM outbox_stream WHERE destination = 'remote'))
                 """, [.real(cutoff)])
         }
     }

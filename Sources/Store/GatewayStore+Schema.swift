@@ -92,24 +92,56 @@ extension GatewayStore {
 
     /// Version 5: the journal keeps an event's query fields (device, trigger, layer, fence,
     /// type) only inside its payload, the event JSON, where they always were: five bound texts
-    /// and ~50 bytes less per event (12 % of the group commit's instructions in `bench store`).
-    /// `events` reads them with `json_extract`. The journal is rebuilt once, like for version 3;
-    /// sequences, and so the outboxes' links to their journal rows, are kept.
-    static let payloadFieldsMigration = SQLiteMigration(version: 5, summary: "journal query fields read from the payload", sql: """
+    /// and ~50 bytes less per event (15 % of the group commit's instructions in `bench store`).
+    /// `events` reads them with `json_extract`.
+    ///
+    /// And an event's own outbox messages ride on its journal row: `outboxes` marks the
+    /// destinations it is queued for (bit 1 local, 2 remote), with its `topic` and `qos`, and
+    /// `outbox_stream` holds, per destination, the journal sequence up to which those are
+    /// settled (acknowledged, moved to the outbox table after a refusal, or dropped by the cap).
+    /// A journaled event no longer writes an outbox row and deletes it on acknowledgement (30 %
+    /// of the commit's instructions). The outbox tables keep every other message.
+    ///
+    /// The journal is rebuilt once, like for version 3; sequences, and so the outbox rows'
+    /// links to their journal rows, are kept. Earlier events are in no stream: what their
+    /// outbox rows still hold is delivered from there.
+    ///
+    /// `device_state.state` may be NULL (it never is: a forgotten device's row is deleted), so
+    /// that the state upsert, `INSERT OR IGNORE ... ON CONFLICT DO UPDATE`, has no check that
+    /// could abort it halfway and SQLite keeps no statement journal for it (22 % of an upsert's
+    /// instructions, and the group commit writes hundreds per transaction).
+    static let payloadFieldsMigration = SQLiteMigration(
+        version: 5, summary: "journal query fields read from the payload; outbox streams on the journal", sql: """
         CREATE TABLE journal_v5 (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL,
             fix_time REAL NOT NULL,
             emitted_time REAL NOT NULL,
-            payload TEXT NOT NULL
+            payload TEXT NOT NULL,
+            outboxes INTEGER NOT NULL DEFAULT 0,
+            topic TEXT,
+            qos INTEGER NOT NULL DEFAULT 0
         );
-        INSERT INTO journal_v5 SELECT seq, id, fix_time, emitted_time, payload FROM journal ORDER BY seq;
+        INSERT INTO journal_v5 (seq, id, fix_time, emitted_time, payload)
+            SELECT seq, id, fix_time, emitted_time, payload FROM journal ORDER BY seq;
         -- Sequence numbers keep counting from where the old table's stopped.
         DELETE FROM sqlite_sequence WHERE name = 'journal_v5';
         INSERT INTO sqlite_sequence (name, seq) SELECT 'journal_v5', seq FROM sqlite_sequence WHERE name = 'journal';
         DROP TABLE journal;
         ALTER TABLE journal_v5 RENAME TO journal;
         CREATE UNIQUE INDEX journal_by_fix_time ON journal(fix_time, id);
+        CREATE TABLE outbox_stream (
+            destination TEXT PRIMARY KEY NOT NULL,
+            settled INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO outbox_stream (destination, settled) VALUES ('local', 0), ('remote', 0);
+        CREATE TABLE device_state_v5 (
+            device TEXT PRIMARY KEY NOT NULL,
+            state BLOB
+        ) WITHOUT ROWID;
+        INSERT INTO device_state_v5 SELECT device, state FROM device_state;
+        DROP TABLE device_state;
+        ALTER TABLE device_state_v5 RENAME TO device_state;
         """)
 
     /// Migrations that rebuild the journal, leaving the old table's pages free: the first

@@ -41,6 +41,7 @@ public actor GatewayStore {
     struct Opened {
         var connection: SQLiteConnection
         var outboxCounts: OutboxCounts
+        var streams: OutboxStreams
         var checkpointer: WALCheckpointer?
     }
 
@@ -53,8 +54,10 @@ public actor GatewayStore {
     let checkpointer: WALCheckpointer?
     var pending: [PendingBatch] = []
     var commitScheduled = false
-    /// Messages in each outbox, kept in step with every committed insert, drop and delete.
+    /// Messages in each outbox table, kept in step with every committed insert, drop and delete.
     var queued: OutboxCounts
+    /// Each destination's stream on the journal, kept in step with every commit.
+    var streams: OutboxStreams
     /// WAL checkpoints run beside the writer since opening (0 when read-only).
     public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
     /// Counters since opening.
@@ -73,6 +76,7 @@ public actor GatewayStore {
         self.executor = executor
         self.connection = opened.connection
         self.queued = opened.outboxCounts
+        self.streams = opened.streams
         self.checkpointer = opened.checkpointer
     }
 
@@ -101,10 +105,17 @@ public actor GatewayStore {
             checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
         }
         var counts = OutboxCounts()
+        var streams = OutboxStreams(local: OutboxStream(settled: 0), remote: OutboxStream(settled: 0))
         for destination in OutboxDestination.allCases {
             counts[destination] = Int(try connection.scalarInt64("SELECT count(*) FROM \(destination.table)") ?? 0)
+            let settled = try connection.scalarInt64("SELECT settled FROM outbox_stream WHERE destination = ?",
+                                                     [.text(destination.rawValue)]) ?? 0
+            var stream = OutboxStream(settled: settled)
+            try connection.forEachRow("SELECT seq FROM journal WHERE seq > ? AND (outboxes & ?) != 0 ORDER BY seq",
+                                      [.integer(settled), .integer(destination.streamBit)]) { stream.append($0.int64(0)) }
+            streams[destination] = stream
         }
-        return Opened(connection: connection, outboxCounts: counts, checkpointer: checkpointer)
+        return Opened(connection: connection, outboxCounts: counts, streams: streams, checkpointer: checkpointer)
     }
 
     /// The open connection, or ``StoreError/closed(path:)``.

@@ -9,4 +9,7 @@ public enum OutboxDestination: String, Sendable, CaseIterable, Hashable {
 
     /// The table holding this outbox.
     var table: String { "outbox_\(rawValue)" }
+
+    /// Its bit in a journal row's `outboxes`.
+    var streamBit: Int64 { self == .local ? 1 : 2 }
 }

@@ -4,26 +4,30 @@ internal import CSQLite
 /// caused, the outbox messages carrying those events, and outbox acknowledgements.
 ///
 /// A batch is applied in this order: state changes, journal events, outbox messages (then the
-/// outbox cap), acknowledgements. It commits whole or not at all, usually together with the
-/// batches of other submitters in one transaction (group commit).
+/// outbox cap), acknowledgements and settled streams. It commits whole or not at all, usually
+/// together with the batches of other submitters in one transaction (group commit).
 public struct StoreBatch: Sendable, Equatable {
     public var stateChanges: [DeviceStateChange]
     public var events: [JournalEvent]
     public var outbox: [OutboxMessage]
-    /// (destination, sequence) of messages the broker acknowledged.
+    /// (destination, sequence) of outbox table messages the broker acknowledged.
     public var acknowledgements: [OutboxAcknowledgement]
+    /// Per destination, the journal sequence up to which its stream's messages are settled.
+    public var settled: [OutboxDestination: Int64]
 
     public init(stateChanges: [DeviceStateChange] = [], events: [JournalEvent] = [],
-                outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = []) {
+                outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = [],
+                settled: [OutboxDestination: Int64] = [:]) {
         self.stateChanges = stateChanges
         self.events = events
         self.outbox = outbox
         self.acknowledgements = acknowledgements
+        self.settled = settled
     }
 
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
-        stateChanges.isEmpty && events.isEmpty && outbox.isEmpty && acknowledgements.isEmpty
+        stateChanges.isEmpty && events.isEmpty && outbox.isEmpty && acknowledgements.isEmpty && settled.isEmpty
     }
 
     /// Stores `state` as `device`'s monitor state.
@@ -42,8 +46,14 @@ public struct StoreBatch: Sendable, Equatable {
     /// Queues `message` in its destination's outbox.
     public mutating func enqueue(_ message: OutboxMessage) { outbox.append(message) }
 
-    /// Removes message `sequence` from `destination`'s outbox.
+    /// Removes message `sequence` from `destination`'s outbox table.
     public mutating func acknowledge(_ destination: OutboxDestination, sequence: Int64) {
         acknowledgements.append(OutboxAcknowledgement(destination: destination, sequence: sequence))
+    }
+
+    /// Settles `destination`'s stream messages up to journal sequence `sequence` (every one of
+    /// them was acknowledged or moved to the outbox table): they no longer wait.
+    public mutating func settle(_ destination: OutboxDestination, through sequence: Int64) {
+        settled[destination] = max(settled[destination] ?? sequence, sequence)
     }
 }

@@ -130,7 +130,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
-    @Test func anEventsOutboxRowReadsItsPayloadFromTheJournalWhichRetentionKeeps() async throws {
+    @Test func anEventsMessagesReadTheJournalWhichRetentionKeepsWhileTheyWait() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("shared-payload.db"))
         let now = 1_800_000_000.0
@@ -138,21 +138,97 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         var shared = testMessage(.remote, "old")
         shared.payload = Array(old.payload.utf8)
         shared.payloadInJournal = true
+        var retitled = shared  // another topic: a row of its own, reading the journal's payload
+        retitled.destination = .local
+        retitled.topic = "elsewhere/old"
         var transition = testMessage(.local, "old-t")  // its own payload, kept in the outbox row
         transition.payloadInJournal = true  // but no journal row "old-t": stored in full
-        _ = try await store.submit(StoreBatch(events: [old], outbox: [shared, transition]))
+        let receipt = try await store.submit(StoreBatch(events: [old], outbox: [shared, retitled, transition]))
+        #expect(receipt.outboxSources == [.journal, .table, .table])
         let stored = try await store.withConnection { c in
             try c.query("SELECT length(payload) FROM outbox_remote UNION ALL SELECT length(payload) FROM outbox_local") { $0.int(0) }
         }
         #expect(stored == [0, transition.payload.count])
-        let remote = try await store.outbox(.remote, limit: 10)
-        #expect(remote.map(\.message.payload) == [shared.payload])
-        #expect(try await store.outbox(.local, limit: 10).map(\.message.payload) == [transition.payload])
-        // Retention keeps the event while the remote outbox still reads it, then deletes it.
+        #expect(await store.outboxCounts == OutboxCounts(local: 2, remote: 1))
+        // The remote message rides on the event's journal row: its stream.
+        let remote = try await store.outboxStream(.remote, limit: 10)
+        #expect(remote.map(\.source) == [.journal])
+        #expect(remote.map(\.sequence) == [receipt.outboxSequences[0]])
+        #expect(remote.map(\.message) == [shared])
+        #expect(try await store.outbox(.remote, limit: 10).isEmpty)
+        let local = try await store.outbox(.local, limit: 10)
+        #expect(local.map(\.message.payload) == [shared.payload, transition.payload])
+        #expect(local.map(\.message.topic) == ["elsewhere/old", transition.topic])
+        #expect(try await store.outboxStream(.local, limit: 10).isEmpty)
+        // Retention keeps the event while the remote stream or a local row still reads it.
         #expect(try await store.applyRetention(days: 30, now: now) == 0)
-        try await store.acknowledge(.remote, sequences: remote.map(\.sequence))
+        _ = try await store.submit(StoreBatch(settled: [.remote: remote[0].sequence]))
+        #expect(await store.outboxCounts == OutboxCounts(local: 2, remote: 0))
+        #expect(try await store.applyRetention(days: 30, now: now) == 0)
+        try await store.acknowledge(.local, sequences: [local[0].sequence])
         #expect(try await store.applyRetention(days: 30, now: now) == 1)
         await store.close()
+    }
+
+    @Test func streamsSettleDropPastTheCapAndReopenWhereTheyWere() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("streams.db")
+        let store = try await GatewayStore(path: path, options: .init(outboxCap: 5))
+        func journaled(_ id: String, _ destinations: [OutboxDestination]) -> (JournalEvent, [OutboxMessage]) {
+            let event = testEvent(id, fix: 1_800_000_000 + Double(id.dropFirst())!)
+            return (event, destinations.map {
+                OutboxMessage(destination: $0, eventID: id, topic: "geotriggers/events/garden/\(id)",
+                              payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true)
+            })
+        }
+        var batch = StoreBatch()
+        for (id, destinations) in [("e1", [OutboxDestination.local, .remote]), ("e2", [.local]), ("e3", [.local]), ("e4", [.local])] {
+            let (event, messages) = journaled(id, destinations)
+            batch.append(event)
+            batch.outbox += messages
+        }
+        batch.outbox.append(batch.outbox[0])  // a second message for e1 to the same place: a row of its own
+        let first = try await store.submit(batch)
+        #expect(first.outboxSources == [.journal, .journal, .journal, .journal, .journal, .table])
+        #expect(await store.outboxCounts == OutboxCounts(local: 5, remote: 1))
+        let stream = try await store.outboxStream(.local, limit: 10)
+        #expect(stream.map(\.message.eventID) == ["e1", "e2", "e3", "e4"])
+        #expect(try await store.outboxStream(.local, after: stream[1].sequence, limit: 10).map(\.message.eventID) == ["e3", "e4"])
+        try await store.acknowledge(.local, sequences: [first.outboxSequences[5]])
+
+        // Settled up to e2: e3 and e4 wait.
+        _ = try await store.submit(StoreBatch(settled: [.local: stream[1].sequence]))
+        #expect(await store.outboxCount(.local) == 2)
+        #expect(try await store.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e3", "e4"])
+
+        // 2 + 5 = 7 > cap 5: the two oldest (e3, e4) are dropped and said so.
+        var more = StoreBatch()
+        for n in 5...9 {
+            let (event, messages) = journaled("e\(n)", [.local])
+            more.append(event)
+            more.outbox += messages
+        }
+        let overflow = try await store.submit(more)
+        #expect(overflow.dropped == OutboxCounts(local: 2, remote: 0))
+        #expect(await store.statistics.dropped == OutboxCounts(local: 2, remote: 0))
+        #expect(try await store.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e5", "e6", "e7", "e8", "e9"])
+        let settled = await store.settledStream(.local)
+        #expect(settled == stream[3].sequence)
+        await store.close()
+
+        // Reopened: the same streams wait.
+        let reopened = try await GatewayStore(path: path, options: .init(outboxCap: 5))
+        #expect(await reopened.outboxCounts == OutboxCounts(local: 5, remote: 1))
+        #expect(await reopened.settledStream(.local) == settled)
+        #expect(try await reopened.outboxStream(.remote, limit: 10).map(\.message.eventID) == ["e1"])
+        // Settling past the newest settles only what waits: a later event still waits.
+        _ = try await reopened.submit(StoreBatch(settled: [.local: 1_000_000]))
+        #expect(await reopened.outboxCount(.local) == 0)
+        let (event, messages) = journaled("e10", [.local])
+        _ = try await reopened.submit(StoreBatch(events: [event], outbox: messages))
+        #expect(try await reopened.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e10"])
+        #expect(await reopened.outboxCount(.local) == 1)
+        await reopened.close()
     }
 
     @Test func theWALIsCheckpointedBesideTheWriter() async throws {
@@ -236,11 +312,18 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(await store.statistics.events == 40)
         let journal = try await store.events(JournalQuery())
         #expect(journal.map(\.event.id) == (0..<10).map { "old\($0)" } + (0..<40).filter { $0 % 4 != 0 }.map { "new\($0)" })
-        // Every message carries its own event's payload: from its journal row, or (a
-        // duplicate, whose journal row is the earlier version) from its own copy.
+        // Every message carries its own event's payload: a new event's rides on its journal
+        // row, a duplicate's (whose journal row is the earlier version) gets a row with its copy.
+        let isDuplicate = (0..<40).map { $0 % 4 == 0 }
+        #expect(receipt.outboxSources == isDuplicate.map { $0 ? .table : .journal })
         let rows = try await store.outbox(.local, limit: 100)
-        #expect(rows.map(\.sequence) == receipt.outboxSequences)
-        #expect(rows.map { String(decoding: $0.message.payload, as: UTF8.self) } == batch.events.map(\.payload))
+        let stream = try await store.outboxStream(.local, limit: 100)
+        #expect(rows.map(\.sequence) == zip(receipt.outboxSequences, isDuplicate).filter(\.1).map(\.0))
+        #expect(stream.map(\.sequence) == zip(receipt.outboxSequences, isDuplicate).filter { !$0.1 }.map(\.0))
+        #expect(rows.map { String(decoding: $0.message.payload, as: UTF8.self) }
+                == zip(batch.events, isDuplicate).filter(\.1).map(\.0.payload))
+        #expect(stream.map { String(decoding: $0.message.payload, as: UTF8.self) }
+                == zip(batch.events, isDuplicate).filter { !$0.1 }.map(\.0.payload))
         await store.close()
     }
 

@@ -49,7 +49,12 @@ import Testing
         let columns = try await store.withConnection { connection in
             try connection.query("SELECT name FROM pragma_table_info('journal') ORDER BY cid") { $0.string(0) }
         }
-        #expect(columns == ["seq", "id", "fix_time", "emitted_time", "payload"])
+        #expect(columns == ["seq", "id", "fix_time", "emitted_time", "payload", "outboxes", "topic", "qos"])
+        // Their outbox rows still wait there; no stream holds anything yet.
+        #expect(await store.outboxCounts == OutboxCounts(local: 2, remote: 1))
+        #expect(try await store.outboxStream(.local, limit: 10).isEmpty)
+        #expect(await store.settledStream(.local) == 0)
+        #expect(await store.settledStream(.remote) == 0)
 
         // Numbering goes on after the deleted last event (3), and duplicates are still found.
         _ = try await store.submit(StoreBatch(events: [testEvent("d", fix: 103)]))
@@ -69,7 +74,8 @@ import Testing
         await store.close()
     }
 
-    /// Version 5 alone (from 4) also compacts the file it rebuilt, and keeps sequences going.
+    /// Version 5 alone (from 4) also compacts the file it rebuilt, keeps sequences going and
+    /// the monitor states.
     @Test func aVersionFourDatabaseIsRebuiltAndCompacted() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("v4.db")
@@ -82,9 +88,14 @@ import Testing
                     VALUES (?, 'd', 't', 'l', 'f', 'enter', ?, ?, ?)
                     """, [.text("e\(n)"), .real(Double(n)), .real(Double(n)), .text(Self.payload("e\(n)"))])
             }
+            try connection.run("INSERT INTO device_state (device, state) VALUES ('d', x'0102')")
         }
         let store = try await GatewayStore(path: path)
         #expect(try await store.withConnection { try $0.userVersion() } == 5)
+        // The monitor states were carried over (their table was rebuilt too).
+        #expect(try await store.deviceStates() == ["d": [1, 2]])
+        _ = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "d", state: [3])]))
+        #expect(try await store.deviceState("d") == [3])
         #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
         #expect(try await store.events(JournalQuery(device: "d")).count == 200)
         _ = try await store.submit(StoreBatch(events: [testEvent("next", fix: 1000)]))

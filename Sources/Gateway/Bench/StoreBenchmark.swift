@@ -122,10 +122,12 @@ enum StoreBenchmark {
         let warnings = Warnings(logger: logger)
         let store = try await GatewayStore(path: path, options: GatewayStore.Options(durability: durability))
         let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
-        let committed = BoundedQueue<Int64>(capacity: 1_000_000)
+        let committed = BoundedQueue<(OutboxDestination, OutboxSource, Int64)>(capacity: 1_000_000)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
                                        statePublisher: statePublisher, persist: persist,
-                                       committedRows: { _, rows in for row in rows { _ = committed.trySend(row.sequence) } })
+                                       committedRows: { destination, rows in
+                                           for row in rows { _ = committed.trySend((destination, row.source, row.sequence)) }
+                                       })
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
@@ -137,13 +139,21 @@ enum StoreBenchmark {
             group.addTask { try? await committer.run() }
             group.addTask { try? await pool.run() }
             if persist {
-                // The outbox publisher's database work as `serve` does it: committed rows arrive
-                // in memory, and each batch of broker acknowledgements deletes its rows.
+                // The outbox publisher's database work as `serve` does it: committed messages
+                // arrive in memory, and each batch of broker acknowledgements deletes their
+                // outbox rows and settles their streams.
                 group.addTask {
                     while let first = await committed.next() {
-                        var sequences = [first]
-                        committed.drain(upTo: 4096, into: &sequences)
-                        _ = try? await store.acknowledge(.local, sequences: sequences)
+                        var acknowledged = [first]
+                        committed.drain(upTo: 4096, into: &acknowledged)
+                        var batch = StoreBatch()
+                        for (destination, source, sequence) in acknowledged {
+                            switch source {
+                            case .table: batch.acknowledge(destination, sequence: sequence)
+                            case .journal: batch.settle(destination, through: sequence)
+                            }
+                        }
+                        _ = try? await store.submit(batch)
                     }
                 }
             }

@@ -144,11 +144,12 @@ final class EventCommitter: Service, Sendable {
                     if receipt.dropped.local + receipt.dropped.remote > 0 {
                         warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
                     }
-                    // The receipt numbers the outbox rows in batch order: hand them over in memory.
+                    // The receipt numbers the messages in batch order: hand them over in memory.
                     if receipt.outboxSequences.count == batch.outbox.count {
                         var rows: [OutboxDestination: [OutboxRow]] = [:]
-                        for (message, sequence) in zip(batch.outbox, receipt.outboxSequences) {
-                            rows[message.destination, default: []].append(OutboxRow(sequence: sequence, message: message))
+                        for (index, message) in batch.outbox.enumerated() {
+                            rows[message.destination, default: []].append(OutboxRow(
+                                sequence: receipt.outboxSequences[index], source: receipt.outboxSources[index], message: message))
                         }
                         for (destination, committed) in rows {
                             publishers[destination]?.notifyCommitted(rows: committed)

@@ -3,13 +3,16 @@ import Store
 import Synchronization
 
 /// Delivers one destination's committed events (`local`: the main broker, `remote`: the
-/// upstream) in outbox order.
+/// upstream) in order: its outbox table's rows (OwnTracks transitions, refused events, rows from
+/// before schema 5), then its stream on the journal (the events themselves), each in order.
 ///
 /// At most `window` events are handed to libmosquitto at a time; libmosquitto resends those
-/// itself after a reconnect, so they are never handed over twice in one run. A row leaves the
-/// outbox only when the broker acknowledged it with success; a failure (v5 reason >= 0x80, such
-/// as an ACL denial) keeps it (it is tried again after a restart), counts it and raises a warning.
-/// Events that could not be committed (database fault) are published from memory instead, up to a cap.
+/// itself after a reconnect, so they are never handed over twice in one run. A message stops
+/// waiting only when the broker acknowledged it with success: its table row is deleted, and
+/// the stream is settled up to the oldest stream event still in flight. A failure (v5 reason
+/// >= 0x80, such as an ACL denial) keeps it (a stream event moves to the table, so the stream
+/// goes on), counts it and raises a warning; it is tried again after a restart. Events that
+/// could not be committed (database fault) are published from memory instead, up to a cap.
 final class OutboxPublisher: Service, Sendable {
     enum Signal: Sendable {
         /// Rows were committed that are only in the database (read them back).
@@ -121,121 +124,196 @@ final class OutboxPublisher: Service, Sendable {
         signals.finish()
     }
 
+    /// What a message handed to libmosquitto was.
+    private enum Handed {
+        /// Published from memory (the database refused it): nothing to remove.
+        case volatile
+        /// An outbox table row.
+        case table(Int64)
+        /// An event of the stream on the journal (kept whole: a refusal moves it to the table).
+        case journal(OutboxRow)
+
+        /// For the log.
+        var place: String {
+            switch self {
+            case .volatile: "memory"
+            case .table(let sequence): "outbox row \(sequence)"
+            case .journal(let row): "journal row \(row.sequence)"
+            }
+        }
+    }
+
+    /// The pump's bookkeeping, owned by ``run()``.
+    private struct Progress {
+        var inflight: [Int32: Handed] = [:]  // message id -> what it was
+        /// Journal sequences of the stream's messages in flight.
+        var inflightStream = Set<Int64>()
+        /// The last sequence handed over, per source.
+        var handedTable: Int64 = 0
+        var handedStream: Int64 = 0
+        /// The last read of a source found nothing beyond what was handed over.
+        var tableExhausted = false
+        var streamExhausted = false
+        /// A publish failed (QoS 0 without a connection): wait for a connect.
+        var blocked = false
+        /// Table rows not to send again in this run (events the broker refused, moved there).
+        var skip = Set<Int64>()
+        /// The stream position last committed as settled.
+        var settled: Int64 = 0
+        /// Acknowledgements, settling and refused events to commit (kept until committed).
+        var work = StoreBatch()
+    }
+
     func run() async throws {
-        var inflight: [Int32: Int64] = [:]  // message id -> outbox sequence (negative: volatile)
-        var handedUpTo: Int64 = 0
-        var exhausted = false  // the last read found nothing beyond handedUpTo
-        var blocked = false  // a publish failed (QoS 0 without a connection): wait for a connect
-        var acks: [Int64] = []
+        var progress = Progress()
+        progress.settled = await store.settledStream(destination)
         var batch: [Signal] = []
-        await pump(&inflight, &handedUpTo, &exhausted, &blocked)
+        await pump(&progress)
         while let first = await signals.next() {
             batch.removeAll(keepingCapacity: true)
             batch.append(first)
             signals.drain(upTo: 4096, into: &batch)
+            var refused: [OutboxMessage] = []
             for signal in batch {
                 switch signal {
                 case .committed:
                     committedPending.store(false, ordering: .releasing)
-                    exhausted = false
+                    progress.tableExhausted = false
+                    progress.streamExhausted = false
                 case .fresh:
                     freshPending.store(false, ordering: .releasing)
                 case .connected:
-                    exhausted = false
-                    blocked = false
+                    progress.tableExhausted = false
+                    progress.streamExhausted = false
+                    progress.blocked = false
                 case .acknowledged(let ack):
-                    guard let sequence = inflight.removeValue(forKey: ack.messageId) else { continue }
+                    guard let handed = progress.inflight.removeValue(forKey: ack.messageId) else { continue }
+                    if case .journal(let row) = handed { progress.inflightStream.remove(row.sequence) }
                     if ack.isSuccess {
-                        if sequence > 0 { acks.append(sequence) }
+                        if case .table(let sequence) = handed { progress.work.acknowledge(destination, sequence: sequence) }
                         counters.acked.add(1, ordering: .relaxed)
-                    } else {
-                        let refused = failedCount.add(1, ordering: .relaxed).newValue
-                        let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
-                        warnings.set("outbox-\(destination.rawValue)-refused",
-                                     "the \(destination.rawValue) broker refused \(refused) event\(refused == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
-                        logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
-                                       ["outbox.sequence": "\(sequence)"])
+                        continue
                     }
+                    // Kept: a table row stays; a stream event moves to the table (in full), so the
+                    // stream can go on past it. Either is sent again after a restart.
+                    if case .journal(let row) = handed {
+                        var message = row.message
+                        message.payloadInJournal = false
+                        refused.append(message)
+                    }
+                    let count = failedCount.add(1, ordering: .relaxed).newValue
+                    let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
+                    warnings.set("outbox-\(destination.rawValue)-refused",
+                                 "the \(destination.rawValue) broker refused \(count) event\(count == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
+                    logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
+                                   ["outbox": handed.place])
                 }
             }
-            if !acks.isEmpty {
-                do {
-                    _ = try await store.acknowledge(destination, sequences: acks)
-                    acks.removeAll(keepingCapacity: true)
-                } catch {
-                    // Kept in the outbox: sent again after a restart (same event id).
-                    logger.warning("could not remove acknowledged events from the outbox: \(error)")
-                    acks.removeAll(keepingCapacity: true)
-                }
-            }
-            inflightCount.store(inflight.count, ordering: .relaxed)
-            await pump(&inflight, &handedUpTo, &exhausted, &blocked)
+            await commitProgress(&progress, refused: refused)
+            inflightCount.store(progress.inflight.count, ordering: .relaxed)
+            await pump(&progress)
         }
     }
 
-    /// Hands events to libmosquitto until the window is full or nothing waits.
-    private func pump(
-        _ inflight: inout [Int32: Int64], _ handedUpTo: inout Int64, _ exhausted: inout Bool, _ blocked: inout Bool
-    ) async {
-        var volatileSequence: Int64 = -1
-        while inflight.count < window {
+    /// Commits acknowledgements, refused stream events (as table rows, not sent again in this
+    /// run) and how far the stream is settled: every stream message below the oldest in
+    /// flight, or every one handed over when none is. On failure all of it is kept for the
+    /// next try (until then a restart sends those events again, with the same ids).
+    private func commitProgress(_ progress: inout Progress, refused: [OutboxMessage]) async {
+        progress.work.outbox += refused
+        let settled = progress.inflightStream.min().map { $0 - 1 } ?? progress.handedStream
+        if settled > progress.settled { progress.work.settle(destination, through: settled) }
+        guard !progress.work.isEmpty else { return }
+        do {
+            let receipt = try await store.submit(progress.work)
+            // The refused events' new rows (the batch queues nothing else).
+            progress.skip.formUnion(receipt.outboxSequences)
+            if let committed = progress.work.settled[destination] { progress.settled = max(progress.settled, committed) }
+            progress.work = StoreBatch()
+        } catch {
+            logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
+        }
+    }
+
+    /// Hands events to libmosquitto until the window is full or nothing waits: events kept in
+    /// memory, then outbox table rows, then the stream on the journal.
+    private func pump(_ progress: inout Progress) async {
+        while progress.inflight.count < window {
             let next: VolatileMessage? = volatileQueue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             guard let message = next else { break }
             do {
                 let id = try client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
-                inflight[id] = volatileSequence
-                volatileSequence -= 1
+                progress.inflight[id] = .volatile
             } catch {
                 volatileQueue.withLock { $0.insert(message, at: 0) }
                 break
             }
         }
-        // Rows just committed: while the database holds nothing older that is not handed over
-        // (exhausted), they are the next ones and go out from memory; otherwise they are
-        // dropped here and read from the database in order.
+        // Messages just committed: while the database holds nothing older of their source that
+        // is not handed over (exhausted), they are the next ones and go out from memory;
+        // otherwise they are dropped here and read from the database in order.
         let fresh = freshRows.withLock { rows in
             defer { rows.removeAll(keepingCapacity: true) }
             return rows
         }
-        if exhausted, !blocked {
-            var rest = fresh.drop { $0.sequence <= handedUpTo }
-            while inflight.count < window, let row = rest.first {
-                guard let id = try? client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
-                else {
-                    blocked = true
-                    break
-                }
-                inflight[id] = row.sequence
-                handedUpTo = row.sequence
-                rest = rest.dropFirst()
+        for source in [OutboxSource.table, .journal] {
+            guard source == .table ? progress.tableExhausted : progress.streamExhausted else { continue }
+            let handed = source == .table ? progress.handedTable : progress.handedStream
+            var rest = fresh.lazy.filter { $0.source == source && $0.sequence > handed }.makeIterator()
+            while progress.inflight.count < window, !progress.blocked, let row = rest.next() {
+                hand(row, &progress)
             }
-            if !rest.isEmpty { exhausted = false }
+            if progress.blocked || rest.next() != nil {
+                if source == .table { progress.tableExhausted = false } else { progress.streamExhausted = false }
+            }
         }
-        while !exhausted, !blocked, inflight.count < window {
-            let rows: [OutboxRow]
-            do {
-                rows = try await store.outbox(destination, after: handedUpTo, limit: window - inflight.count)
-            } catch {
-                logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
-                return
-            }
-            if rows.isEmpty {
-                exhausted = true
-                break
-            }
-            for row in rows {
+        for source in [OutboxSource.table, .journal] {
+            while !(source == .table ? progress.tableExhausted : progress.streamExhausted), !progress.blocked,
+                  progress.inflight.count < window {
+                let rows: [OutboxRow]
                 do {
-                    let id = try client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
-                    inflight[id] = row.sequence
-                    handedUpTo = row.sequence
+                    let limit = window - progress.inflight.count
+                    rows = source == .table
+                        ? try await store.outbox(destination, after: progress.handedTable, limit: limit)
+                        : try await store.outboxStream(destination, after: progress.handedStream, limit: limit)
                 } catch {
-                    // QoS 0 without a connection: wait for the next connect.
-                    blocked = true
+                    logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
+                    return
+                }
+                if rows.isEmpty {
+                    if source == .table { progress.tableExhausted = true } else { progress.streamExhausted = true }
                     break
+                }
+                for row in rows {
+                    hand(row, &progress)
+                    if progress.blocked { break }
                 }
             }
         }
-        inflightCount.store(inflight.count, ordering: .relaxed)
+        inflightCount.store(progress.inflight.count, ordering: .relaxed)
+    }
+
+    /// Publishes one queued message (a refused one moved to the table is only passed over).
+    private func hand(_ row: OutboxRow, _ progress: inout Progress) {
+        if row.source == .table, progress.skip.contains(row.sequence) {
+            progress.handedTable = row.sequence
+            return
+        }
+        guard let id = try? client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
+        else {
+            // QoS 0 without a connection: wait for the next connect.
+            progress.blocked = true
+            return
+        }
+        switch row.source {
+        case .table:
+            progress.inflight[id] = .table(row.sequence)
+            progress.handedTable = row.sequence
+        case .journal:
+            progress.inflight[id] = .journal(row)
+            progress.inflightStream.insert(row.sequence)
+            progress.handedStream = row.sequence
+        }
     }
 }
 
