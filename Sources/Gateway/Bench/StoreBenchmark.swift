@@ -22,7 +22,7 @@ enum StoreBenchmark {
 
         Updates per second through the gateway's monitors and committer with persistence off
         (nothing written) and on (SQLite file, WAL, group commit; state, journal and outbox in
-        one transaction per batch; outbox rows deleted as the broker's acknowledgements would), in the
+        one transaction per batch; outbox streams settled as the broker's acknowledgements would), in the
         same run, alternating off/on for --rounds rounds; events committed per second, SQLite
         transactions, CPU seconds and peak RSS. MQTT is not involved (no JSON decoding either).
 
@@ -122,12 +122,20 @@ enum StoreBenchmark {
         let warnings = Warnings(logger: logger)
         let store = try await GatewayStore(path: path, options: GatewayStore.Options(durability: durability))
         let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
-        let committed = BoundedQueue<(OutboxDestination, OutboxSource, Int64)>(capacity: 1_000_000)
+        // What the broker would acknowledge of each commit, as a publisher commits it.
+        let committed = BoundedQueue<StoreBatch>(capacity: 100_000)
+        let acknowledge: @Sendable (OutboxDestination, [OutboxRow]) -> Void = { destination, rows in
+            var acknowledged = StoreBatch()
+            for row in rows {
+                switch row.source {
+                case .table: acknowledged.acknowledge(destination, sequence: row.sequence)
+                case .journal: acknowledged.settle(destination, through: row.sequence)
+                }
+            }
+            _ = committed.trySend(acknowledged)
+        }
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
-                                       statePublisher: statePublisher, persist: persist,
-                                       committedRows: { destination, rows in
-                                           for row in rows { _ = committed.trySend((destination, row.source, row.sequence)) }
-                                       })
+                                       statePublisher: statePublisher, persist: persist, committedRows: persist ? acknowledge : nil)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
@@ -147,11 +155,9 @@ enum StoreBenchmark {
                         var acknowledged = [first]
                         committed.drain(upTo: 4096, into: &acknowledged)
                         var batch = StoreBatch()
-                        for (destination, source, sequence) in acknowledged {
-                            switch source {
-                            case .table: batch.acknowledge(destination, sequence: sequence)
-                            case .journal: batch.settle(destination, through: sequence)
-                            }
+                        for commit in acknowledged {
+                            batch.acknowledgements += commit.acknowledgements
+                            for (destination, sequence) in commit.settled { batch.settle(destination, through: sequence) }
                         }
                         _ = try? await store.submit(batch)
                     }

@@ -138,7 +138,10 @@ final class EventCommitter: Service, Sendable {
             batch.outbox = taken.outbox
             if !batch.isEmpty {
                 do {
-                    let receipt = persist ? try await store.submit(batch) : StoreReceipt(transaction: 0)
+                    // Without persistence the messages are numbered as a commit would, so
+                    // they are handed on the same way.
+                    let receipt = persist ? try await store.submit(batch)
+                        : StoreReceipt(transaction: 0, outboxSequences: batch.outbox.indices.map { Int64($0) + 1 })
                     retry = StoreBatch()
                     warnings.clear("database", resolved: "the database accepts writes again")
                     if receipt.dropped.local + receipt.dropped.remote > 0 {
