@@ -34,7 +34,8 @@ enum StoreBenchmark {
           --devices N        devices (default 1000)
           --updates N        updates per device (default 100)
           --dwell N          mean updates per stay (default 4; smaller: more events)
-          --rounds N         off/on pairs (default 2; the best of each is compared)
+          --rounds N         off/on pairs (default 2; the best of each is compared, and
+                             each round's pair, which ran back to back)
           --durability M     normal (default) or full (synchronous=FULL)
           --directory DIR    where the database files go (default /tmp)
         Build with `swift build -c release` and run .build/release/geotrigger.
@@ -87,6 +88,8 @@ enum StoreBenchmark {
               + "durability \(durability.rawValue)")
 
         var best: [Bool: Figures] = [:]
+        var pairs: [Double] = []  // each round's on/off: the two runs back to back see the same machine
+        var lastOff: Double?
         for round in 1...rounds {
             for persist in [false, true] {
                 let path = "\(directory)/geotrigger-bench-store-\(getpid())-\(round)-\(persist ? "on" : "off").db"
@@ -99,6 +102,8 @@ enum StoreBenchmark {
                       + "\(IndexBenchmark.format(figures.seconds, 2)) s wall, \(IndexBenchmark.format(figures.cpuSeconds, 2)) s CPU, "
                       + "RSS \(IndexBenchmark.megabytes(ResourceUsage.residentBytes()))")
                 if best[persist].map({ figures.updatesPerSecond > $0.updatesPerSecond }) ?? true { best[persist] = figures }
+                if persist, let off = lastOff { pairs.append(figures.updatesPerSecond / off) }
+                if !persist { lastOff = figures.updatesPerSecond }
             }
         }
         let off = best[false]!, on = best[true]!
@@ -108,6 +113,9 @@ enum StoreBenchmark {
               + "\(IndexBenchmark.grouped(Int(on.eventsPerSecond))) events committed/s; "
               + "CPU per update off \(IndexBenchmark.format(off.cpuSeconds / Double(off.updates) * 1e6, 2)) us, on \(IndexBenchmark.format(on.cpuSeconds / Double(on.updates) * 1e6, 2)) us "
               + "(store thread \(IndexBenchmark.format(on.storeCPUSeconds / Double(on.updates) * 1e6, 2)) us)")
+        let sorted = pairs.sorted()
+        print("per round on/off: \(pairs.map { IndexBenchmark.format($0, 3) }.joined(separator: ", ")) "
+              + "(median \(IndexBenchmark.format((sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2, 3)))")
         print("peak RSS \(IndexBenchmark.megabytes(ResourceUsage.peakResidentBytes()))")
         return ExitStatus.ok
     }
