@@ -130,15 +130,15 @@ final class OutboxPublisher: Service, Sendable {
         case volatile
         /// An outbox table row.
         case table(Int64)
-        /// An event of the stream on the journal (kept whole: a refusal moves it to the table).
-        case journal(OutboxRow)
+        /// An event of the stream on the journal, by its journal sequence.
+        case journal(Int64)
 
         /// For the log.
         var place: String {
             switch self {
             case .volatile: "memory"
             case .table(let sequence): "outbox row \(sequence)"
-            case .journal(let row): "journal row \(row.sequence)"
+            case .journal(let sequence): "journal row \(sequence)"
             }
         }
     }
@@ -160,6 +160,8 @@ final class OutboxPublisher: Service, Sendable {
         var skip = Set<Int64>()
         /// The stream position last committed as settled.
         var settled: Int64 = 0
+        /// A refused stream event that could not be moved to the table: never settled past.
+        var settleBefore: Int64?
         /// Acknowledgements, settling and refused events to commit (kept until committed).
         var work = StoreBatch()
     }
@@ -173,7 +175,7 @@ final class OutboxPublisher: Service, Sendable {
             batch.removeAll(keepingCapacity: true)
             batch.append(first)
             signals.drain(upTo: 4096, into: &batch)
-            var refused: [OutboxMessage] = []
+            var refused: [Int64] = []  // stream events the broker refused
             for signal in batch {
                 switch signal {
                 case .committed:
@@ -188,7 +190,7 @@ final class OutboxPublisher: Service, Sendable {
                     progress.blocked = false
                 case .acknowledged(let ack):
                     guard let handed = progress.inflight.removeValue(forKey: ack.messageId) else { continue }
-                    if case .journal(let row) = handed { progress.inflightStream.remove(row.sequence) }
+                    if case .journal(let sequence) = handed { progress.inflightStream.remove(sequence) }
                     if ack.isSuccess {
                         if case .table(let sequence) = handed { progress.work.acknowledge(destination, sequence: sequence) }
                         counters.acked.add(1, ordering: .relaxed)
@@ -196,11 +198,7 @@ final class OutboxPublisher: Service, Sendable {
                     }
                     // Kept: a table row stays; a stream event moves to the table (in full), so the
                     // stream can go on past it. Either is sent again after a restart.
-                    if case .journal(let row) = handed {
-                        var message = row.message
-                        message.payloadInJournal = false
-                        refused.append(message)
-                    }
+                    if case .journal(let sequence) = handed { refused.append(sequence) }
                     let count = failedCount.add(1, ordering: .relaxed).newValue
                     let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
                     warnings.set("outbox-\(destination.rawValue)-refused",
@@ -219,9 +217,25 @@ final class OutboxPublisher: Service, Sendable {
     /// run) and how far the stream is settled: every stream message below the oldest in
     /// flight, or every one handed over when none is. On failure all of it is kept for the
     /// next try (until then a restart sends those events again, with the same ids).
-    private func commitProgress(_ progress: inout Progress, refused: [OutboxMessage]) async {
-        progress.work.outbox += refused
-        let settled = progress.inflightStream.min().map { $0 - 1 } ?? progress.handedStream
+    private func commitProgress(_ progress: inout Progress, refused: [Int64]) async {
+        for sequence in refused {
+            // Still in the stream (it is not settled past while in flight): read it back.
+            let row: OutboxRow?
+            do {
+                row = try await store.outboxStream(destination, after: sequence - 1, limit: 1).first
+            } catch {
+                // The stream then stays before it for this run: it is sent again after a restart.
+                logger.warning("could not read the refused \(destination.rawValue) event of journal row \(sequence): \(error)")
+                progress.settleBefore = min(progress.settleBefore ?? sequence, sequence)
+                continue
+            }
+            guard let row, row.sequence == sequence else { continue }  // dropped by the cap meanwhile
+            var message = row.message
+            message.payloadInJournal = false
+            progress.work.enqueue(message)
+        }
+        let settled = min(progress.inflightStream.min().map { $0 - 1 } ?? progress.handedStream,
+                          (progress.settleBefore ?? .max) - 1)
         if settled > progress.settled { progress.work.settle(destination, through: settled) }
         guard !progress.work.isEmpty else { return }
         do {
@@ -310,7 +324,7 @@ final class OutboxPublisher: Service, Sendable {
             progress.inflight[id] = .table(row.sequence)
             progress.handedTable = row.sequence
         case .journal:
-            progress.inflight[id] = .journal(row)
+            progress.inflight[id] = .journal(row.sequence)
             progress.inflightStream.insert(row.sequence)
             progress.handedStream = row.sequence
         }
