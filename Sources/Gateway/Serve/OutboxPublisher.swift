@@ -143,17 +143,28 @@ final class OutboxPublisher: Service, Sendable {
         }
     }
 
+    /// How far one source (the outbox table, the stream) was handed over.
+    private struct SourceProgress {
+        /// The last sequence handed over.
+        var handed: Int64 = 0
+        /// The last read found nothing beyond it.
+        var exhausted = false
+    }
+
     /// The pump's bookkeeping, owned by ``run()``.
     private struct Progress {
         var inflight: [Int32: Handed] = [:]  // message id -> what it was
         /// Journal sequences of the stream's messages in flight.
         var inflightStream = Set<Int64>()
-        /// The last sequence handed over, per source.
-        var handedTable: Int64 = 0
-        var handedStream: Int64 = 0
-        /// The last read of a source found nothing beyond what was handed over.
-        var tableExhausted = false
-        var streamExhausted = false
+        var table = SourceProgress()
+        var stream = SourceProgress()
+
+        subscript(source: OutboxSource) -> SourceProgress {
+            get { source == .table ? table : stream }
+            set {
+                if source == .table { table = newValue } else { stream = newValue }
+            }
+        }
         /// A publish failed (QoS 0 without a connection): wait for a connect.
         var blocked = false
         /// Table rows not to send again in this run (events the broker refused, moved there).
@@ -180,13 +191,13 @@ final class OutboxPublisher: Service, Sendable {
                 switch signal {
                 case .committed:
                     committedPending.store(false, ordering: .releasing)
-                    progress.tableExhausted = false
-                    progress.streamExhausted = false
+                    progress.table.exhausted = false
+                    progress.stream.exhausted = false
                 case .fresh:
                     freshPending.store(false, ordering: .releasing)
                 case .connected:
-                    progress.tableExhausted = false
-                    progress.streamExhausted = false
+                    progress.table.exhausted = false
+                    progress.stream.exhausted = false
                     progress.blocked = false
                 case .acknowledged(let ack):
                     guard let handed = progress.inflight.removeValue(forKey: ack.messageId) else { continue }
@@ -234,7 +245,7 @@ final class OutboxPublisher: Service, Sendable {
             message.payloadInJournal = false
             progress.work.enqueue(message)
         }
-        let settled = min(progress.inflightStream.min().map { $0 - 1 } ?? progress.handedStream,
+        let settled = min(progress.inflightStream.min().map { $0 - 1 } ?? progress.stream.handed,
                           (progress.settleBefore ?? .max) - 1)
         if settled > progress.settled { progress.work.settle(destination, through: settled) }
         guard !progress.work.isEmpty else { return }
@@ -270,32 +281,27 @@ final class OutboxPublisher: Service, Sendable {
             defer { rows.removeAll(keepingCapacity: true) }
             return rows
         }
-        for source in [OutboxSource.table, .journal] {
-            guard source == .table ? progress.tableExhausted : progress.streamExhausted else { continue }
-            let handed = source == .table ? progress.handedTable : progress.handedStream
+        for source in [OutboxSource.table, .journal] where progress[source].exhausted {
+            let handed = progress[source].handed
             var rest = fresh.lazy.filter { $0.source == source && $0.sequence > handed }.makeIterator()
             while progress.inflight.count < window, !progress.blocked, let row = rest.next() {
                 hand(row, &progress)
             }
-            if progress.blocked || rest.next() != nil {
-                if source == .table { progress.tableExhausted = false } else { progress.streamExhausted = false }
-            }
+            if progress.blocked || rest.next() != nil { progress[source].exhausted = false }
         }
         for source in [OutboxSource.table, .journal] {
-            while !(source == .table ? progress.tableExhausted : progress.streamExhausted), !progress.blocked,
-                  progress.inflight.count < window {
+            while !progress[source].exhausted, !progress.blocked, progress.inflight.count < window {
                 let rows: [OutboxRow]
                 do {
-                    let limit = window - progress.inflight.count
-                    rows = source == .table
-                        ? try await store.outbox(destination, after: progress.handedTable, limit: limit)
-                        : try await store.outboxStream(destination, after: progress.handedStream, limit: limit)
+                    let (after, limit) = (progress[source].handed, window - progress.inflight.count)
+                    rows = source == .table ? try await store.outbox(destination, after: after, limit: limit)
+                                            : try await store.outboxStream(destination, after: after, limit: limit)
                 } catch {
                     logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
                     return
                 }
                 if rows.isEmpty {
-                    if source == .table { progress.tableExhausted = true } else { progress.streamExhausted = true }
+                    progress[source].exhausted = true
                     break
                 }
                 for row in rows {
@@ -310,7 +316,7 @@ final class OutboxPublisher: Service, Sendable {
     /// Publishes one queued message (a refused one moved to the table is only passed over).
     private func hand(_ row: OutboxRow, _ progress: inout Progress) {
         if row.source == .table, progress.skip.contains(row.sequence) {
-            progress.handedTable = row.sequence
+            progress.table.handed = row.sequence
             return
         }
         guard let id = try? client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
@@ -322,12 +328,11 @@ final class OutboxPublisher: Service, Sendable {
         switch row.source {
         case .table:
             progress.inflight[id] = .table(row.sequence)
-            progress.handedTable = row.sequence
         case .journal:
             progress.inflight[id] = .journal(row.sequence)
             progress.inflightStream.insert(row.sequence)
-            progress.handedStream = row.sequence
         }
+        progress[row.source].handed = row.sequence
     }
 }
 
