@@ -10,8 +10,9 @@ public struct OutboxMessage: Sendable, Equatable {
     /// MQTT QoS (0, 1 or 2).
     public var qos: Int
     /// The payload is the journal's payload of the event `eventID`, committed in the same
-    /// batch: the outbox row then stores no copy of it and reads it from the journal (an
-    /// event's JSON is written to disk once, not once per table).
+    /// batch: the message then rides on the event's journal row (its destination's stream,
+    /// ``OutboxSource/journal``), or, when it cannot (see ``StoreReceipt/outboxSources``), its
+    /// outbox row reads the payload from there. An event's JSON is written to disk once.
     public var payloadInJournal: Bool
 
     public init(destination: OutboxDestination, eventID: String, topic: String, payload: [UInt8], qos: Int,
