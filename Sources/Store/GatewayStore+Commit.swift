@@ -337,13 +337,10 @@ extension GatewayStore {
 
         /// The index of the event with `id`, if the batch has one.
         mutating func index(of id: String) -> Int? {
-            for range in [next..<events.count, 0..<min(next, events.count)] {
-                if let index = events[range].firstIndex(where: { $0.id == id }) {
-                    next = index
-                    return index
-                }
-            }
-            return nil
+            guard let index = events[next...].firstIndex(where: { $0.id == id })
+                ?? events[..<next].firstIndex(where: { $0.id == id }) else { return nil }
+            next = index
+            return index
         }
     }
 

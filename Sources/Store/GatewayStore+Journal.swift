@@ -67,17 +67,22 @@ extension GatewayStore {
     public func deleteEvents(emittedBefore cutoff: Double) throws -> Int {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
-        return try connection.transaction {
-            try connection.run("""
-                DELETE FROM journal WHERE seq < coalesce(
-                    (SELECT seq FROM journal WHERE emitted_time >= ? ORDER BY seq LIMIT 1),
-                    (SELECT max(seq) + 1 FROM journal))
-                AND seq NOT IN (SELECT journal_seq FROM outbox_local WHERE journal_seq IS NOT NULL)
-                AND seq NOT IN (SELECT journal_seq FROM outbox_remote WHERE journal_seq IS NOT NULL)
-                AND NOT ((outboxes & 1) != 0 AND seq > (SELECT settled FROM outbox_stream WHERE destination = 'local'))
-                AND NOT ((outboxes & 2) != 0 AND seq > (SELECT settled FROM outbox_stream WHERE destination = 'remote'))
-                """, [.real(cutoff)])
+        // Kept per destination: rows its outbox table reads, and its stream's unsettled events.
+        var sql = """
+            DELETE FROM journal WHERE seq < coalesce(
+                (SELECT seq FROM journal WHERE emitted_time >= ? ORDER BY seq LIMIT 1),
+                (SELECT max(seq) + 1 FROM journal))
+            """
+        var bindings: [SQLiteValue] = [.real(cutoff)]
+        for destination in OutboxDestination.allCases {
+            sql += """
+
+                AND seq NOT IN (SELECT journal_seq FROM \(destination.table) WHERE journal_seq IS NOT NULL)
+                AND NOT ((outboxes & ?) != 0 AND seq > ?)
+                """
+            bindings += [.integer(destination.streamBit), .integer(streams[destination].settled)]
         }
+        return try connection.transaction { try connection.run(sql, bindings) }
     }
 
     /// `journal.retentionDays`: deletes events emitted more than `days` days before `now`

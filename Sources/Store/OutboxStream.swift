@@ -86,7 +86,4 @@ struct OutboxStreams: Sendable, Equatable {
             if destination == .local { local = newValue } else { remote = newValue }
         }
     }
-
-    /// Messages waiting in each stream.
-    var counts: OutboxCounts { OutboxCounts(local: local.count, remote: remote.count) }
 }
