@@ -4,13 +4,13 @@ import Glibc
 
 /// A pthread mutex with one condition variable (monotonic clock). Used where a thread that is
 /// not Swift's (libmosquitto's network thread) must wait; `Mutex` cannot wait.
-final class ConditionLock: @unchecked Sendable {
+public final class ConditionLock: @unchecked Sendable {
     // @unchecked: the pthread objects are heap-allocated once and only used through
     // pthread calls, which are thread-safe by definition.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    init() {
+    public init() {
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -28,30 +28,30 @@ final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
 
     /// Runs `body` with the mutex held.
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Waits for a signal; call with the mutex held (spurious wake-ups happen: loop).
-    func wait() { pthread_cond_wait(condition, mutex) }
+    public func wait() { pthread_cond_wait(condition, mutex) }
 
     /// Waits for a signal or until `deadline` (CLOCK_MONOTONIC); call with the mutex held.
-    func wait(until deadline: timespec) {
+    public func wait(until deadline: timespec) {
         var deadline = deadline
         pthread_cond_timedwait(condition, mutex, &deadline)
     }
 
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    public func signal() { pthread_cond_signal(condition) }
+    public func broadcast() { pthread_cond_broadcast(condition) }
 
     /// The CLOCK_MONOTONIC time `duration` from now, for `wait(until:)`.
-    static func deadline(after duration: Duration) -> timespec {
+    public static func deadline(after duration: Duration) -> timespec {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let (seconds, attoseconds) = duration.components

@@ -63,8 +63,8 @@ func mqttOnPublish(
     core.onAcknowledgement(MQTTAcknowledgement(messageId: messageId, reasonCode: reasonCode))
 }
 
-/// A message: copy topic, payload and the v5 request/response properties, then queue it
-/// (waiting while the queue is full).
+/// A message: copy topic, payload and the v5 request/response properties, then offer it to the
+/// inline handler, else queue it (waiting while the queue is full).
 func mqttOnMessage(
     _ handle: OpaquePointer?, _ object: UnsafeMutableRawPointer?,
     _ message: UnsafePointer<mosquitto_message>?, _ properties: OpaquePointer?
@@ -95,11 +95,15 @@ func mqttOnMessage(
             free(bytes)
         }
     }
-    core.queue.push(
-        MQTTMessage(
-            topic: String(cString: topic), payload: payload,
-            qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain,
-            responseTopic: responseTopic, correlationData: correlationData))
+    let received = MQTTMessage(
+        topic: String(cString: topic), payload: payload,
+        qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain,
+        responseTopic: responseTopic, correlationData: correlationData)
+    core.lock.lock()
+    let handler = core.inlineHandler
+    core.lock.unlock()
+    if let handler, handler(received) { return }
+    core.queue.push(received)
 }
 
 /// SUBACK: report the filters of that SUBSCRIBE with their granted QoS / reason codes.

@@ -319,4 +319,16 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
+
+    /// Offers every received message to `handler` on libmosquitto's network thread, before it
+    /// is queued for `messages`: a message the handler takes (returns true) is not queued.
+    /// This saves the thread hop per message (a wake-up of a waiting task) where the work is
+    /// short and needs no `await`. The handler runs on a thread that is not Swift's, in arrival
+    /// order; while it runs, nothing else is read from the broker, so it may block that thread
+    /// for back-pressure, as a full queue does. Set it before `start()`; nil removes it.
+    public func setInlineHandler(_ handler: (@Sendable (MQTTMessage) -> Bool)?) {
+        core.lock.lock()
+        core.inlineHandler = handler
+        core.lock.unlock()
+    }
 }

@@ -36,6 +36,11 @@ final class MQTTClientCore: @unchecked Sendable {
     var wasRefused = false
     /// Failed attempts since the last successful CONNACK (for the backoff).
     var failedAttempts = 0
+    /// Offered every message on the network thread before it is queued (see
+    /// `MQTTClient.setInlineHandler`). A plain property under `lock`: a closure kept in a
+    /// generic `Mutex` gains a reabstraction thunk on every `withLock` (its `inout` is written
+    /// back), and calls through it got slower with every message.
+    var inlineHandler: (@Sendable (MQTTMessage) -> Bool)?
     /// The index in `configuration.endpoints` of the address of the current (or last) attempt.
     var endpointIndex = 0
     var thread: pthread_t?

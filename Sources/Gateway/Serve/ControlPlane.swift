@@ -21,6 +21,11 @@ struct ControlPlane: Sendable {
         try? client.subscribe(fences.filter, qos: .atLeastOnce)
     }
 
+    /// Whether `topic` is a control topic (its messages go to ``take(_:)``).
+    func handles(_ topic: String) -> Bool {
+        topic == queries.topic || fences.handles(topic)
+    }
+
     /// Takes `message` if it is on a control topic; false leaves it to the feeds.
     func take(_ message: MQTTMessage) async -> Bool {
         if message.topic == queries.topic {

@@ -3,15 +3,22 @@ import GeotriggerCore
 import Store
 import Synchronization
 
-/// One worker of the ``MonitorPool``: owns the monitors of the devices whose id hashes to it
-/// and drains its own bounded mailbox, so a device's updates are handled one at a time and in
-/// order, and a burst makes the ingest wait instead of growing memory.
+/// One part of the ``MonitorPool``: owns the monitors of the devices whose id hashes to it.
 ///
-/// Every device still has its own monitor (the pure ``DeviceMonitor`` value); the shard is the
+/// An update whose device's monitor is in memory (or a new device) is handled right where it
+/// arrives, under the shard's lock: on libmosquitto's network thread for the MQTT feeds. A
+/// hop to another thread per update cost more than the update itself on a small box (a futex
+/// wake-up and two context switches; `docs/performance.md`). Everything else (clock ticks, new
+/// snapshots, restores, queries, and updates of a device whose state must first be read from
+/// the store) goes through the shard's bounded mailbox and its own task, under the same lock.
+///
+/// Every device still has its own monitor (the pure ``DeviceMonitor`` value); the shard is its
 /// executor. One actor or task per device would cost ~4 KB and a hop per update (CONVENTIONS.md
-/// figures); one worker per core keeps 10,000 devices in a few MB.
+/// figures); a few shards keep 10,000 devices in a few MB, and a device's steps in order.
 final class DeviceShard: Sendable {
     enum Work: Sendable {
+        /// An update of a device read from the store first (hibernated, or saved by the
+        /// previous run), or queued behind such an update of the same device.
         case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: Bool)
         /// Gateway clock tick: silence confirmations, stale exits, hibernation, forgetting.
         case tick(Double)
@@ -45,6 +52,33 @@ final class DeviceShard: Sendable {
         var positionDirty = false
     }
 
+    /// What the shard's lock guards.
+    struct State {
+        var snapshot: EngineSnapshot
+        var slots: [String: Slot] = [:]
+        /// Hibernated devices: last accepted fix time (for forgetting).
+        var hibernated: [String: Double] = [:]
+        /// Since when the feeds' connection is down (gateway clock).
+        var paused: Double?
+        /// Devices whose own feed is down, since when (gateway clock).
+        var pausedDevices: [String: Double] = [:]
+        /// Devices whose updates go through the mailbox, with how many are on the way: one
+        /// read from the store first, and every later update behind it, so they stay in order.
+        var queued: [String: Int] = [:]
+        /// The pool stopped: updates are no longer taken.
+        var finished = false
+    }
+
+    /// What ``handleNow(_:receivedAt:trackerID:owntracks:)`` did with an update.
+    enum Disposition {
+        /// Handled; `mustWait`: the committer is full, wait for room before the next one.
+        case handled(mustWait: Bool)
+        /// Send it as ``Work/update(_:receivedAt:trackerID:owntracks:)`` to the mailbox.
+        case mustQueue
+        /// The pool has stopped; the update is dropped.
+        case stopped
+    }
+
     let mailbox: BoundedQueue<Work>
     let context: ServeContext
     /// Devices in memory plus hibernated ones (for the status counters).
@@ -52,97 +86,158 @@ final class DeviceShard: Sendable {
 
     /// Devices of this shard with a state saved by the previous run (restored at start).
     let saved: Set<String>
+    private let state: Mutex<State>
 
-    init(context: ServeContext, capacity: Int, saved: Set<String> = []) {
+    init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, saved: Set<String> = []) {
         self.context = context
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
+        self.state = Mutex(State(snapshot: snapshot))
     }
 
-    /// Handles work until the mailbox is finished.
-    func run(snapshot initial: EngineSnapshot) async {
-        var snapshot = initial
-        var slots: [String: Slot] = [:]
-        /// Hibernated devices: last accepted fix time (for forgetting).
-        var hibernated: [String: Double] = [:]
-        var paused: Double?
-        /// Devices whose own feed is down, since when (gateway clock).
-        var pausedDevices: [String: Double] = [:]
+    /// Handles `update` now, on the calling thread, if its device's monitor is in memory or
+    /// the device is new; a device whose state is in the store (or with updates still queued)
+    /// must go through the mailbox instead.
+    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool) -> Disposition {
+        state.withLock { s in
+            if s.finished { return .stopped }
+            let device = update.device
+            if let waiting = s.queued[device] {
+                s.queued[device] = waiting + 1
+                return .mustQueue
+            }
+            // One hash lookup, and the slot changed in place through `values[index]`.
+            var index = s.slots.index(forKey: device)
+            if index == nil {
+                if s.hibernated[device] != nil || saved.contains(device) {
+                    s.queued[device] = 1
+                    return .mustQueue
+                }
+                s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
+                index = s.slots.index(forKey: device)
+                deviceCount.store(s.slots.count + s.hibernated.count, ordering: .relaxed)
+            }
+            var mustWait = false
+            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]), mustWait: &mustWait)
+            return .handled(mustWait: mustWait)
+        }
+    }
+
+    /// Stops taking updates and ends the mailbox (the pool's shutdown).
+    func finish() {
+        state.withLock { $0.finished = true }
+        mailbox.finish()
+    }
+
+    /// Handles the mailbox's work until it is finished.
+    func run() async {
         while let work = await mailbox.next() {
             switch work {
             case .update(let update, let now, let trackerID, let owntracks):
-                // One hash lookup, and the slot changed in place through `values[index]`
-                // (`slots[device]!` as an inout copies the slot out and back, an async call too).
-                var index = slots.index(forKey: update.device)
-                if index == nil {
-                    slots[update.device] = await wake(update.device, snapshot: snapshot, now: now, hibernated: &hibernated)
-                    index = slots.index(forKey: update.device)
-                }
-                if let item = handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &slots.values[index!]) {
-                    await context.committer.add(item)
-                }
+                await handleQueued(update, now: now, trackerID: trackerID, owntracks: owntracks)
             case .tick(let now):
-                await tick(now: now, slots: &slots, hibernated: &hibernated, paused: paused != nil)
+                await mutate { s, mustWait in tick(now: now, state: &s, mustWait: &mustWait) }
             case .adopt(let newSnapshot, let now):
-                snapshot = newSnapshot
-                for device in Array(slots.keys) {
-                    var changed = false
-                    let notes = slots[device]!.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
-                    await commit(notes, changed: changed, now: now, slot: &slots[device]!, forcePublish: true)
+                await mutate { s, mustWait in
+                    s.snapshot = newSnapshot
+                    for device in Array(s.slots.keys) {
+                        var changed = false
+                        let notes = s.slots[device]!.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
+                        commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
+                    }
                 }
             case .restore(let bytes, let now):
-                do {
-                    let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
-                    // An update may have woken the device (from the database, newer) before
-                    // its restore arrived: never go back to the state read at start.
-                    guard slots[monitor.device] == nil else { break }
-                    var slot = Slot(monitor: monitor, lastReceived: now)
-                    slot.publishedStays = monitor.stays
-                    // Its clocks start at `now`: paused from there while its feed is down.
-                    if pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
-                    context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
-                    await commit(notes, changed: !notes.isEmpty, now: now, slot: &slot)
-                    slots[monitor.device] = slot
-                } catch {
-                    context.logger.error("a saved monitor state could not be read and is ignored: \(error)")
+                await mutate { s, mustWait in
+                    do {
+                        let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now)
+                        // An update may have woken the device (from the database, newer) before
+                        // its restore arrived: never go back to the state read at start.
+                        guard s.slots[monitor.device] == nil, s.queued[monitor.device] == nil else { return }
+                        var slot = Slot(monitor: monitor, lastReceived: now)
+                        slot.publishedStays = monitor.stays
+                        // Its clocks start at `now`: paused from there while its feed is down.
+                        if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
+                        context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
+                        commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
+                        s.slots[monitor.device] = slot
+                    } catch {
+                        context.logger.error("a saved monitor state could not be read and is ignored: \(error)")
+                    }
                 }
             case .pause(let now):
-                paused = now
-                for device in Array(slots.keys) { slots[device]!.monitor.pause(at: now) }
+                await mutate { s, _ in
+                    s.paused = now
+                    for device in Array(s.slots.keys) { s.slots[device]!.monitor.pause(at: now) }
+                }
             case .resume(let now):
-                paused = nil
-                for device in Array(slots.keys) where pausedDevices[device] == nil { slots[device]!.monitor.resume(at: now) }
+                await mutate { s, _ in
+                    s.paused = nil
+                    for device in Array(s.slots.keys) where s.pausedDevices[device] == nil { s.slots[device]!.monitor.resume(at: now) }
+                }
             case .pauseDevice(let device, let now):
-                if pausedDevices[device] == nil { pausedDevices[device] = now }
-                slots[device]?.monitor.pause(at: now)
+                await mutate { s, _ in
+                    if s.pausedDevices[device] == nil { s.pausedDevices[device] = now }
+                    s.slots[device]?.monitor.pause(at: now)
+                }
             case .resumeDevice(let device, let now):
-                pausedDevices[device] = nil
-                // A monitor that is not paused keeps its clocks (resume would restart them).
-                if paused == nil, slots[device]?.monitor.isPaused == true { slots[device]!.monitor.resume(at: now) }
+                await mutate { s, _ in
+                    s.pausedDevices[device] = nil
+                    // A monitor that is not paused keeps its clocks (resume would restart them).
+                    if s.paused == nil, s.slots[device]?.monitor.isPaused == true { s.slots[device]!.monitor.resume(at: now) }
+                }
             case .barrier(let c):
                 c.resume()
             case .query(let query, let c):
-                c.resume(returning: answer(query, slots: slots, hibernated: hibernated, now: WallClock.now()))
+                let result = state.withLock { s in answer(query, slots: s.slots, hibernated: s.hibernated, now: WallClock.now()) }
+                c.resume(returning: result)
             }
-            deviceCount.store(slots.count + hibernated.count, ordering: .relaxed)
         }
     }
 
-    /// A device's slot: restored from the database if it was hibernated or seen before, else new.
-    private func wake(_ device: String, snapshot: EngineSnapshot, now: Double, hibernated: inout [String: Double]) async -> Slot {
+    /// Runs `body` under the lock (it hands items over with ``commit(_:mustWait:)``), then
+    /// waits for room if that filled the committer.
+    private func mutate(_ body: (inout State, inout Bool) -> Void) async {
+        let mustWait = state.withLock { s in
+            var mustWait = false
+            body(&s, &mustWait)
+            deviceCount.store(s.slots.count + s.hibernated.count, ordering: .relaxed)
+            return mustWait
+        }
+        if mustWait { await context.committer.waitForRoom() }
+    }
+
+    /// Hands `item` to the committer; call with the lock held, so a device's steps reach it in
+    /// order.
+    private func commit(_ item: EventCommitter.Item?, mustWait: inout Bool) {
+        if let item, context.committer.enqueue(item) { mustWait = true }
+    }
+
+    /// An update that came through the mailbox: its device's state is read from the store
+    /// (outside the lock; no other update of the device is handled meanwhile), then it is
+    /// handled like any other.
+    private func handleQueued(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool) async {
+        let device = update.device
         // Only a device hibernated in this run, or saved by the previous one and not restored
         // yet, has a state in the database: a new device needs no read (which would wait
         // behind the commits on the store's queue).
-        let stored = hibernated.removeValue(forKey: device) != nil || saved.contains(device)
-        if stored, let bytes = try? await context.store.deviceState(device),
-            let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: now)
-        {
-            var slot = Slot(monitor: monitor, lastReceived: now)
-            slot.publishedStays = monitor.stays
-            await commit(notes, changed: !notes.isEmpty, now: now, slot: &slot)
-            return slot
+        let stored = state.withLock { s in
+            s.slots[device] == nil && (s.hibernated.removeValue(forKey: device) != nil || saved.contains(device))
         }
-        return Slot(monitor: DeviceMonitor(device: device, snapshot: snapshot, now: now), lastReceived: now)
+        let bytes = stored ? try? await context.store.deviceState(device) : nil
+        await mutate { s, mustWait in
+            if let waiting = s.queued[device] { s.queued[device] = waiting > 1 ? waiting - 1 : nil }
+            if s.slots[device] == nil {
+                if let bytes, let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now) {
+                    var slot = Slot(monitor: monitor, lastReceived: now)
+                    slot.publishedStays = monitor.stays
+                    commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
+                    s.slots[device] = slot
+                } else {
+                    s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
+                }
+            }
+            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
+        }
     }
 
     /// Applies one update to its device's slot; what is to be committed, if anything.
@@ -170,16 +265,17 @@ final class DeviceShard: Sendable {
         return item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
     }
 
-    private func tick(now: Double, slots: inout [String: Slot], hibernated: inout [String: Double], paused: Bool) async {
+    private func tick(now: Double, state s: inout State, mustWait: inout Bool) {
         let wall = WallClock.now()
+        let paused = s.paused != nil
         var leaving: [String] = []
-        for device in Array(slots.keys) {
-            if let deadline = slots[device]!.monitor.nextDeadline(), deadline <= now {
+        for device in Array(s.slots.keys) {
+            if let deadline = s.slots[device]!.monitor.nextDeadline(), deadline <= now {
                 var changed = false
-                let notes = slots[device]!.monitor.advance(to: now, stateChanged: &changed)
-                await commit(notes, changed: changed, now: now, slot: &slots[device]!)
+                let notes = s.slots[device]!.monitor.advance(to: now, stateChanged: &changed)
+                commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!), mustWait: &mustWait)
             }
-            let slot = slots[device]!
+            let slot = s.slots[device]!
             // A paused monitor has no deadline but must not hibernate: its stale clock resumes
             // when its feed comes back, with or without a new update.
             if !paused, !slot.monitor.isPaused, now - slot.lastReceived >= context.config.gateway.hibernateAfter,
@@ -189,37 +285,29 @@ final class DeviceShard: Sendable {
             }
         }
         for device in leaving {
-            var slot = slots.removeValue(forKey: device)!
+            var slot = s.slots.removeValue(forKey: device)!
             let fix = slot.monitor.lastUpdate?.time ?? wall
             if wall - fix >= context.config.gateway.forgetAfter {
-                await forget(device)
+                forget(device, mustWait: &mustWait)
                 continue
             }
             if slot.positionDirty {
                 slot.positionDirty = false
-                await context.committer.add(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())))
+                commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
             }
-            hibernated[device] = fix
+            s.hibernated[device] = fix
         }
-        for (device, fix) in hibernated where wall - fix >= context.config.gateway.forgetAfter {
-            hibernated[device] = nil
-            await forget(device)
+        for (device, fix) in s.hibernated where wall - fix >= context.config.gateway.forgetAfter {
+            s.hibernated[device] = nil
+            forget(device, mustWait: &mustWait)
         }
     }
 
     /// Forgets a device: its state leaves the database and its retained state is cleared.
-    private func forget(_ device: String) async {
+    private func forget(_ device: String, mustWait: inout Bool) {
         context.logger.info("forgetting a device idle for gateway.forgetAfter", ["device.id": device])
-        await context.committer.add(EventCommitter.Item(
-            state: DeviceStateChange(device: device, state: nil), publication: (device: device, payload: nil)))
-    }
-
-    /// Turns a step's notifications into events and hands them, with the state change and any
-    /// device state publication, to the committer.
-    private func commit(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) async {
-        if let item = item(notes, changed: changed, now: now, slot: &slot, forcePublish: forcePublish) {
-            await context.committer.add(item)
-        }
+        commit(EventCommitter.Item(
+            state: DeviceStateChange(device: device, state: nil), publication: (device: device, payload: nil)), mustWait: &mustWait)
     }
 
     /// What a step's notifications, state change and device state publication give to commit

@@ -21,7 +21,8 @@ final class EventCommitter: Service, Sendable {
     private struct Pending {
         var batch = StoreBatch()
         var publications: [(device: String, payload: [UInt8]?)] = []
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Monitors waiting for room (a resumed continuation or an opened gate).
+        var waiters: [@Sendable () -> Void] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var committing = false
         var count: Int { batch.stateChanges.count + batch.events.count }
@@ -68,6 +69,13 @@ final class EventCommitter: Service, Sendable {
 
     /// Hands over one step's results; waits only while too much is pending.
     func add(_ item: Item) async {
+        if enqueue(item) { await waitForRoom() }
+    }
+
+    /// Hands over one step's results without waiting. True when too much is pending: the
+    /// caller then waits with ``waitForRoom()`` or ``waitForRoomBlocking()``, after releasing
+    /// what it holds (a shard hands over under its lock, so a device's steps stay in order).
+    func enqueue(_ item: Item) -> Bool {
         let mustWait: Bool = pending.withLock { p in
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
@@ -76,15 +84,29 @@ final class EventCommitter: Service, Sendable {
             return p.count > limit
         }
         _ = doorbell.trySend(())
-        if mustWait {
-            await withCheckedContinuation { c in
-                let resume: Bool = pending.withLock { p in
-                    if p.count <= limit { return true }
-                    p.waiters.append(c)
-                    return false
-                }
-                if resume { c.resume() }
-            }
+        return mustWait
+    }
+
+    /// Waits while more than `limit` items are pending.
+    func waitForRoom() async {
+        await withCheckedContinuation { c in
+            if !addWaiter({ c.resume() }) { c.resume() }
+        }
+    }
+
+    /// Blocks the calling thread (libmosquitto's network thread) while more than `limit` items
+    /// are pending.
+    func waitForRoomBlocking() {
+        let gate = ThreadGate()
+        if addWaiter({ gate.open() }) { gate.wait() }
+    }
+
+    /// Registers `resume` to run once there is room; false (not registered) if there is room now.
+    private func addWaiter(_ resume: @escaping @Sendable () -> Void) -> Bool {
+        pending.withLock { p in
+            if p.count <= limit { return false }
+            p.waiters.append(resume)
+            return true
         }
     }
 
@@ -122,7 +144,7 @@ final class EventCommitter: Service, Sendable {
     func run() async throws {
         var retry = StoreBatch()  // state and journal of batches the database refused
         while await doorbell.next() != nil {
-            let (taken, publications, waiters): (StoreBatch, [(device: String, payload: [UInt8]?)], [CheckedContinuation<Void, Never>]) =
+            let (taken, publications, waiters): (StoreBatch, [(device: String, payload: [UInt8]?)], [@Sendable () -> Void]) =
                 pending.withLock { p in
                     let t = (p.batch, p.publications, p.waiters)
                     p.batch = StoreBatch()
@@ -131,7 +153,7 @@ final class EventCommitter: Service, Sendable {
                     p.committing = true
                     return t
                 }
-            for w in waiters { w.resume() }
+            for resume in waiters { resume() }
             var batch = retry
             batch.stateChanges += taken.stateChanges
             batch.events += taken.events

@@ -4,6 +4,12 @@ import Synchronization
 
 /// Reads the broker's messages for the MQTT feeds, decodes them, counts and logs (at most once
 /// per reason per minute) what is dropped, and hands updates to the monitors.
+///
+/// Feed messages are taken on libmosquitto's network thread (`MQTTClient.setInlineHandler`),
+/// decoded and handed to their monitor right there: no hop to a task per update. Control-plane
+/// messages (runtime fences, queries), which need to `await`, go through the client's queue
+/// to ``run()``. So a query or a fence change is handled after the feed messages that arrived
+/// before it, but a feed message that arrives after it may be handled first.
 final class Ingest: Service, Sendable {
     struct Feed: Sendable {
         var name: String
@@ -36,32 +42,49 @@ final class Ingest: Service, Sendable {
         self.control = control
     }
 
-    /// Subscribes every feed's filter (the client subscribes again after each reconnect).
+    /// Subscribes every feed's filter (the client subscribes again after each reconnect), and
+    /// takes the feed messages on the network thread from now on.
     func subscribe() throws {
+        client.setInlineHandler { [self] message in takeInline(message) }
         for feed in feeds { try client.subscribe(feed.filter, qos: .atLeastOnce) }
     }
 
+    /// The messages left in the client's queue: the control plane's.
     func run() async throws {
         for await message in client.messages {
             counters.received.add(1, ordering: .relaxed)
-            await take(message)
+            if let control, await control.take(message) { continue }
+            if let update = decode(message) {
+                await pool.submit(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
+            }
         }
     }
 
-    func take(_ message: MQTTMessage) async {
-        if let control, await control.take(message) { return }
+    /// On libmosquitto's network thread: takes every message that is not the control plane's.
+    /// Blocks that thread while the monitors' committer is full (back-pressure to the broker).
+    private func takeInline(_ message: MQTTMessage) -> Bool {
+        if let control, control.handles(message.topic) { return false }
+        counters.received.add(1, ordering: .relaxed)
+        if let update = decode(message) {
+            pool.submitBlocking(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
+        }
+        return true
+    }
+
+    /// The update in `message` for its feed; nil when it is dropped (counted and logged) or
+    /// belongs to another gateway's shard.
+    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: Bool)? {
         if ownEchoTopics.contains(message.topic) {
             counters.drop(.ownEcho)
-            return
+            return nil
         }
         let now = WallClock.now()
         var drop: InputDrop?
         for feed in feeds {
             switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
             case .success(let decoded):
-                if let shard = feed.shard, !shard.contains(decoded.update.device) { return }
-                await pool.submit(decoded.update, receivedAt: MonotonicClock.now(), trackerID: decoded.trackerID, owntracks: feed.owntracks)
-                return
+                if let shard = feed.shard, !shard.contains(decoded.update.device) { return nil }
+                return (decoded.update, decoded.trackerID, feed.owntracks)
             case .failure(let failure):
                 // A topic that does not match this feed may match the next one.
                 if failure.reason == .badDeviceId, feed.decoder.topicFilter.deviceID(in: message.topic) == nil { continue }
@@ -75,6 +98,7 @@ final class Ingest: Service, Sendable {
             logger.warning("dropped input (\(failure.reason.rawValue)): \(failure.detail) (logged at most once a minute per reason)",
                            ["mqtt.topic": message.topic])
         }
+        return nil
     }
 
     func shutdown() async {

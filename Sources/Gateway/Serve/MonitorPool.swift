@@ -3,11 +3,13 @@ import Synchronization
 
 /// The device monitors: one ``DeviceShard`` per core, each device always on the same shard
 /// (by a stable hash of its id), and a clock that ticks them every `tickInterval` seconds.
+/// Updates are handled on the caller's thread when their monitor is in memory (see
+/// ``DeviceShard``).
 final class MonitorPool: Service, Sendable {
     let name = "monitors"
     let shards: [DeviceShard]
     let tickInterval: Double
-    private let snapshot: Mutex<EngineSnapshot>
+    private let committer: EventCommitter
     private let stopping = Atomic<Bool>(false)
 
     /// Monitor states saved by the previous run, restored when the pool starts.
@@ -20,8 +22,8 @@ final class MonitorPool: Service, Sendable {
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
-        self.shards = saved.map { DeviceShard(context: context, capacity: mailboxCapacity, saved: $0) }
-        self.snapshot = Mutex(snapshot)
+        self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, saved: $0) }
+        self.committer = context.committer
         self.initialStates = Mutex(initialStates)
         self.tickInterval = tickInterval
     }
@@ -30,9 +32,33 @@ final class MonitorPool: Service, Sendable {
         shards[Int(StableHash.of(device) % UInt64(shards.count))]
     }
 
-    /// Hands an update to its device's monitor, waiting while that shard's mailbox is full.
+    /// Hands an update to its device's monitor from a task, waiting while the committer (or the
+    /// shard's mailbox, for a device read from the store first) is full.
     func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) async {
-        await shard(for: update.device).mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks))
+        let shard = shard(for: update.device)
+        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks) {
+        case .handled(let mustWait):
+            if mustWait { await committer.waitForRoom() }
+        case .mustQueue:
+            await shard.mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks))
+        case .stopped:
+            break
+        }
+    }
+
+    /// The same from a thread that is not Swift's (libmosquitto's network thread): blocks that
+    /// thread instead of waiting, which holds back the broker as a full inbound queue would.
+    func submitBlocking(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) {
+        let shard = shard(for: update.device)
+        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks) {
+        case .handled(let mustWait):
+            if mustWait { committer.waitForRoomBlocking() }
+        case .mustQueue:
+            let work = DeviceShard.Work.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks)
+            if !shard.mailbox.trySend(work) { ThreadGate.block { await shard.mailbox.send(work) } }
+        case .stopped:
+            break
+        }
     }
 
     /// Stops `device`'s gateway clocks (`staleAfter`, silence) while its own feed is down.
@@ -57,7 +83,6 @@ final class MonitorPool: Service, Sendable {
 
     /// Swaps in a new fence/trigger snapshot (fenceRemoved exits follow).
     func adopt(_ newSnapshot: EngineSnapshot) async {
-        snapshot.withLock { $0 = newSnapshot }
         await broadcast(.adopt(newSnapshot, MonotonicClock.now()))
     }
 
@@ -74,10 +99,9 @@ final class MonitorPool: Service, Sendable {
     var deviceCount: Int { shards.reduce(0) { $0 + $1.deviceCount.load(ordering: .relaxed) } }
 
     func run() async throws {
-        let initial = snapshot.withLock { $0 }
         await withTaskGroup(of: Void.self) { group in
             for shard in shards {
-                group.addTask { await shard.run(snapshot: initial) }
+                group.addTask { await shard.run() }
             }
             group.addTask { [self] in
                 let saved = initialStates.withLock { s in defer { s = [:] }; return s }
@@ -96,6 +120,6 @@ final class MonitorPool: Service, Sendable {
     func shutdown() async {
         await barrier()
         stopping.store(true, ordering: .relaxed)
-        for shard in shards { shard.mailbox.finish() }
+        for shard in shards { shard.finish() }
     }
 }
