@@ -53,8 +53,11 @@ enum EndToEndBenchmark {
           --json            print one JSON summary line instead of the report
         The private broker runs with max_queued_messages 0 (no per-client queue limit), so a
         gateway slower than the broker is measured by its rate rather than by dropped updates,
-        and set_tcp_nodelay true; the benchmark's own connections set TCP_NODELAY too, so
-        Nagle's algorithm adds no delay outside the gateway (its own connection is as configured).
+        max_inflight_messages 500 as in deploy/mosquitto/geotrigger.conf (mosquitto's default,
+        20, is the receive maximum it grants the gateway: at most 20 events in flight, so
+        events queue once 20 per round trip are not enough), and set_tcp_nodelay true; the
+        benchmark's own connections set TCP_NODELAY too, so Nagle's algorithm adds no delay
+        outside the gateway (its own connection is as configured).
         Build with `swift build -c release` and run .build/release/geotrigger.
         """
 
@@ -426,6 +429,7 @@ enum EndToEndBenchmark {
             allow_anonymous true
             persistence false
             max_queued_messages 0
+            max_inflight_messages 500
             set_tcp_nodelay true
             log_dest stderr
             log_type error
