@@ -218,9 +218,10 @@ final class OutboxPublisher: Service, Sendable {
                                    ["outbox": handed.place])
                 }
             }
-            await commitProgress(&progress, refused: refused)
-            inflightCount.store(progress.inflight.count, ordering: .relaxed)
+            // Hand out what the acknowledgements made room for first: committing them waits
+            // for the store's thread, behind the next group commit.
             await pump(&progress)
+            await commitProgress(&progress, refused: refused)
         }
     }
 
