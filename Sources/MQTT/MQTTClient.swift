@@ -5,7 +5,7 @@ import Glibc
 
 /// Runs `mosquitto_lib_init` once per process (it is not thread-safe; Swift initializes
 /// globals exactly once).
-private let mosquittoLibraryInitialized: Bool = {
+let mosquittoLibraryInitialized: Bool = {
     mosquitto_lib_init()
     return true
 }()

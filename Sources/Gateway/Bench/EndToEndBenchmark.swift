@@ -181,9 +181,7 @@ enum EndToEndBenchmark {
         var publisherConfiguration = MQTTConfiguration(host: host, port: port, clientId: nil, cleanStart: true, inflightWindow: 1000)
         publisherConfiguration.sessionExpiry = 0
         let connections = try (0..<o.publishers).map { _ in try LoadGenerator.Connection(publisherConfiguration) }
-        for c in connections { try c.client.start() }
-        defer { for c in connections { c.client.stop() } }
-        try await waitUntil("the publishing connections are up", timeout: 10) { connections.allSatisfy(\.client.isConnected) }
+        defer { for c in connections { c.publisher.disconnect() } }
         ChildProcess.disableNagle(towardsPort: port)
 
         // Raw pass-through.

@@ -127,20 +127,19 @@ final class LoadGenerator: Sendable {
         }
     }
 
-    /// A publishing connection and the count of its messages libmosquitto has finished with
-    /// (QoS 0 written, QoS 1 acknowledged), for flow control.
+    /// A publishing connection, driven by the generator's own thread (no network thread: each
+    /// publish is written at once, without waking another thread), and the count of its
+    /// messages libmosquitto has finished with (QoS 0 written, QoS 1 acknowledged), for flow
+    /// control. It connects when made.
     final class Connection: Sendable {
-        let client: MQTTClient
-        private let finished: CounterBox
+        let publisher: MQTTDirectPublisher
 
         init(_ configuration: MQTTConfiguration) throws {
-            let box = CounterBox()
-            finished = box
-            client = try MQTTClient(configuration, onAcknowledgement: { _ in box.value.add(1, ordering: .relaxed) })
+            publisher = try MQTTDirectPublisher(configuration)
         }
 
         /// Messages libmosquitto has finished with so far.
-        var done: Int { finished.value.load(ordering: .relaxed) }
+        var done: Int { publisher.finished }
     }
 
     final class CounterBox: Sendable {
@@ -167,10 +166,16 @@ final class LoadGenerator: Sendable {
         let start = MonotonicClock.now()
         var i = 0
         var now = start
+        var serviced = start
         loop: while true {
             now = MonotonicClock.now()
             let elapsed = now - start
             if elapsed >= duration { break }
+            if now - serviced >= 0.01 {
+                // Acknowledgements and keepalive, every 10 ms.
+                serviced = now
+                for connection in connections { try? connection.publisher.service() }
+            }
             var due = i + 256
             if let rate {
                 due = min(due, Int(elapsed * rate) + 1)
@@ -185,13 +190,14 @@ final class LoadGenerator: Sendable {
                 let d = i % devices, k = i / devices
                 let c = d % connections.count
                 while published[c] - (connections[c].done - baseline[c]) >= window {
-                    usleep(50)
+                    // Write what the socket would not take, read acknowledgements: up to 1 ms.
+                    try? connections[c].publisher.service(timeout: 0.001)
                     if MonotonicClock.now() - start >= duration { break loop }
                 }
                 var text = payload(device: d, step: k)
                 let t = MonotonicClock.now()
                 let ok: Bool = text.withUTF8 { bytes in
-                    (try? connections[c].client.publish(topic: topics[d], payload: UnsafeRawBufferPointer(bytes), qos: qos)) != nil
+                    (try? connections[c].publisher.publish(topic: topics[d], payload: UnsafeRawBufferPointer(bytes), qos: qos)) != nil
                 }
                 if !ok {
                     // Not connected (QoS 0): try again shortly.
@@ -203,7 +209,14 @@ final class LoadGenerator: Sendable {
                 i += 1
             }
         }
-        return Run(sent: i, sendTimes: sendTimes, start: start, end: MonotonicClock.now())
+        let end = MonotonicClock.now()
+        // What the sockets did not take yet is written now (for up to 2 s).
+        for (c, connection) in connections.enumerated() {
+            while published[c] > connection.done - baseline[c], MonotonicClock.now() - end < 2 {
+                try? connection.publisher.service(timeout: 0.001)
+            }
+        }
+        return Run(sent: i, sendTimes: sendTimes, start: start, end: end)
     }
 }
 
