@@ -2,6 +2,7 @@
 #define GEOTRIGGER_CMOSQUITTO_SHIM_H
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+#include <sys/ioctl.h>
 
 /*
  * libmosquitto 2.0 has no asynchronous connect that takes MQTT v5 CONNECT properties:
@@ -22,6 +23,14 @@ static inline int geotrigger_mosquitto_connect_async_v5(struct mosquitto *mosq, 
         if (rc != MOSQ_ERR_INVAL) return rc == MOSQ_ERR_SUCCESS ? MOSQ_ERR_UNKNOWN : rc;
     }
     return mosquitto_connect_async(mosq, host, port, keepalive);
+}
+
+/* Bytes received on `fd` and not read yet (FIONREAD); -1 on error. ioctl is variadic, which
+ * Swift cannot call. */
+static inline int geotrigger_socket_unread_bytes(int fd) {
+    int count = 0;
+    if (fd < 0 || ioctl(fd, FIONREAD, &count) != 0) return -1;
+    return count;
 }
 
 #endif

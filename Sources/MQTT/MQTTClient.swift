@@ -320,6 +320,11 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
 
+    /// Bytes the broker sent that the network thread has not read from the socket yet (0 when
+    /// not connected): how far behind it is, when an inline handler does the work. One
+    /// system call.
+    public var unreadBytes: Int { max(0, Int(geotrigger_socket_unread_bytes(mosquitto_socket(handle)))) }
+
     /// Offers every received message to `handler` on libmosquitto's network thread, before it
     /// is queued for `messages`: a message the handler takes (returns true) is not queued.
     /// This saves the thread hop per message (a wake-up of a waiting task) where the work is

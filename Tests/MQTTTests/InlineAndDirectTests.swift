@@ -36,6 +36,36 @@ extension MQTTIntegrationTests {
             #expect(subscriber.client.inboundDepth == 0)
         }
 
+        /// While the handler holds the network thread, what the broker sends stays in the socket
+        /// and `unreadBytes` shows it (the status's `queueDepth` is built on it).
+        @Test func unreadBytesShowWhatWaitsInTheSocketWhileTheHandlerIsBusy() async throws {
+            let broker = try MosquittoProcess()
+            let prefix = unique("unread")
+            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
+            defer { subscriber.stop(); publisher.stop() }
+            let release = DispatchSemaphore(value: 0)
+            let taken = Recorder<String>()
+            subscriber.client.setInlineHandler { message in
+                if message.payloadText == "0" { release.wait() }
+                taken.append(message.payloadText)
+                return true
+            }
+            try subscriber.client.subscribe("\(prefix)/#", qos: .atMostOnce)
+            try subscriber.client.start()
+            try publisher.client.start()
+            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
+            #expect(await publisher.waitConnected())
+            #expect(subscriber.client.unreadBytes == 0)
+            let payload = String(repeating: "x", count: 100)
+            try publisher.client.publish(topic: "\(prefix)/t", payload: "0", qos: .atMostOnce)
+            for _ in 1...50 { try publisher.client.publish(topic: "\(prefix)/t", payload: payload, qos: .atMostOnce) }
+            #expect(await poll { subscriber.client.unreadBytes >= 50 * 100 }, "\(subscriber.client.unreadBytes) bytes unread")
+            release.signal()
+            #expect(await poll { taken.count == 51 })
+            #expect(await poll { subscriber.client.unreadBytes == 0 })
+        }
+
         @Test func directPublisherWritesInOrderAndCountsWhatLibmosquittoIsDoneWith() async throws {
             let broker = try MosquittoProcess()
             let prefix = unique("direct")

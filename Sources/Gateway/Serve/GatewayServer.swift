@@ -97,13 +97,6 @@ enum GatewayServer {
                                    logger: logger, snapshot: { runtimeFences.snapshot })
         let control = ControlPlane(fences: runtimeFences, queries: queries)
         let maintenance = Maintenance(store: store, retentionDays: config.journal.retentionDays, logger: logger)
-        let status = StatusReporter(
-            client: local.client, topic: statusTopic, interval: config.output.statusInterval, counters: counters, warnings: warnings,
-            gauges: { [pool] in
-                let c = maintenance.outboxCounts.withLock { $0 }
-                return (pool.queueDepth + local.client.inboundDepth, pool.deviceCount, c.local, c.remote)
-            })
-
         var feeds: [Ingest.Feed] = []
         var ownEcho: Set<String> = []
         for feed in config.feeds {
@@ -120,6 +113,12 @@ enum GatewayServer {
                             control: control)
         try ingest.subscribe()
         try control.subscribe(local.client)
+        let status = StatusReporter(
+            client: local.client, topic: statusTopic, interval: config.output.statusInterval, counters: counters, warnings: warnings,
+            gauges: { [pool] in
+                let c = maintenance.outboxCounts.withLock { $0 }
+                return (pool.queueDepth + local.client.inboundDepth + ingest.unreadMessages, pool.deviceCount, c.local, c.remote)
+            })
 
         let localPublisher = publishers[.local]
         // The MQTT feeds' stale clocks pause while the broker is down (DESIGN.md "Timing").

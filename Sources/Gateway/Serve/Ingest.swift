@@ -29,6 +29,9 @@ final class Ingest: Service, Sendable {
     /// The topic the gateway republishes its own position to: never ingested back.
     let ownEchoTopics: Set<String>
     private let limiter = LogLimiter(interval: 60)
+    /// Feed messages taken on the network thread and their approximate size on the wire.
+    private let taken = Atomic<Int>(0)
+    private let takenBytes = Atomic<Int>(0)
     /// Runtime fences and queries: offered every message first.
     let control: ControlPlane?
 
@@ -60,11 +63,24 @@ final class Ingest: Service, Sendable {
         }
     }
 
+    /// Feed messages the broker has sent that the network thread has not read yet, estimated
+    /// from the socket's unread bytes and the mean size of the messages taken so far (for the
+    /// status's `queueDepth`: the updates waiting for the gateway now wait there).
+    var unreadMessages: Int {
+        let count = taken.load(ordering: .relaxed)
+        guard count > 0 else { return 0 }
+        let meanSize = max(1, takenBytes.load(ordering: .relaxed) / count)
+        return client.unreadBytes / meanSize
+    }
+
     /// On libmosquitto's network thread: takes every message that is not the control plane's.
     /// Blocks that thread while the monitors' committer is full (back-pressure to the broker).
     private func takeInline(_ message: MQTTMessage) -> Bool {
         if let control, control.handles(message.topic) { return false }
         counters.received.add(1, ordering: .relaxed)
+        taken.add(1, ordering: .relaxed)
+        // Fixed header, topic length and the v5 properties' length: about 5 bytes.
+        takenBytes.add(message.topic.utf8.count + message.payload.count + 5, ordering: .relaxed)
         if let update = decode(message) {
             pool.submitBlocking(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
         }
