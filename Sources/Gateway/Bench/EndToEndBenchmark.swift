@@ -33,6 +33,9 @@ enum EndToEndBenchmark {
         counters against what was sent) and its ratio to the raw rate; the latency from the
         publish of a crossing update to its event at a subscriber (p50 / p99 / max); the
         gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
+        The generator drives its connections from its own thread (no libmosquitto network
+        thread: each update is written at once), so the raw phase measures the broker rather
+        than the generator; the subscribers record each message on arrival.
 
         Options:
           --devices N       devices (default 1000)
