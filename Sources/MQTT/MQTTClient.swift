@@ -10,6 +10,28 @@ let mosquittoLibraryInitialized: Bool = {
     return true
 }()
 
+/// Applies what `configuration` says about the connection itself to a libmosquitto handle:
+/// protocol version, send maximum, TCP_NODELAY, user name and password, TLS. Shared by
+/// `MQTTClient` and `MQTTDirectPublisher`.
+func applyConnectionOptions(_ handle: OpaquePointer, _ configuration: MQTTConfiguration) throws {
+    let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+    try MosquittoError.check(
+        mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version), "mosquitto_int_option(PROTOCOL_VERSION)")
+    try MosquittoError.check(
+        mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: configuration.inflightWindow)),
+        "mosquitto_int_option(SEND_MAXIMUM)")
+    // Events are small and latency matters more than packet count: no Nagle delay.
+    try MosquittoError.check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "mosquitto_int_option(TCP_NODELAY)")
+    if let username = configuration.username {
+        try MosquittoError.check(
+            mosquitto_username_pw_set(handle, username, configuration.password), "mosquitto_username_pw_set")
+    }
+    if let tls = configuration.tls {
+        try MosquittoError.check(
+            mosquitto_tls_set(handle, tls.ca, nil, tls.cert, tls.key, nil), "mosquitto_tls_set(\(tls.ca))")
+    }
+}
+
 /// An MQTT client over libmosquitto 2.0: one `struct mosquitto *`, one network thread.
 ///
 /// - `start()` connects in the background and keeps reconnecting with backoff until `stop()`;
@@ -87,23 +109,8 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     private func apply(_ configuration: MQTTConfiguration) throws {
-        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try MosquittoError.check(
-            mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version), "mosquitto_int_option(PROTOCOL_VERSION)")
-        try MosquittoError.check(
-            mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: configuration.inflightWindow)),
-            "mosquitto_int_option(SEND_MAXIMUM)")
-        // Events are small and latency matters more than packet count: no Nagle delay.
-        try MosquittoError.check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "mosquitto_int_option(TCP_NODELAY)")
+        try applyConnectionOptions(handle, configuration)
         try MosquittoError.check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
-        if let username = configuration.username {
-            try MosquittoError.check(
-                mosquitto_username_pw_set(handle, username, configuration.password), "mosquitto_username_pw_set")
-        }
-        if let tls = configuration.tls {
-            try MosquittoError.check(
-                mosquitto_tls_set(handle, tls.ca, nil, tls.cert, tls.key, nil), "mosquitto_tls_set(\(tls.ca))")
-        }
         if let will = configuration.will {
             try will.payload.withUnsafeBytes { bytes in
                 try MosquittoError.check(

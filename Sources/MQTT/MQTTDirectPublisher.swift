@@ -27,7 +27,7 @@ public final class MQTTDirectPublisher: @unchecked Sendable {
     private var connected = false
 
     /// Connects to the first address of `configuration` (clean session, its protocol version,
-    /// keepalive, user name and TCP_NODELAY) and waits up to `timeout` seconds for the CONNACK.
+    /// keepalive, user name, TLS and TCP_NODELAY) and waits up to `timeout` seconds for the CONNACK.
     ///
     /// - Throws: `MosquittoError` when the broker cannot be reached, refuses the connection or
     ///   does not answer in time.
@@ -42,15 +42,7 @@ public final class MQTTDirectPublisher: @unchecked Sendable {
         self.handle = handle
         self.counters = counters
         self.unmanagedCounters = unmanagedCounters
-        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try MosquittoError.check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, version), "mosquitto_int_option(PROTOCOL_VERSION)")
-        try MosquittoError.check(
-            mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: configuration.inflightWindow)),
-            "mosquitto_int_option(SEND_MAXIMUM)")
-        try MosquittoError.check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "mosquitto_int_option(TCP_NODELAY)")
-        if let username = configuration.username {
-            try MosquittoError.check(mosquitto_username_pw_set(handle, username, configuration.password), "mosquitto_username_pw_set")
-        }
+        try applyConnectionOptions(handle, configuration)
         mosquitto_publish_v5_callback_set(handle) { _, object, _, _, _ in
             guard let object else { return }
             Unmanaged<Counters>.fromOpaque(object).takeUnretainedValue().finished.add(1, ordering: .relaxed)
