@@ -296,6 +296,7 @@ final class DeviceShard: Sendable {
                 commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
             }
             s.hibernated[device] = fix
+            context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
         }
         for (device, fix) in s.hibernated where wall - fix >= context.config.gateway.forgetAfter {
             s.hibernated[device] = nil
