@@ -29,7 +29,8 @@ final class Ingest: Service, Sendable {
     /// The topic the gateway republishes its own position to: never ingested back.
     let ownEchoTopics: Set<String>
     private let limiter = LogLimiter(interval: 60)
-    /// Feed messages taken on the network thread and their approximate size on the wire.
+    /// Feed messages taken on the network thread and their approximate size on the wire (not
+    /// `counters.received`, which also counts gpsd fixes and control messages).
     private let taken = Atomic<Int>(0)
     private let takenBytes = Atomic<Int>(0)
     /// Runtime fences and queries: offered every message first.
