@@ -11,7 +11,7 @@ extension GatewayStore {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         _ = try openConnection()
         return try await withCheckedThrowingContinuation { continuation in
-            pending.append(PendingBatch(batch: batch, continuation: continuation))
+            pending.append(PendingBatch(batch: batch) { continuation.resume(with: $0) })
             if !commitScheduled {
                 commitScheduled = true
                 // Enqueued behind every job already waiting on the store's queue, so the
@@ -19,6 +19,23 @@ extension GatewayStore {
                 Task { self.commitPending() }
             }
         }
+    }
+
+    /// Commits `batch` now, on the store's queue (from a job given to ``perform(_:)``), in one
+    /// transaction with the submissions waiting for the next group commit: for a committer
+    /// that runs on the store's queue, so a commit costs no hop to a task and back.
+    public func commitNow(_ batch: StoreBatch) throws -> StoreReceipt {
+        if options.readOnly { throw StoreError.readOnly(path: path) }
+        var result: Result<StoreReceipt, any Error>?
+        pending.append(PendingBatch(batch: batch) { result = $0 })
+        commitPending()
+        return try result!.get()
+    }
+
+    /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued
+    /// there; no task is created, so no thread of the cooperative pool is woken.
+    public nonisolated func perform(_ body: @escaping @Sendable (isolated GatewayStore) -> Void) {
+        executor.queue.async { self.assumeIsolated { body($0) } }
     }
 
     /// Removes acknowledged messages from `destination`'s outbox (through the group commit);
@@ -43,25 +60,25 @@ extension GatewayStore {
         let group = pending
         pending.removeAll(keepingCapacity: true)
         guard let connection else {
-            for item in group { item.continuation.resume(throwing: StoreError.closed(path: path)) }
+            for item in group { item.finish(.failure(StoreError.closed(path: path))) }
             return
         }
         do {
             let receipts = try commit(group.map(\.batch), on: connection)
-            for (item, receipt) in zip(group, receipts) { item.continuation.resume(returning: receipt) }
+            for (item, receipt) in zip(group, receipts) { item.finish(.success(receipt)) }
             checkpointer?.request()
             return
         } catch where group.count == 1 {
             statistics.failedBatches += 1
-            group[0].continuation.resume(throwing: error)
+            group[0].finish(.failure(error))
             return
         } catch {}
         for item in group {
             do {
-                item.continuation.resume(returning: try commit([item.batch], on: connection)[0])
+                item.finish(.success(try commit([item.batch], on: connection)[0]))
             } catch {
                 statistics.failedBatches += 1
-                item.continuation.resume(throwing: error)
+                item.finish(.failure(error))
             }
         }
     }

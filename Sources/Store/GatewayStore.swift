@@ -34,7 +34,8 @@ public actor GatewayStore {
 
     struct PendingBatch {
         var batch: StoreBatch
-        var continuation: CheckedContinuation<StoreReceipt, any Error>
+        /// Called on the store's queue with the batch's receipt or the commit's error.
+        var finish: (Result<StoreReceipt, any Error>) -> Void
     }
 
     /// What opening produces on the store's queue, handed to the actor.

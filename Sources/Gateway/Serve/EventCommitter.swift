@@ -1,3 +1,4 @@
+import Dispatch
 import GeotriggerCore
 import Store
 import Synchronization
@@ -8,6 +9,11 @@ import Synchronization
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
 /// is published (DESIGN.md "Durability").
+///
+/// The commits run as jobs on the store's own queue (``GatewayStore/perform(_:)``), one at a
+/// time: the first item handed over while none is queued queues one, and a job that finds
+/// more pending when it ends queues the next. A task in between would cost two thread
+/// wake-ups per commit (to the task and back), more than a small commit itself.
 final class EventCommitter: Service, Sendable {
     /// What one monitor step produced.
     struct Item: Sendable {
@@ -25,7 +31,21 @@ final class EventCommitter: Service, Sendable {
         var waiters: [@Sendable () -> Void] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var committing = false
+        /// A commit job is queued on the store's queue, or running.
+        var scheduled = false
+        /// After ``shutdown()``: no more jobs are queued.
+        var finished = false
+        /// State and journal of batches the database refused, tried again with the next commit.
+        var retry = StoreBatch()
         var count: Int { batch.stateChanges.count + batch.events.count }
+        var isIdle: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && !committing }
+
+        /// Marks a job as queued; true if the caller must queue it (none was).
+        mutating func schedule() -> Bool {
+            guard !scheduled, !finished else { return false }
+            scheduled = true
+            return true
+        }
     }
 
     let name = "committer"
@@ -47,7 +67,8 @@ final class EventCommitter: Service, Sendable {
     let committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)?
 
     private let pending = Mutex(Pending())
-    private let doorbell = BoundedQueue<Void>(capacity: 1)
+    /// Finished by ``shutdown()``: ``run()`` returns then.
+    private let stopped = BoundedQueue<Void>(capacity: 1)
 
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
@@ -76,14 +97,14 @@ final class EventCommitter: Service, Sendable {
     /// caller then waits with ``waitForRoom()`` or ``waitForRoomBlocking()``, after releasing
     /// what it holds (a shard hands over under its lock, so a device's steps stay in order).
     func enqueue(_ item: Item) -> Bool {
-        let mustWait: Bool = pending.withLock { p in
+        let (mustWait, schedule): (Bool, Bool) = pending.withLock { p in
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
             p.batch.outbox.append(contentsOf: item.outbox)
             if let publication = item.publication { p.publications.append(publication) }
-            return p.count > limit
+            return (p.count > limit, p.schedule())
         }
-        _ = doorbell.trySend(())
+        if schedule { queueCommit() }
         return mustWait
     }
 
@@ -114,17 +135,18 @@ final class EventCommitter: Service, Sendable {
     func flush() async {
         await withCheckedContinuation { c in
             let idle: Bool = pending.withLock { p in
-                if p.count == 0 && p.publications.isEmpty && p.batch.outbox.isEmpty && !p.committing { return true }
+                if p.isIdle { return true }
                 p.idleWaiters.append(c)
                 return false
             }
-            if idle { c.resume() } else { _ = doorbell.trySend(()) }
+            if idle { c.resume() }
         }
     }
 
     func shutdown() async {
         await flush()
-        doorbell.finish()
+        pending.withLock { $0.finished = true }
+        stopped.finish()
     }
 
     /// The status warning for a refused commit: one stable line (no SQL text, so a fault is
@@ -141,78 +163,91 @@ final class EventCommitter: Service, Sendable {
         return cause + "; events are published from memory and monitor state and journal are retried every second"
     }
 
+    /// The commits run as jobs on the store's queue; this only waits for ``shutdown()``.
     func run() async throws {
-        var retry = StoreBatch()  // state and journal of batches the database refused
-        while await doorbell.next() != nil {
-            let (taken, publications, waiters): (StoreBatch, [(device: String, payload: [UInt8]?)], [@Sendable () -> Void]) =
-                pending.withLock { p in
-                    let t = (p.batch, p.publications, p.waiters)
-                    p.batch = StoreBatch()
-                    p.publications = []
-                    p.waiters = []
-                    p.committing = true
-                    return t
+        while await stopped.next() != nil {}
+    }
+
+    private func queueCommit() {
+        store.perform { store in self.commit(on: store) }
+    }
+
+    /// One group commit, on the store's queue: takes everything pending, commits it, hands the
+    /// events and states on, and queues the next commit if more arrived meanwhile.
+    private func commit(on store: isolated GatewayStore) {
+        let (taken, publications, waiters, retried) = pending.withLock { p in
+            let t = (p.batch, p.publications, p.waiters, p.retry)
+            p.batch = StoreBatch()
+            p.publications = []
+            p.waiters = []
+            p.retry = StoreBatch()
+            p.committing = true
+            return t
+        }
+        for resume in waiters { resume() }
+        var batch = retried
+        batch.stateChanges += taken.stateChanges
+        batch.events += taken.events
+        batch.outbox = taken.outbox
+        var retry = StoreBatch()
+        if !batch.isEmpty {
+            do {
+                // Without persistence the messages are numbered as a commit would, so
+                // they are handed on the same way.
+                let receipt = persist ? try store.commitNow(batch)
+                    : StoreReceipt(transaction: 0, outboxSequences: batch.outbox.indices.map { Int64($0) + 1 })
+                warnings.clear("database", resolved: "the database accepts writes again")
+                if receipt.dropped.local + receipt.dropped.remote > 0 {
+                    warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
                 }
-            for resume in waiters { resume() }
-            var batch = retry
-            batch.stateChanges += taken.stateChanges
-            batch.events += taken.events
-            batch.outbox = taken.outbox
-            if !batch.isEmpty {
-                do {
-                    // Without persistence the messages are numbered as a commit would, so
-                    // they are handed on the same way.
-                    let receipt = persist ? try await store.submit(batch)
-                        : StoreReceipt(transaction: 0, outboxSequences: batch.outbox.indices.map { Int64($0) + 1 })
-                    retry = StoreBatch()
-                    warnings.clear("database", resolved: "the database accepts writes again")
-                    if receipt.dropped.local + receipt.dropped.remote > 0 {
-                        warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
+                // The receipt numbers the messages in batch order: hand them over in memory.
+                if receipt.outboxSequences.count == batch.outbox.count {
+                    var rows: [OutboxDestination: [OutboxRow]] = [:]
+                    for (index, message) in batch.outbox.enumerated() {
+                        rows[message.destination, default: []].append(OutboxRow(
+                            sequence: receipt.outboxSequences[index], source: receipt.outboxSources[index], message: message))
                     }
-                    // The receipt numbers the messages in batch order: hand them over in memory.
-                    if receipt.outboxSequences.count == batch.outbox.count {
-                        var rows: [OutboxDestination: [OutboxRow]] = [:]
-                        for (index, message) in batch.outbox.enumerated() {
-                            rows[message.destination, default: []].append(OutboxRow(
-                                sequence: receipt.outboxSequences[index], source: receipt.outboxSources[index], message: message))
-                        }
-                        for (destination, committed) in rows {
-                            publishers[destination]?.notifyCommitted(rows: committed)
-                            committedRows?(destination, committed)
-                        }
-                    } else {
-                        for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
+                    for (destination, committed) in rows {
+                        publishers[destination]?.notifyCommitted(rows: committed)
+                        committedRows?(destination, committed)
                     }
-                } catch {
-                    warnings.set("database", databaseWarning(error))
-                    // Events go out now, from memory; state and journal are tried again.
-                    for (destination, publisher) in publishers {
-                        let messages = batch.outbox.filter { $0.destination == destination }.map {
-                            OutboxPublisher.VolatileMessage(topic: $0.topic, payload: $0.payload, qos: $0.qos)
-                        }
-                        if !messages.isEmpty { publisher.publishVolatile(messages) }
-                    }
-                    retry.stateChanges = batch.stateChanges
-                    retry.events = Array(batch.events.suffix(retryCap))
-                    retry.outbox = []
+                } else {
+                    for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
                 }
-                counters.events.add(taken.events.count, ordering: .relaxed)
+            } catch {
+                warnings.set("database", databaseWarning(error))
+                // Events go out now, from memory; state and journal are tried again.
+                for (destination, publisher) in publishers {
+                    let messages = batch.outbox.filter { $0.destination == destination }.map {
+                        OutboxPublisher.VolatileMessage(topic: $0.topic, payload: $0.payload, qos: $0.qos)
+                    }
+                    if !messages.isEmpty { publisher.publishVolatile(messages) }
+                }
+                retry.stateChanges = batch.stateChanges
+                retry.events = Array(batch.events.suffix(retryCap))
             }
-            for publication in publications {
-                statePublisher.publish(device: publication.device, payload: publication.payload)
-            }
-            let idle: [CheckedContinuation<Void, Never>] = pending.withLock { p in
-                p.committing = false
-                guard p.count == 0 && p.batch.outbox.isEmpty && p.publications.isEmpty else { return [] }
-                let w = p.idleWaiters
-                p.idleWaiters = []
-                return w
-            }
-            for w in idle { w.resume() }
-            if !retry.isEmpty {
-                // Try the refused state again shortly, even if no new work arrives.
-                try? await Task.sleep(for: .seconds(1))
-                _ = doorbell.trySend(())
+            counters.events.add(taken.events.count, ordering: .relaxed)
+        }
+        for publication in publications {
+            statePublisher.publish(device: publication.device, payload: publication.payload)
+        }
+        let (idle, again): ([CheckedContinuation<Void, Never>], Bool) = pending.withLock { p in
+            p.committing = false
+            p.retry = retry
+            p.scheduled = false
+            guard p.isIdle else { return ([], p.schedule()) }
+            let w = p.idleWaiters
+            p.idleWaiters = []
+            return (w, false)
+        }
+        for w in idle { w.resume() }
+        if again {
+            // Behind whatever else waits on the store's queue (reads, acknowledgements).
+            queueCommit()
+        } else if !retry.isEmpty {
+            // Try the refused state again shortly, even if no new work arrives.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
+                if pending.withLock({ $0.schedule() }) { queueCommit() }
             }
         }
     }
