@@ -4,7 +4,7 @@ import Synchronization
 
 /// The benchmark's receiving side: one MQTT connection that records what arrives.
 ///
-/// - raw pass-through: counts the updates on the feed's topics (first and last arrival);
+/// - raw pass-through: counts the updates on the feed's topics and records when each arrived;
 /// - gateway: records each event's device, `position.time` and arrival time (for the latency
 ///   of its crossing update), and the counters of every gateway status.
 final class BenchSubscriber: Sendable {
@@ -32,6 +32,8 @@ final class BenchSubscriber: Sendable {
         var count = 0
         var first = 0.0
         var last = 0.0
+        /// Arrival time of every update, in arrival order (raw phase).
+        var arrivals: [Double] = []
         var events: [EventArrival] = []
         var unmatchedEvents = 0
         var statuses: [StatusSample] = []
@@ -98,6 +100,7 @@ final class BenchSubscriber: Sendable {
             if s.count == 0 { s.first = now }
             s.count += 1
             s.last = now
+            s.arrivals.append(now)
         }
     }
 

@@ -31,7 +31,8 @@ enum EndToEndBenchmark {
           gateway  to a real `geotrigger serve` child with a generated config and its database.
         Reports the sustained rate with none lost (the gateway's `received` / `accepted` status
         counters against what was sent) and its ratio to the raw rate; the latency from the
-        publish of a crossing update to its event at a subscriber (p50 / p99 / max); the
+        publish of a crossing update to its event at a subscriber (p50 / p99 / max), beside
+        the broker's own latency from publish to the raw subscriber (with one publisher); the
         gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
         The generator drives its connections from its own thread (no libmosquitto network
         thread: each update is written at once), so the raw phase measures the broker rather
@@ -222,6 +223,8 @@ enum EndToEndBenchmark {
         var loadRate: Double?
         var events = 0
         var eventsCounter = 0
+        /// Gateway: publish of a crossing update -> its event at the subscriber; raw: publish ->
+        /// the update at the subscriber (only with one publisher connection and none lost).
         var latencies: [Double] = []
         /// The latency split at the event's `emitted` time (wall clock, ms precision): publish ->
         /// event built in the gateway, and event built -> arrival at the subscriber.
@@ -258,9 +261,14 @@ enum EndToEndBenchmark {
         var result = PhaseResult()
         result.sent = run.sent
         result.publishSeconds = run.seconds
-        let (count, last) = subscriber.state.withLock { ($0.count, $0.last) }
+        let (count, last, arrivals) = subscriber.state.withLock { ($0.count, $0.last, $0.arrivals) }
         result.received = count
         if count >= run.sent { result.completionSeconds = last - run.start }
+        // The broker's own latency: one connection's updates arrive in the order they were
+        // sent, so with one publisher and none lost the n-th arrival is the n-th publish.
+        if connections.count == 1, arrivals.count == run.sendTimes.count {
+            result.latencies = zip(arrivals, run.sendTimes).map { $0 - $1 }.sorted()
+        }
         result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
         result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
         subscriber.client.stop()

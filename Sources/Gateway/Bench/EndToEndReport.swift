@@ -69,9 +69,11 @@ extension EndToEndBenchmark {
                 p.rate.map { "\(g(Int($0))) updates/s" } ?? "not all arrived"
             }
             if let raw {
-                lines.append(
-                    "raw pass-through: \(rate(raw)) (\(g(raw.sent)) sent in \(f(raw.publishSeconds, 2)) s, \(g(raw.received)) received, \(g(raw.lost)) lost)"
-                        + (raw.brokerCPUSeconds.map { "; broker CPU \(f($0, 2)) s" } ?? ""))
+                var line = "raw pass-through: \(rate(raw)) (\(g(raw.sent)) sent in \(f(raw.publishSeconds, 2)) s, \(g(raw.received)) received, \(g(raw.lost)) lost)"
+                if let p50 = percentile(0.5, of: raw.latencies), let p99 = percentile(0.99, of: raw.latencies), let max = raw.latencies.last {
+                    line += "; latency publish -> subscriber p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
+                }
+                lines.append(line + (raw.brokerCPUSeconds.map { "; broker CPU \(f($0, 2)) s" } ?? ""))
             }
             if options.duration > 0 {
                 let gw = gateway
@@ -115,6 +117,13 @@ extension EndToEndBenchmark {
                     "rate": p.rate.map { .number($0.rounded()) } ?? .null,
                 ]
                 if let b = p.brokerCPUSeconds { o["brokerCPUSeconds"] = .number(b) }
+                if !p.latencies.isEmpty {
+                    o["latencyMs"] = .object([
+                        "p50": percentile(0.5, of: p.latencies).map { .number($0 * 1000) } ?? .null,
+                        "p99": percentile(0.99, of: p.latencies).map { .number($0 * 1000) } ?? .null,
+                        "max": .number(p.latencies.last! * 1000),
+                    ])
+                }
                 return .object(o)
             }
             var gw = phase(gateway).objectValue!
@@ -122,11 +131,7 @@ extension EndToEndBenchmark {
             gw["dropped"] = .number(Double(gateway.dropped))
             gw["loadRate"] = gateway.loadRate.map { .number($0.rounded()) } ?? .null
             gw["events"] = .number(Double(gateway.events))
-            gw["latencyMs"] = .object([
-                "p50": percentile(0.5).map { .number($0 * 1000) } ?? .null,
-                "p99": percentile(0.99).map { .number($0 * 1000) } ?? .null,
-                "max": gateway.latencies.last.map { .number($0 * 1000) } ?? .null,
-            ])
+            if gw["latencyMs"] == nil { gw["latencyMs"] = .object(["p50": .null, "p99": .null, "max": .null]) }
             gw["cpuSeconds"] = .number(gateway.cpuSeconds)
             gw["idleRSSMB"] = .number(megabytes(gateway.idleResidentBytes))
             gw["peakRSSMB"] = .number(megabytes(gateway.peakResidentBytes))
