@@ -3,8 +3,8 @@ import Glibc
 #endif
 import GeotriggerCore
 
-/// `geotrigger bench engine`: updates per second through the device monitors, and the memory
-/// of an idle device.
+/// `geotrigger bench engine`: updates per second through the device monitors, the memory of
+/// an idle device, and feed payload decodes per second (``decodeRate(format:messages:passes:)``).
 ///
 /// Synthetic and deterministic (a seeded SplitMix64): fences on a 100 × 100 grid 150 m apart
 /// (polygons of 6-12 vertices, 20-60 m across, and one in ten a point with a 15 m buffer, in
@@ -14,9 +14,10 @@ import GeotriggerCore
 /// fences all the time. One thread; the clock is the round number.
 enum EngineBenchmark {
     static let benchmark = BenchCommand.Benchmark(
-        name: "engine", summary: "updates/s through the device monitors; memory per idle device",
+        name: "engine", summary: "updates/s through the device monitors; memory per idle device; payload decodes/s",
         help: """
             Usage: geotrigger bench engine [--devices N] [--fences N] [--rounds N] [--idle N]
+                                           [--messages N]
 
             Builds N fences (default 10000) and 3 triggers, then sends one update per device per
             round (default 10000 devices, 60 rounds after 5 warm-up rounds) through the device
@@ -24,6 +25,10 @@ enum EngineBenchmark {
             would. Reports updates/s, per-update latency percentiles (every 16th update timed),
             events, and then the memory of --idle idle monitors (default 100000): RSS growth, the
             struct's size and the persisted size. Target: >= 500,000 updates/s, <= 1 KB per idle device.
+
+            Last, decodes --messages feed payloads per format (default 300000, json and
+            owntracks, made like the end-to-end load generator's) with the feed's LocationDecoder
+            on one thread: messages per CPU second, best of 3 passes.
             """,
         run: { try await run($0) })
 
@@ -91,7 +96,7 @@ enum EngineBenchmark {
     }
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let args = try Arguments(arguments, valued: ["devices", "fences", "rounds", "idle"], flags: [])
+        let args = try Arguments(arguments, valued: ["devices", "fences", "rounds", "idle", "messages"], flags: [])
         func count(_ name: String, _ fallback: Int) throws(UsageError) -> Int {
             guard let value = try args.number(name) else { return fallback }
             guard value >= 1, value == value.rounded() else { throw UsageError("--\(name) expects a whole number >= 1") }
@@ -101,6 +106,7 @@ enum EngineBenchmark {
         let fenceCount = try count("fences", 10_000)
         let rounds = try count("rounds", 60)
         let idleCount = try count("idle", 100_000)
+        let messageCount = try count("messages", 300_000)
         let warmUp = 5
         #if DEBUG
         print("warning: a debug build; build with `swift build -c release` for meaningful figures")
@@ -208,6 +214,20 @@ enum EngineBenchmark {
                 + "(struct \(MemoryLayout<DeviceMonitor>.stride) bytes + its arrays and id); persisted state \(serializedBytes / min(idleCount, 1_000)) bytes; "
                 + "created in \(ms(ResourceUsage.now() - started))")
         withExtendedLifetime(idle) {}
+        idle = []
+
+        // Feed payload decoding last: its payload buffers (~30 MB) would otherwise count in the
+        // peak RSS and idle-device RSS figures above.
+        var decodeFigures: [String] = []
+        for format in [PayloadFormat.json, .owntracks] {
+            switch try decodeRate(format: format, messages: messageCount) {
+            case .success(let rate): decodeFigures.append("\(Int(rate)) messages/s (\(format))")
+            case .failure(let drop):
+                print("decode: a \(format) benchmark payload was dropped as \(drop.reason): \(drop.detail)")
+                return ExitStatus.failure
+            }
+        }
+        print("decode: \(decodeFigures.joined(separator: ", ")) per CPU second on one thread, \(messageCount) payloads each")
         return ExitStatus.ok
     }
 
