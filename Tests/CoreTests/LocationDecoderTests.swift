@@ -18,6 +18,67 @@ import Testing
         #expect(try TopicFilter("+/x").deviceID(in: "$SYS/x") == nil)
     }
 
+    @Test func deviceIDEdgeCases() throws {
+        #expect(try TopicFilter("a/+/b/+").deviceID(in: "a/x/b/y") == "x/y")  // a literal between wildcards
+        #expect(try TopicFilter("+/b/+/d/#").deviceID(in: "x/b/y/d/z/w") == "x/y/z/w")
+        #expect(try TopicFilter("+/#").deviceID(in: "a/b/c") == "a/b/c")
+        #expect(try TopicFilter("a/#").deviceID(in: "a") == "")  // `#` also matches the parent level
+        #expect(try TopicFilter("a/#").deviceID(in: "a/") == "")
+        #expect(try TopicFilter("a/+").deviceID(in: "a/") == "")
+        #expect(try TopicFilter("+/+").deviceID(in: "/") == "/")
+        #expect(try TopicFilter("+").deviceID(in: "") == "")
+        #expect(try TopicFilter("#").deviceID(in: "") == "")
+        #expect(try TopicFilter("a/+/c").deviceID(in: "a/b") == nil)
+        #expect(try TopicFilter("a/b").deviceID(in: "a/b") == "")
+        #expect(try TopicFilter("a/+").deviceID(in: "a/$x") == "$x")  // `$` matters only at the start
+        #expect(try TopicFilter("$x/+").deviceID(in: "$x/y") == "y")
+        #expect(try TopicFilter("é/+/+").deviceID(in: "é/ü/ø") == "ü/ø")
+        #expect(try TopicFilter("é/+").deviceID(in: "e\u{301}/x") == nil)  // levels compare by bytes
+    }
+
+    /// The obvious reading of the rule, level by level, to check the one-pass matcher against.
+    func referenceDeviceID(filter: String, topic: String) -> String? {
+        let filterLevels = filter.split(separator: "/", omittingEmptySubsequences: false)
+        let topicLevels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        var matched: [Substring] = []
+        for (n, level) in filterLevels.enumerated() {
+            if level == "#" {
+                if n == 0, topic.utf8.first == UInt8(ascii: "$") { return nil }
+                if n < topicLevels.count { matched.append(Substring(topicLevels[n...].joined(separator: "/"))) }
+                return matched.joined(separator: "/")
+            }
+            guard n < topicLevels.count else { return nil }
+            if level == "+" {
+                if n == 0, topicLevels[0].utf8.first == UInt8(ascii: "$") { return nil }
+                matched.append(topicLevels[n])
+            } else if !level.utf8.elementsEqual(topicLevels[n].utf8) {
+                return nil
+            }
+        }
+        return filterLevels.count == topicLevels.count ? matched.joined(separator: "/") : nil
+    }
+
+    @Test func deviceIDAgreesWithTheLevelByLevelRule() throws {
+        // Every filter of up to 3 levels and every topic of up to 4 levels over small alphabets.
+        func all(_ parts: [String], upTo levels: Int) -> [String] {
+            var result = parts, last = parts
+            for _ in 1..<levels {
+                last = last.flatMap { prefix in parts.map { prefix + "/" + $0 } }
+                result += last
+            }
+            return result
+        }
+        var compared = 0
+        for filterText in all(["a", "+", "#", "", "$s"], upTo: 3) {
+            guard let filter = try? TopicFilter(filterText) else { continue }
+            for topic in all(["a", "b", "", "$s", "é"], upTo: 4) {
+                #expect(filter.deviceID(in: topic) == referenceDeviceID(filter: filterText, topic: topic), "\(filterText) on \(topic)")
+                compared += 1
+            }
+        }
+        #expect(compared > 10_000)
+    }
+
     @Test func rejectsMalformedFilters() throws {
         #expect(throws: InputDrop.self) { try TopicFilter("a/#/b") }
         #expect(throws: InputDrop.self) { try TopicFilter("a/b+/c") }
@@ -36,6 +97,7 @@ import Testing
         #expect(DeviceID.problem(with: "a#") != nil)
         #expect(DeviceID.problem(with: "a\u{7}b") != nil)
         #expect(DeviceID.problem(with: "$SYS") != nil)
+        #expect(DeviceID.problem(with: "$\u{301}x") == nil)  // the rule compares Characters: this one is "$́"
         #expect(DeviceID.problem(with: String(repeating: "x", count: 201)) != nil)
     }
 }
@@ -143,6 +205,126 @@ import Testing
         #expect(d.trackerID == "😀")
     }
 
+    /// The exact texts of drops (they are logged and counted), pinned from the decoder before
+    /// it recognised member names by their bytes and computed numbers itself.
+    @Test func dropDetails() {
+        let ok = #""lon":2,"time":1796039990"#
+        let cases: [(String, DropReason, String)] = [
+            ("not json", .notJSON, "the payload is not a JSON object"),
+            ("", .notJSON, "the payload is not a JSON object"),
+            ("{", .notJSON, "expected a member name at byte 1"),
+            ("{}", .missingField, "'lat' is missing"),
+            (#"{"lat":1,"lon":2,"time":1796039990} x"#, .notJSON, "unexpected text after the JSON object at byte 36"),
+            (#"{"lat":1,"lon":2,"time":1796039990,}"#, .notJSON, "expected a member name at byte 35"),
+            (#"{"lat":01,"lon":2,"time":1796039990}"#, .notJSON, "expected ',' or '}' at byte 9"),
+            (#"{"lat" 1}"#, .notJSON, "expected ':' at byte 8"),
+            (#"{"lat":}"#, .notJSON, "invalid value at byte 7"),
+            (#"{"lat":-a}"#, .notJSON, "invalid value at byte 7"),
+            (#"{"lat":1.}"#, .notJSON, "invalid number at byte 7"),
+            (#"{"lat":1e+}"#, .notJSON, "invalid number at byte 7"),
+            (#"{"x":1.e5}"#, .notJSON, "invalid number at byte 5"),
+            (#"{"lat":tru}"#, .notJSON, "invalid literal at byte 7"),
+            (#"{"x":nul"#, .notJSON, "unexpected end of the payload"),
+            (#"{"lat":1"#, .notJSON, "expected ',' or '}' at byte 8"),
+            (#"{"lat"#, .notJSON, "unterminated string at byte 1"),
+            (#"{"a\x":1}"#, .notJSON, "bad escape at byte 4"),
+            (#"{"a\u12G4":1}"#, .notJSON, "bad \\u escape at byte 8"),
+            ("{\"a\":\"x\t\"}", .notJSON, "control character in a string at byte 7"),
+            (#"{"a":{"b" 2}}"#, .notJSON, "expected ':' at byte 11"),
+            (#"{"a":[1,2}"#, .notJSON, "expected ',' at byte 10"),
+            (#"{"a":[1,]}"#, .notJSON, "invalid value at byte 8"),
+            (#"{"a":"# + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}", .notJSON, "nesting deeper than 64"),
+            (#"{"lat":1,"lon":2,"time":"\ud800"}"#, .notJSON, "lone surrogate in a \\u escape"),
+            (#"{"x":"\udc00","lat":1,"# + ok + "}", .notJSON, "lone surrogate in a \\u escape"),  // in a skipped value
+            (#"{"\ud800x":1,"lat":1,"# + ok + "}", .notJSON, "lone surrogate in a \\u escape"),  // in a skipped name
+            (#"{"x":{"\udfff":1},"lat":1,"# + ok + "}", .notJSON, "lone surrogate in a \\u escape"),
+            (#"{"lat":1,"time":1796039990}"#, .missingField, "'lon' is missing"),
+            (#"{"lat":1,"lon":2}"#, .missingField, "'time' is missing"),
+            (#"{"lat":null,"# + ok + "}", .missingField, "'lat' is missing"),
+            (#"{"lat\u0000":1,"# + ok + "}", .missingField, "'lat' is missing"),
+            (#"{"lät":1,"# + ok + "}", .missingField, "'lat' is missing"),
+            (#"{"lat":"1","# + ok + "}", .wrongType, "'lat' must be a number"),
+            (#"{"lat":[],"# + ok + "}", .wrongType, "'lat' must be a number"),
+            (#"{"lat":1,"lon":2,"time":null}"#, .wrongType, "'time' must be a string or a number"),
+            (#"{"lat":1,"lon":2,"time":"yesterday"}"#, .wrongType,
+             "'time' must be ISO-8601 (2026-11-30T12:00:00Z) or epoch seconds, found 'yesterday'"),
+            (#"{"lat":1,"# + ok + #","speed":"x"}"#, .wrongType, "'speed' must be a number"),
+            (#"{"lat":-1e999,"# + ok + "}", .notFinite, "'lat' is not finite"),
+            (#"{"lat":1,"lon":2,"time":1e999}"#, .notFinite, "'time' is not finite"),
+            (#"{"lat":1,"# + ok + #","altitude":1e309}"#, .notFinite, "'altitude' is not finite"),
+            (#"{"lat":-90.0000001,"# + ok + "}", .outOfRange, "'lat' must be -90 to 90, found -90.0000001"),
+            (#"{"lat":1,"lon":-180.5,"time":1796039990}"#, .outOfRange, "'lon' must be -180 to 180, found -180.5"),
+            (#"{"lat":1,"# + ok + #","speed":-0.5}"#, .outOfRange, "'speed' must be >= 0, found -0.5"),
+            (#"{"lat":1,"# + ok + #","heading":360.0000000000001}"#, .outOfRange, "'heading' must be 0 to 360, found 360.0000000000001"),
+            (#"{"lat":1,"lon":2,"time":-0}"#, .outOfRange, "'time' must be after 1970, found -0.0"),
+            (#"{"lat":1,"lon":2,"time":"1969-12-31T23:59:59Z"}"#, .outOfRange, "'time' must be after 1970, found -1.0"),
+            (#"{"lat":1,"lon":2,"time":1796041000000}"#, .futureTime,
+             "'time' is 1000 s ahead of the gateway clock (input.maxFutureSkew is 300)"),
+            (#"{"lat":1,"lat":"x","# + ok + "}", .wrongType, "'lat' must be a number"),  // the last duplicate wins
+            (#"{"lat":1,"# + ok + #","time":"soon"}"#, .wrongType,
+             "'time' must be ISO-8601 (2026-11-30T12:00:00Z) or epoch seconds, found 'soon'"),
+        ]
+        for (payload, reason, detail) in cases {
+            #expect(decodeJSON(payload).drop == InputDrop(reason, detail), "\(payload)")
+        }
+        let badUTF8: [[UInt8]] = [
+            Array(#"{""#.utf8) + [0xC0, 0x80] + Array(#"":1}"#.utf8),  // overlong, in a name
+            Array(#"{"x":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // an encoded surrogate
+            Array(#"{"x":["\ud800 "#.utf8) + [0xC3, 0x28] + Array(#""]}"#.utf8),  // found before the lone surrogate
+        ]
+        for payload in badUTF8 {
+            #expect(json.decode(topic: "fleet/a/b/location", payload: payload, now: now).drop
+                    == InputDrop(.invalidUTF8, "the payload is not valid UTF-8"))
+        }
+        let ownTracksCases: [(String, DropReason, String)] = [
+            (#"{"_type":1,"lat":1,"lon":2,"tst":1796039990}"#, .wrongType, "'_type' must be a string"),
+            (#"{"_type":"x\u00e9\"y","lat":1,"lon":2,"tst":1796039990}"#, .ignoredType, "_type 'xé\"y' is not a location"),
+            (#"{"_type":"location","_type":"lwt","lat":1,"lon":2,"tst":1796039990}"#, .ignoredType, "_type 'lwt' is not a location"),
+            (#"{"_type":"location","lat":1,"lon":2}"#, .missingField, "'tst' is missing"),
+            (#"{"_type":"location","lat":1,"lon":2,"tst":1796039990,"acc":-1}"#, .outOfRange, "'acc' must be >= 0, found -1.0"),
+            (#"{"_type":"location","lat":1,"lon":2,"tst":1796039990,"cog":400}"#, .outOfRange, "'cog' must be 0 to 360, found 400.0"),
+            (#"{"_type":"location","lat":1,"lon":2,"tst":1796049990}"#, .futureTime,
+             "'tst' is 9990 s ahead of the gateway clock (input.maxFutureSkew is 300)"),
+        ]
+        for (payload, reason, detail) in ownTracksCases {
+            let result = owntracks.decode(topic: "owntracks/alice/phone", payload: Array(payload.utf8), now: now)
+            #expect(result.drop == InputDrop(reason, detail), "\(payload)")
+        }
+    }
+
+    @Test func escapedAndRepeatedMemberNames() throws {
+        let d = try decodeJSON(#"{"l\u0061t":-0,"lon":2,"lon":3,"time":1796039990,"LAT":99,"accuracyy":-1,"x":{"lat":"no"}}"#).get()
+        #expect(d.update.lat.sign == .minus && d.update.lat == 0)
+        #expect(d.update.lon == 3)
+        #expect(d.update.accuracy == nil)
+        let t = try owntracks.decode(
+            topic: "owntracks/a/b", payload: Array(#"{"_type":"lwt","_t\u0079pe":"location","lat":1,"lon":2,"tst":1796039990,"tid":5}"#.utf8),
+            now: now
+        ).get()
+        #expect(t.trackerID == nil)
+    }
+
+    /// Each format recognises exactly its member names, by their bytes.
+    @Test func memberNames() {
+        func json(_ name: String) -> LocationDecoder.JSONFields.Member? {
+            Array(name.utf8).withUnsafeBufferPointer { LocationDecoder.JSONFields.member(named: $0) }
+        }
+        func owntracks(_ name: String) -> LocationDecoder.OwnTracksFields.Member? {
+            Array(name.utf8).withUnsafeBufferPointer { LocationDecoder.OwnTracksFields.member(named: $0) }
+        }
+        #expect(json("lat") == .lat && json("lon") == .lon && json("time") == .time && json("accuracy") == .accuracy)
+        #expect(json("speed") == .speed && json("heading") == .heading && json("altitude") == .altitude)
+        #expect(owntracks("_type") == .type && owntracks("lat") == .lat && owntracks("lon") == .lon && owntracks("tst") == .tst)
+        #expect(owntracks("acc") == .acc && owntracks("alt") == .alt && owntracks("vel") == .vel && owntracks("cog") == .cog)
+        #expect(owntracks("tid") == .tid)
+        for other in ["", "la", "latt", "Lat", "lat\u{0}", "\u{0}lat", "tst", "acc", "_type", "accuracyy", "altitudes", "headin"] {
+            #expect(json(other) == nil, "\(other)")
+        }
+        for other in ["", "time", "accuracy", "_typ", "_types", "ti", "tidd", "at", "cogs"] {
+            #expect(owntracks(other) == nil, "\(other)")
+        }
+    }
+
     @Test func owntracksPayloadRoundTripsThroughTheDecoder() throws {
         let update = LocationUpdate(device: "alice/phone", lat: 34.4561, lon: -119.7067, time: 1_796_039_999.7,
                                     accuracy: 7.6, speed: 5, heading: 271.4, altitude: 12.2)
@@ -151,5 +333,13 @@ import Testing
         #expect(decoded.trackerID == "ne")
         #expect(decoded.update == LocationUpdate(device: "alice/phone", lat: 34.4561, lon: -119.7067, time: 1_796_039_999,
                                                  accuracy: 8, speed: 5, heading: 271, altitude: 12))
+    }
+}
+
+extension Result where Failure == InputDrop {
+    /// The drop, if it is one.
+    var drop: InputDrop? {
+        if case .failure(let drop) = self { return drop }
+        return nil
     }
 }

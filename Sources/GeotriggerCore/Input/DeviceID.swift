@@ -9,7 +9,9 @@ public enum DeviceID {
     public static func problem(with id: String) -> String? {
         if id.isEmpty { return "the device id is empty" }
         if id.utf8.count > maxLength { return "the device id is longer than \(maxLength) bytes" }
-        if id.hasPrefix("$") { return "a device id cannot start with '$'" }
+        // The byte test first: it is cheap, and only an id whose first byte is `$` can have a
+        // first Character equal to "$" (`hasPrefix` compares Characters: "$\u{301}x" has not).
+        if id.utf8.first == UInt8(ascii: "$"), id.hasPrefix("$") { return "a device id cannot start with '$'" }
         var previous: UInt8 = UInt8(ascii: "/")
         for byte in id.utf8 {
             if byte < 0x20 || byte == 0x7F { return "the device id contains a control character" }

@@ -32,22 +32,34 @@ public struct LocationDecoder: Sendable {
         guard payload.count <= maxPayload else {
             return .failure(InputDrop(.oversize, "\(payload.count) bytes is over input.maxPayload (\(maxPayload))"))
         }
-        var fields = Fields()
-        do {
-            try PayloadScanner.scan(payload.bindMemory(to: UInt8.self)) { key, value in fields.set(key, value) }
-        } catch {
-            switch error {
-            case .invalidUTF8: return .failure(InputDrop(.invalidUTF8, "the payload is not valid UTF-8"))
-            case .notJSON(let why): return .failure(InputDrop(.notJSON, why))
-            }
-        }
+        let bytes = payload.bindMemory(to: UInt8.self)
         do {
             switch format {
-            case .owntracks: return .success(try owntracks(fields, device: device, now: now))
-            case .json: return .success(try json(fields, device: device, now: now))
+            case .owntracks:
+                var fields = OwnTracksFields()
+                try LocationDecoder.scan(bytes, into: &fields)
+                return .success(try owntracks(fields, device: device, now: now))
+            case .json:
+                var fields = JSONFields()
+                try LocationDecoder.scan(bytes, into: &fields)
+                return .success(try json(fields, device: device, now: now))
             }
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Scans the payload into the format's fields; the scanner's failures become the contract's drops.
+    private static func scan<Fields: PayloadScanner.Receiver>(
+        _ bytes: UnsafeBufferPointer<UInt8>, into fields: inout Fields
+    ) throws(InputDrop) {
+        do {
+            try PayloadScanner.scan(bytes, into: &fields)
+        } catch {
+            switch error {
+            case .invalidUTF8: throw InputDrop(.invalidUTF8, "the payload is not valid UTF-8")
+            case .notJSON(let why): throw InputDrop(.notJSON, why)
+            }
         }
     }
 
@@ -56,34 +68,34 @@ public struct LocationDecoder: Sendable {
         payload.withUnsafeBytes { decode(topic: topic, payload: $0, now: now) }
     }
 
-    private func owntracks(_ f: Fields, device: String, now: Double) throws(InputDrop) -> Decoded {
-        switch f.value("_type") {
+    private func owntracks(_ f: OwnTracksFields, device: String, now: Double) throws(InputDrop) -> Decoded {
+        switch f.type {
         case nil: throw InputDrop(.missingField, "'_type' is missing")
         case .string("location"): break
         case .string(let other): throw InputDrop(.ignoredType, "_type '\(other)' is not a location")
         default: throw InputDrop(.wrongType, "'_type' must be a string")
         }
-        let (lat, lon) = try position(f)
-        guard let tst = try f.number("tst") else { throw InputDrop(.missingField, "'tst' is missing") }
+        let (lat, lon) = try position(lat: f.lat, lon: f.lon)
+        guard let tst = try number(f.tst, "tst") else { throw InputDrop(.missingField, "'tst' is missing") }
         let time = try checkedTime(tst, now: now, field: "tst")
-        let accuracy = try f.number("acc")
+        let accuracy = try number(f.acc, "acc")
         if let accuracy, accuracy < 0 { throw InputDrop(.outOfRange, "'acc' must be >= 0, found \(accuracy)") }
         // OwnTracks iOS reports vel and cog as -1 when unknown.
-        let vel = try f.number("vel").flatMap { $0 < 0 ? nil : $0 / 3.6 }
-        let cog = try f.number("cog").flatMap { $0 < 0 ? nil : $0 }
+        let vel = try number(f.vel, "vel").flatMap { $0 < 0 ? nil : $0 / 3.6 }
+        let cog = try number(f.cog, "cog").flatMap { $0 < 0 ? nil : $0 }
         if let cog, cog > 360 { throw InputDrop(.outOfRange, "'cog' must be 0 to 360, found \(cog)") }
         let update = LocationUpdate(
             device: device, lat: lat, lon: lon, time: time, accuracy: accuracy, speed: vel, heading: cog,
-            altitude: try f.number("alt"))
+            altitude: try number(f.alt, "alt"))
         var trackerID: String?
-        if case .string(let tid) = f.value("tid") { trackerID = tid }
+        if case .string(let tid) = f.tid { trackerID = tid }
         return Decoded(update: update, trackerID: trackerID)
     }
 
-    private func json(_ f: Fields, device: String, now: Double) throws(InputDrop) -> Decoded {
-        let (lat, lon) = try position(f)
+    private func json(_ f: JSONFields, device: String, now: Double) throws(InputDrop) -> Decoded {
+        let (lat, lon) = try position(lat: f.lat, lon: f.lon)
         let time: Double
-        switch f.value("time") {
+        switch f.time {
         case nil: throw InputDrop(.missingField, "'time' is missing")
         case .number(let n):
             guard n.isFinite else { throw InputDrop(.notFinite, "'time' is not finite") }
@@ -95,23 +107,23 @@ public struct LocationDecoder: Sendable {
             time = try checkedTime(t, now: now, field: "time")
         default: throw InputDrop(.wrongType, "'time' must be a string or a number")
         }
-        let accuracy = try f.number("accuracy")
+        let accuracy = try number(f.accuracy, "accuracy")
         if let accuracy, accuracy < 0 { throw InputDrop(.outOfRange, "'accuracy' must be >= 0, found \(accuracy)") }
-        let speed = try f.number("speed")
+        let speed = try number(f.speed, "speed")
         if let speed, speed < 0 { throw InputDrop(.outOfRange, "'speed' must be >= 0, found \(speed)") }
-        let heading = try f.number("heading")
+        let heading = try number(f.heading, "heading")
         if let heading, heading < 0 || heading > 360 {
             throw InputDrop(.outOfRange, "'heading' must be 0 to 360, found \(heading)")
         }
         let update = LocationUpdate(
             device: device, lat: lat, lon: lon, time: time, accuracy: accuracy, speed: speed, heading: heading,
-            altitude: try f.number("altitude"))
+            altitude: try number(f.altitude, "altitude"))
         return Decoded(update: update, trackerID: nil)
     }
 
-    private func position(_ f: Fields) throws(InputDrop) -> (Double, Double) {
-        guard let lat = try f.number("lat") else { throw InputDrop(.missingField, "'lat' is missing") }
-        guard let lon = try f.number("lon") else { throw InputDrop(.missingField, "'lon' is missing") }
+    private func position(lat: PayloadScanner.Value?, lon: PayloadScanner.Value?) throws(InputDrop) -> (Double, Double) {
+        guard let lat = try number(lat, "lat") else { throw InputDrop(.missingField, "'lat' is missing") }
+        guard let lon = try number(lon, "lon") else { throw InputDrop(.missingField, "'lon' is missing") }
         guard (-90...90).contains(lat) else { throw InputDrop(.outOfRange, "'lat' must be -90 to 90, found \(lat)") }
         guard (-180...180).contains(lon) else { throw InputDrop(.outOfRange, "'lon' must be -180 to 180, found \(lon)") }
         return (lat, lon)
@@ -127,37 +139,14 @@ public struct LocationDecoder: Sendable {
         return t
     }
 
-    /// The top-level members a format reads; others are validated and skipped.
-    private struct Fields {
-        private var values: [(String, PayloadScanner.Value)] = []
-
-        static let wanted: Set<String> = [
-            "_type", "lat", "lon", "tst", "acc", "alt", "vel", "cog", "tid",
-            "time", "accuracy", "speed", "heading", "altitude",
-        ]
-
-        mutating func set(_ key: String, _ value: PayloadScanner.Value) {
-            guard Fields.wanted.contains(key) else { return }
-            if let i = values.firstIndex(where: { $0.0 == key }) {
-                values[i].1 = value
-            } else {
-                values.append((key, value))
-            }
-        }
-
-        func value(_ key: String) -> PayloadScanner.Value? {
-            values.first { $0.0 == key }?.1
-        }
-
-        /// The member as a finite number: nil if absent or null; a drop if of another type.
-        func number(_ key: String) throws(InputDrop) -> Double? {
-            switch value(key) {
-            case nil, .null?: return nil
-            case .number(let n)?:
-                guard n.isFinite else { throw InputDrop(.notFinite, "'\(key)' is not finite") }
-                return n
-            default: throw InputDrop(.wrongType, "'\(key)' must be a number")
-            }
+    /// A member's value as a finite number: nil if absent or null; a drop if of another type.
+    private func number(_ value: PayloadScanner.Value?, _ name: String) throws(InputDrop) -> Double? {
+        switch value {
+        case nil, .null?: return nil
+        case .number(let n)?:
+            guard n.isFinite else { throw InputDrop(.notFinite, "'\(name)' is not finite") }
+            return n
+        default: throw InputDrop(.wrongType, "'\(name)' must be a number")
         }
     }
 }

@@ -1,8 +1,9 @@
 /// A fast reader for location payloads: one JSON object whose interesting members are
 /// top-level scalars. It validates the whole text (RFC 8259, UTF-8) but materialises only the
-/// top-level members' scalar values, so the hot path builds no tree.
+/// values of the top-level members its receiver asks for, so the hot path builds no tree, no
+/// String for a member name and none for a value nobody reads.
 struct PayloadScanner {
-    /// A top-level member's value.
+    /// A wanted top-level member's value.
     enum Value {
         case number(Double)
         case string(String)
@@ -17,21 +18,30 @@ struct PayloadScanner {
         case invalidUTF8
     }
 
+    /// What a scan fills. It recognises the members it wants by the UTF-8 bytes of their names
+    /// (escapes already decoded), so the scanner need not build a String per name; the values of
+    /// the members it does not want are validated and skipped.
+    protocol Receiver {
+        associatedtype Member
+        /// The member called `name`, or nil to skip its value.
+        static func member(named name: UnsafeBufferPointer<UInt8>) -> Member?
+        /// Called for each wanted member in payload order (so a repeated name's last value comes last).
+        mutating func set(_ member: Member, _ value: Value)
+    }
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private var i = 0
     private static let maxDepth = 64
 
-    /// Scans `bytes` (a whole payload) and calls `member` for each top-level key and value.
-    static func scan(
-        _ bytes: UnsafeBufferPointer<UInt8>, member: (String, Value) -> Void
-    ) throws(Failure) {
+    /// Scans `bytes` (a whole payload) into `receiver`.
+    static func scan<R: Receiver>(_ bytes: UnsafeBufferPointer<UInt8>, into receiver: inout R) throws(Failure) {
         var scanner = PayloadScanner(bytes: bytes)
-        try scanner.topLevel(member)
+        try scanner.topLevel(&receiver)
     }
 
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-    private mutating func topLevel(_ member: (String, Value) -> Void) throws(Failure) {
+    private mutating func topLevel<R: Receiver>(_ receiver: inout R) throws(Failure) {
         skipSpace()
         guard next() == UInt8(ascii: "{") else { throw .notJSON("the payload is not a JSON object") }
         skipSpace()
@@ -41,11 +51,15 @@ struct PayloadScanner {
             while true {
                 skipSpace()
                 guard peek() == UInt8(ascii: "\"") else { throw .notJSON("expected a member name at byte \(i)") }
-                let key = try string()
+                let member = try memberName(R.self)
                 skipSpace()
                 guard next() == UInt8(ascii: ":") else { throw .notJSON("expected ':' at byte \(i)") }
                 skipSpace()
-                member(key, try value(depth: 1))
+                if let member {
+                    receiver.set(member, try value(depth: 1))
+                } else {
+                    try skipValue(depth: 1)
+                }
                 skipSpace()
                 let c = next()
                 if c == UInt8(ascii: "}") { break }
@@ -54,6 +68,15 @@ struct PayloadScanner {
         }
         skipSpace()
         guard i == bytes.count else { throw .notJSON("unexpected text after the JSON object at byte \(i)") }
+    }
+
+    /// Reads a member name at `i` and asks the receiver whether it wants it: a plain name is
+    /// matched in place; only a name with escapes is decoded first.
+    private mutating func memberName<R: Receiver>(_: R.Type) throws(Failure) -> R.Member? {
+        let (raw, escaped) = try stringBody()
+        guard escaped else { return R.member(named: raw) }
+        var name = try unescape(raw)
+        return name.withUTF8 { R.member(named: $0) }
     }
 
     private func peek() -> UInt8? { i < bytes.count ? bytes[i] : nil }
@@ -87,6 +110,19 @@ struct PayloadScanner {
         }
     }
 
+    /// Validates a value that nobody reads, with exactly the checks (and failures) of ``value(depth:)``.
+    private mutating func skipValue(depth: Int) throws(Failure) {
+        guard let c = peek() else { throw .notJSON("unexpected end of the payload") }
+        switch c {
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "{"), UInt8(ascii: "["): try skipNested(depth: depth)
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: _ = try numberText()
+        }
+    }
+
     private mutating func literal(_ word: StaticString) throws(Failure) {
         let n = word.utf8CodeUnitCount
         guard i + n <= bytes.count else { throw .notJSON("unexpected end of the payload") }
@@ -96,41 +132,95 @@ struct PayloadScanner {
         i += n
     }
 
+    /// Reads a number at `i`: see ``DecimalNumber`` for how its value is computed.
     private mutating func number() throws(Failure) -> Double {
+        let (text, decimal) = try numberText()
+        if let value = decimal.exactValue { return value }
+        // Too many digits or too large an exponent for the exact product: Double's own parser,
+        // which rounds correctly. Short texts become small strings (no allocation).
+        guard let value = Double(String(decoding: text, as: UTF8.self)) else {
+            throw .notJSON("invalid number at byte \(i - text.count)")
+        }
+        return value
+    }
+
+    /// Validates the JSON number at `i` and returns its text and its digits as a ``DecimalNumber``.
+    private mutating func numberText() throws(Failure) -> (UnsafeBufferPointer<UInt8>, DecimalNumber) {
         let start = i
-        if peek() == UInt8(ascii: "-") { i += 1 }
+        var decimal = DecimalNumber()
+        if peek() == UInt8(ascii: "-") {
+            decimal.negative = true
+            i += 1
+        }
         guard let first = peek(), isDigit(first) else { throw .notJSON("invalid value at byte \(start)") }
         i += 1
-        if first != UInt8(ascii: "0") { while let d = peek(), isDigit(d) { i += 1 } }
+        decimal.append(digit: first)
+        if first != UInt8(ascii: "0") {
+            while let d = peek(), isDigit(d) {
+                decimal.append(digit: d)
+                i += 1
+            }
+        }
         if peek() == UInt8(ascii: ".") {
             i += 1
             guard let d = peek(), isDigit(d) else { throw .notJSON("invalid number at byte \(start)") }
-            while let d = peek(), isDigit(d) { i += 1 }
+            while let d = peek(), isDigit(d) {
+                decimal.append(fractionDigit: d)
+                i += 1
+            }
         }
         if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
             i += 1
-            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { i += 1 }
+            var negativeExponent = false
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") {
+                negativeExponent = peek() == UInt8(ascii: "-")
+                i += 1
+            }
             guard let d = peek(), isDigit(d) else { throw .notJSON("invalid number at byte \(start)") }
-            while let d = peek(), isDigit(d) { i += 1 }
+            var exponent = 0
+            while let d = peek(), isDigit(d) {
+                // Saturates: any exponent this large leaves the fast path anyway.
+                exponent = min(exponent * 10 + Int(d &- 0x30), 100_000)
+                i += 1
+            }
+            decimal.exponent += negativeExponent ? -exponent : exponent
         }
-        // Short texts become small strings (no allocation); Double's parser rounds correctly.
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-        guard let value = Double(text) else { throw .notJSON("invalid number at byte \(start)") }
-        return value
+        return (UnsafeBufferPointer(rebasing: bytes[start..<i]), decimal)
     }
 
     private func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
 
     /// Reads a string at `i` (which holds the opening quote), validating escapes and UTF-8.
     private mutating func string() throws(Failure) -> String {
+        let (raw, escaped) = try stringBody()
+        if escaped { return try unescape(raw) }
+        return String(decoding: raw, as: UTF8.self)
+    }
+
+    /// Validates a string at `i` that nobody reads. Its escapes are still decoded (into a
+    /// throw-away String, on this rare path) because decoding is what finds a lone surrogate.
+    private mutating func skipString() throws(Failure) {
+        let (raw, escaped) = try stringBody()
+        if escaped { _ = try unescape(raw) }
+    }
+
+    /// Validates the string at `i` (which holds the opening quote) and moves past its closing
+    /// quote. Returns the bytes between the quotes, and whether they hold an escape.
+    private mutating func stringBody() throws(Failure) -> (raw: UnsafeBufferPointer<UInt8>, escaped: Bool) {
         i += 1
         let start = i
-        var plain = true
+        var escaped = false
         while true {
+            // The common bytes first: printable ASCII other than `"` and `\`.
+            while i < bytes.count, bytes[i] >= 0x20, bytes[i] < 0x80, bytes[i] != UInt8(ascii: "\""),
+                bytes[i] != UInt8(ascii: "\\")
+            {
+                i += 1
+            }
             guard let c = next() else { throw .notJSON("unterminated string at byte \(start - 1)") }
             if c == UInt8(ascii: "\"") { break }
             if c == UInt8(ascii: "\\") {
-                plain = false
+                escaped = true
                 guard let e = next() else { throw .notJSON("unterminated string at byte \(start - 1)") }
                 switch e {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
@@ -144,14 +234,11 @@ struct PayloadScanner {
                 }
             } else if c < 0x20 {
                 throw .notJSON("control character in a string at byte \(i - 1)")
-            } else if c >= 0x80 {
-                plain = false
+            } else {
                 try skipUTF8Continuation(lead: c)
             }
         }
-        let raw = UnsafeBufferPointer(rebasing: bytes[start..<(i - 1)])
-        if plain { return String(decoding: raw, as: UTF8.self) }
-        return try unescape(raw)
+        return (UnsafeBufferPointer(rebasing: bytes[start..<(i - 1)]), escaped)
     }
 
     /// Checks the continuation bytes of a multi-byte UTF-8 sequence whose lead byte was just read.
@@ -235,12 +322,12 @@ struct PayloadScanner {
             skipSpace()
             if open == UInt8(ascii: "{") {
                 guard peek() == UInt8(ascii: "\"") else { throw .notJSON("expected a member name at byte \(i)") }
-                _ = try string()
+                try skipString()
                 skipSpace()
                 guard next() == UInt8(ascii: ":") else { throw .notJSON("expected ':' at byte \(i)") }
                 skipSpace()
             }
-            _ = try value(depth: depth + 1)
+            try skipValue(depth: depth + 1)
             skipSpace()
             let c = next()
             if c == close { return }

@@ -2,7 +2,8 @@
 /// the levels its wildcards matched: a feed's device id is those levels joined with `/`.
 public struct TopicFilter: Sendable, Equatable, CustomStringConvertible {
     enum Level: Sendable, Equatable {
-        case literal(String)
+        /// A level without wildcards, as UTF-8: topic levels are compared with it byte for byte.
+        case literal([UInt8])
         case single
         case multi
     }
@@ -27,7 +28,7 @@ public struct TopicFilter: Sendable, Equatable, CustomStringConvertible {
                 guard !part.contains("+"), !part.contains("#") else {
                     throw InputDrop(.badDeviceId, "'+' and '#' must fill a whole level in topic filter '\(filter)'")
                 }
-                levels.append(.literal(String(part)))
+                levels.append(.literal(Array(part.utf8)))
             }
         }
         self.description = filter
@@ -44,45 +45,77 @@ public struct TopicFilter: Sendable, Equatable, CustomStringConvertible {
 
     /// The device id for `topic`: the levels matched by the wildcards joined with `/`,
     /// or nil if the topic does not match. Topics starting with `$` never match a leading wildcard.
+    ///
+    /// It runs for every received message, so it walks the topic's UTF-8 once, in place, and
+    /// makes only the result string.
     public func deviceID(in topic: String) -> String? {
-        var utf8 = topic.utf8[...]
-        var matched: [Substring.UTF8View] = []
-        for (i, level) in levels.enumerated() {
-            switch level {
-            case .multi:
-                if i == 0, utf8.first == UInt8(ascii: "$") { return nil }
-                matched.append(utf8)
-                return TopicFilter.join(matched)
-            case .single, .literal:
-                let end = utf8.firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
-                let part = utf8[utf8.startIndex..<end]
-                if case .literal(let text) = level {
-                    guard part.elementsEqual(text.utf8) else { return nil }
-                } else {
-                    if i == 0, part.first == UInt8(ascii: "$") { return nil }
-                    matched.append(Substring(part).utf8)
-                }
-                if end == utf8.endIndex {
-                    // Topic ended: it matches only if this was the last level, or if a final `#`
-                    // follows (which also matches the parent level).
-                    let rest = levels.dropFirst(i + 1)
-                    if rest.isEmpty || (rest.count == 1 && rest.first == .multi) {
-                        return TopicFilter.join(matched)
-                    }
+        var topic = topic  // withUTF8 needs a mutable string; a native one is not copied
+        return topic.withUTF8 { deviceID(inUTF8: $0) }
+    }
+
+    private func deviceID(inUTF8 topic: UnsafeBufferPointer<UInt8>) -> String? {
+        var matched = MatchedLevels()
+        var start = 0  // of the topic level that filter level `n` is matched against
+        for (n, level) in levels.enumerated() {
+            if case .multi = level {
+                if n == 0, start < topic.count, topic[start] == UInt8(ascii: "$") { return nil }
+                matched.add(start..<topic.count, in: topic)
+                return matched.joined(in: topic)
+            }
+            var end = start
+            while end < topic.count, topic[end] != UInt8(ascii: "/") { end += 1 }
+            if case .literal(let text) = level {
+                guard end - start == text.count, UnsafeBufferPointer(rebasing: topic[start..<end]).elementsEqual(text) else {
                     return nil
                 }
-                utf8 = utf8[utf8.index(after: end)...]
+            } else {
+                if n == 0, end > start, topic[start] == UInt8(ascii: "$") { return nil }
+                matched.add(start..<end, in: topic)
             }
+            if end == topic.count {
+                // Topic ended: it matches only if this was the last level, or if a final `#`
+                // follows (which also matches the parent level).
+                let rest = levels.count - (n + 1)
+                if rest == 0 || (rest == 1 && levels[n + 1] == .multi) { return matched.joined(in: topic) }
+                return nil
+            }
+            start = end + 1
         }
         return nil  // the topic has more levels than the filter
     }
 
-    private static func join(_ parts: [Substring.UTF8View]) -> String {
-        var result = ""
-        for (i, part) in parts.enumerated() {
-            if i > 0 { result += "/" }
-            result += String(Substring(part))
+    /// The topic levels matched by wildcards so far, to be joined with `/`. Wildcard levels
+    /// next to each other in the filter (`owntracks/+/+`, `fleet/#`) are next to each other in
+    /// the topic too, so their join is one slice of it, `/` and all, and costs nothing until
+    /// the result is made. Only a literal level between wildcards (`a/+/b/+`) ends a slice.
+    private struct MatchedLevels {
+        /// The current slice of adjacent matched levels.
+        var run: Range<Int>?
+        /// The slices before `run`, joined, once a literal level has separated two.
+        var earlier: String?
+
+        mutating func add(_ level: Range<Int>, in topic: UnsafeBufferPointer<UInt8>) {
+            guard let current = run else {
+                run = level
+                return
+            }
+            if level.lowerBound == current.upperBound + 1 {  // only the `/` between them
+                run = current.lowerBound..<level.upperBound
+            } else {
+                earlier = TopicFilter.join(earlier, current, in: topic)
+                run = level
+            }
         }
-        return result
+
+        func joined(in topic: UnsafeBufferPointer<UInt8>) -> String {
+            guard let run else { return "" }
+            return TopicFilter.join(earlier, run, in: topic)
+        }
+    }
+
+    private static func join(_ earlier: String?, _ slice: Range<Int>, in topic: UnsafeBufferPointer<UInt8>) -> String {
+        let text = String(decoding: UnsafeBufferPointer(rebasing: topic[slice]), as: UTF8.self)
+        guard let earlier else { return text }
+        return earlier + "/" + text
     }
 }
