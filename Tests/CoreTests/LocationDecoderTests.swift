@@ -154,6 +154,20 @@ import Testing
         #expect(try decodeJSON(#"{"lat":1,"lon":2,"time":1796039990500}"#).get().update.time == now - 9.5)
     }
 
+    /// A fix time too far ahead for an Int of seconds used to trap while the drop message was
+    /// written, so one such message stopped the gateway.
+    @Test func aFixTimeFarInTheFutureIsDroppedNotATrap() {
+        guard case .failure(let drop) = decodeJSON(#"{"lat":1,"lon":2,"time":1e22}"#) else {
+            Issue.record("a fix time of 1e22 was accepted")
+            return
+        }
+        #expect(drop.reason == .futureTime)
+        #expect(drop.detail == "'time' is 9.99999999820396e+18 s ahead of the gateway clock (input.maxFutureSkew is 300)")
+        let tst = owntracks.decode(
+            topic: "owntracks/alice/phone", payload: Array(#"{"_type":"location","lat":1,"lon":2,"tst":1e19}"#.utf8), now: now)
+        #expect(reason(tst) == .futureTime)
+    }
+
     @Test func decodesOwnTracks() throws {
         let payload = #"{"_type":"location","lat":34.4561,"lon":-119.7071,"tst":1796039999,"acc":8,"vel":18,"cog":-1,"alt":30,"tid":"al"}"#
         let d = try owntracks.decode(topic: "owntracks/alice/phone", payload: Array(payload.utf8), now: now).get()

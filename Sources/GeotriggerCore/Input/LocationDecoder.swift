@@ -134,9 +134,15 @@ public struct LocationDecoder: Sendable {
         guard t <= now + maxFutureSkew else {
             throw InputDrop(
                 .futureTime,
-                "'\(field)' is \(Int((t - now).rounded())) s ahead of the gateway clock (input.maxFutureSkew is \(Int(maxFutureSkew)))")
+                "'\(field)' is \(LocationDecoder.wholeSeconds(t - now)) s ahead of the gateway clock (input.maxFutureSkew is \(LocationDecoder.wholeSeconds(maxFutureSkew)))")
         }
         return t
+    }
+
+    /// Seconds rounded to a whole number for a message; a value too large for an Int (a fix
+    /// time of 1e22) is written as it is instead of trapping.
+    static func wholeSeconds(_ seconds: Double) -> String {
+        abs(seconds) < 1e15 ? "\(Int(seconds.rounded()))" : "\(seconds)"
     }
 
     /// A member's value as a finite number: nil if absent or null; a drop if of another type.
