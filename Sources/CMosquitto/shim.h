@@ -3,6 +3,9 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /*
  * libmosquitto 2.0 has no asynchronous connect that takes MQTT v5 CONNECT properties:
@@ -31,6 +34,19 @@ static inline int geotrigger_socket_unread_bytes(int fd) {
     int count = 0;
     if (fd < 0 || ioctl(fd, FIONREAD, &count) != 0) return -1;
     return count;
+}
+
+/* The calling thread's kernel id (gettid(2)); glibc's wrapper needs _GNU_SOURCE, which Swift's
+   Glibc module does not define. */
+static inline int geotrigger_thread_id(void) {
+    return (int)syscall(SYS_gettid);
+}
+
+
+/* Names the calling thread (at most 15 bytes show), for top -H and /proc/PID/task/TID/comm;
+   prctl is variadic, which Swift cannot call. */
+static inline void geotrigger_name_thread(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 #endif

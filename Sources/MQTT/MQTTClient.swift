@@ -324,6 +324,14 @@ public final class MQTTClient: @unchecked Sendable {
     /// Whether the connection is up (CONNACK success and no disconnect since).
     public var isConnected: Bool { core.lock.withLock { core.isConnected } }
 
+    /// The kernel thread id of the network thread (the one that reads the socket and runs the
+    /// inline handler); nil until that thread has started. For callers that set thread
+    /// priorities.
+    public var networkThreadID: Int32? {
+        let id = core.lock.withLock { core.networkThreadID }
+        return id == 0 ? nil : id
+    }
+
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
 

@@ -36,6 +36,8 @@ final class MQTTClientCore: @unchecked Sendable {
     var wasRefused = false
     /// Failed attempts since the last successful CONNACK (for the backoff).
     var failedAttempts = 0
+    /// The network thread's kernel thread id, once it runs (0 before).
+    var networkThreadID: Int32 = 0
     /// Offered every message on the network thread before it is queued (see
     /// `MQTTClient.setInlineHandler`). A plain property under `lock`: a closure kept in a
     /// generic `Mutex` gains a reabstraction thunk on every `withLock` (its `inout` is written
@@ -88,6 +90,8 @@ final class MQTTClientCore: @unchecked Sendable {
     /// until `stop()`.
     func runNetworkLoop(connectPending: Bool) {
         guard let handle else { return }
+        lock.withLock { networkThreadID = geotrigger_thread_id() }
+        geotrigger_name_thread("mqtt-network")
         var needsConnect = !connectPending
         while true {
             if needsConnect {

@@ -67,6 +67,38 @@ extension ServeTests {
             #expect(gateway.log.contains("SIGTERM"))
         }
 
+        /// The MQTT network thread, which handles the feed updates, keeps its priority; every
+        /// other thread of the gateway is put 10 nice levels below it (ThreadPriorities).
+        @Test func otherThreadsRunBelowTheNetworkThread() async throws {
+            let h = try ServeHarness("priorities")
+            defer { h.close() }
+            let configPath = try h.write("gw.json5", h.config())
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            let gateway = try h.startGateway(config: configPath)
+            defer { _ = gateway.terminate() }
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            /// (name, nice) of each thread of the gateway, from /proc/PID/task/TID/stat.
+            func threads() -> [(name: String, nice: Int)] {
+                let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(gateway.pid)/task")) ?? []
+                return tasks.compactMap { tid in
+                    guard let stat = try? String(contentsOfFile: "/proc/\(gateway.pid)/task/\(tid)/stat", encoding: .utf8),
+                        let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+                    else { return nil }
+                    // Fields after the name: state is field 3, nice field 19.
+                    let fields = stat[stat.index(after: close)...].split(separator: " ")
+                    guard fields.count > 16, let nice = Int(fields[16]) else { return nil }
+                    return (String(stat[stat.index(after: open)..<close]), nice)
+                }
+            }
+            let lowered = await poll(timeout: .seconds(10)) {
+                let t = threads()
+                return t.count > 2 && t.allSatisfy { $0.name == "mqtt-network" ? $0.nice == 0 : $0.nice == 10 }
+            }
+            let seen = threads()
+            #expect(lowered, "threads: \(seen)")
+            #expect(seen.filter { $0.name == "mqtt-network" }.count == 1, "threads: \(seen)")
+        }
+
         /// `kill -9`: no `stopped`; the broker publishes the will, a retained `offline`.
         @Test func killedGatewayLeavesTheWillOffline() async throws {
             let h = try ServeHarness("will")

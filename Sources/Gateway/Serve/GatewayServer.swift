@@ -96,7 +96,9 @@ enum GatewayServer {
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local.client, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot })
         let control = ControlPlane(fences: runtimeFences, queries: queries)
-        let maintenance = Maintenance(store: store, retentionDays: config.journal.retentionDays, logger: logger)
+        let networkThreads = [local.client, remote?.client].compactMap { $0 }
+        let maintenance = Maintenance(store: store, retentionDays: config.journal.retentionDays, logger: logger,
+                                      networkThreads: { networkThreads.map(\.networkThreadID) })
         var feeds: [Ingest.Feed] = []
         var ownEcho: Set<String> = []
         for feed in config.feeds {
@@ -202,28 +204,42 @@ enum GatewayServer {
     }
 }
 
-/// Journal retention and the outbox gauges of the status, refreshed periodically.
+/// Journal retention, the outbox gauges of the status, and the threads' priorities (see
+/// ``ThreadPriorities``), refreshed periodically.
 final class Maintenance: Service, Sendable {
     let name = "maintenance"
     let store: GatewayStore
     let retentionDays: Double
     let logger: Logger
+    /// The MQTT network threads' ids (nil: not started yet), which keep their priority.
+    let networkThreads: @Sendable () -> [Int32?]
     /// The outbox sizes for the status, refreshed a few times a second.
     let outboxCounts = Mutex(OutboxCounts())
     private let stopped = Atomic<Bool>(false)
 
-    init(store: GatewayStore, retentionDays: Double, logger: Logger) {
+    init(store: GatewayStore, retentionDays: Double, logger: Logger, networkThreads: @escaping @Sendable () -> [Int32?]) {
         self.store = store
         self.retentionDays = retentionDays
         self.logger = logger
+        self.networkThreads = networkThreads
     }
 
     func run() async throws {
         var nextRetention = 0.0
+        var nextPriorities = 0.0
         while !stopped.load(ordering: .relaxed) {
             let counts = await store.outboxCounts
             outboxCounts.withLock { $0 = counts }
             let now = MonotonicClock.now()
+            if now >= nextPriorities {
+                nextPriorities = now + 2
+                // Only once every network thread runs: one not started yet must not be lowered.
+                let exempt = networkThreads()
+                if !exempt.isEmpty, !exempt.contains(nil) {
+                    let lowered = ThreadPriorities.lowerAll(except: exempt.compactMap { $0 })
+                    if lowered > 0 { logger.debug("lowered the priority of \(lowered) threads below the MQTT network threads") }
+                }
+            }
             if now >= nextRetention {
                 nextRetention = now + 3600
                 do {
