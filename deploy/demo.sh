@@ -36,6 +36,8 @@ persistence false
 # A subscriber that falls behind loses messages beyond these (mosquitto's defaults: 20, 1000).
 max_inflight_messages 500
 max_queued_messages 100000
+# No Nagle delay on the way to the gateway (see deploy/mosquitto/geotrigger.conf).
+set_tcp_nodelay true
 CONF
 /usr/sbin/mosquitto -c "$WORK/mosquitto.conf" > "$WORK/mosquitto.log" 2>&1 &
 PIDS+=($!)
