@@ -35,8 +35,10 @@ enum EndToEndBenchmark {
         the broker's own latency from publish to the raw subscriber (with one publisher); the
         gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
         The generator drives its connections from its own thread (no libmosquitto network
-        thread: each update is written at once), so the raw phase measures the broker rather
-        than the generator; the subscribers record each message on arrival.
+        thread: each update is written at once; at a fixed rate it wakes at most every
+        millisecond and writes what fell due, each update stamped as it is written), so the raw
+        phase measures the broker rather than the generator; the subscribers record each
+        message on arrival.
 
         Options:
           --devices N       devices (default 1000)
