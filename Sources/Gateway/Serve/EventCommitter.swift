@@ -231,24 +231,26 @@ final class EventCommitter: Service, Sendable {
         for publication in publications {
             statePublisher.publish(device: publication.device, payload: publication.payload)
         }
+        let failed = !retry.isEmpty
         let (idle, again): ([CheckedContinuation<Void, Never>], Bool) = pending.withLock { p in
             p.committing = false
             p.retry = retry
-            p.scheduled = false
-            guard p.isIdle else { return ([], p.schedule()) }
+            // After a refused commit the next one waits a second (below), and nothing queues
+            // one before: the database is retried once a second, as the README says.
+            p.scheduled = failed
+            guard p.isIdle else { return ([], failed ? false : p.schedule()) }
             let w = p.idleWaiters
             p.idleWaiters = []
             return (w, false)
         }
         for w in idle { w.resume() }
-        if again {
+        if failed {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
+                if !pending.withLock({ $0.finished }) { queueCommit() }
+            }
+        } else if again {
             // Behind whatever else waits on the store's queue (reads, acknowledgements).
             queueCommit()
-        } else if !retry.isEmpty {
-            // Try the refused state again shortly, even if no new work arrives.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
-                if pending.withLock({ $0.schedule() }) { queueCommit() }
-            }
         }
     }
 }
