@@ -88,11 +88,6 @@ final class EventCommitter: Service, Sendable {
         self.persist = persist
     }
 
-    /// Hands over one step's results; waits only while too much is pending.
-    func add(_ item: Item) async {
-        if enqueue(item) { await waitForRoom() }
-    }
-
     /// Hands over one step's results without waiting. True when too much is pending: the
     /// caller then waits with ``waitForRoom()`` or ``waitForRoomBlocking()``, after releasing
     /// what it holds (a shard hands over under its lock, so a device's steps stay in order).
