@@ -2,6 +2,7 @@
 #define GEOTRIGGER_CMOSQUITTO_SHIM_H
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -47,6 +48,12 @@ static inline int geotrigger_thread_id(void) {
    prctl is variadic, which Swift cannot call. */
 static inline void geotrigger_name_thread(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* A non-blocking eventfd (close-on-exec) that wakes a thread out of poll(2); -1 on error. The
+   flags are macros over an enum, which Swift does not import. */
+static inline int geotrigger_wake_fd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
 #endif

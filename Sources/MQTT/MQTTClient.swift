@@ -32,7 +32,9 @@ func applyConnectionOptions(_ handle: OpaquePointer, _ configuration: MQTTConfig
     }
 }
 
-/// An MQTT client over libmosquitto 2.0: one `struct mosquitto *`, one network thread.
+/// An MQTT client over libmosquitto 2.0: one `struct mosquitto *`, one network thread, which
+/// runs libmosquitto's read, write and keepalive steps around a `poll` of the socket and of an
+/// eventfd that wakes it for ``perform(_:)``'s jobs.
 ///
 /// - `start()` connects in the background and keeps reconnecting with backoff until `stop()`;
 ///   after every successful CONNACK it subscribes again to everything `subscribe` was asked
@@ -42,8 +44,9 @@ func applyConnectionOptions(_ handle: OpaquePointer, _ configuration: MQTTConfig
 ///   `onAcknowledgement`, never awaited.
 ///
 /// Sendable: libmosquitto's publish/subscribe/unsubscribe/disconnect are thread-safe when its
-/// threading is on (they queue packets under its own mutexes and wake the network thread;
-/// `mosquitto_threaded_set(true)` here), and the client's own state is behind a lock. So any
+/// threading is on (they queue packets under its own mutexes; `mosquitto_threaded_set(true)`
+/// here), the client wakes its network thread after each, and the client's own state is
+/// behind a lock. So any
 /// task or thread may call any method at any time, including the handlers on the network
 /// thread (except `stop()`, which waits for that thread).
 public final class MQTTClient: @unchecked Sendable {
@@ -80,9 +83,13 @@ public final class MQTTClient: @unchecked Sendable {
         }
         let (stream, continuation) = AsyncStream.makeStream(
             of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let wakeFD = geotrigger_wake_fd()
+        guard wakeFD >= 0 else {
+            throw MosquittoError(code: Int32(MOSQ_ERR_ERRNO.rawValue), message: String(cString: strerror(errno)), call: "eventfd")
+        }
         let core = MQTTClientCore(
             configuration: configuration, onConnectionEvent: onConnectionEvent,
-            onAcknowledgement: onAcknowledgement, eventContinuation: continuation)
+            onAcknowledgement: onAcknowledgement, eventContinuation: continuation, wakeFD: wakeFD)
         let unmanagedCore = Unmanaged.passRetained(core)
         guard let handle = mosquitto_new(configuration.clientId, configuration.cleanStart, unmanagedCore.toOpaque())
         else {
@@ -203,6 +210,7 @@ public final class MQTTClient: @unchecked Sendable {
         core.lock.unlock()
         core.queue.close()
         _ = mosquitto_disconnect_v5(handle, 0, nil)
+        core.wake()
         pthread_join(thread, nil)
         core.lock.withLock {
             core.phase = .stopped
@@ -228,6 +236,7 @@ public final class MQTTClient: @unchecked Sendable {
             }
             try core.sendSubscribeLocked(filter, qos: qos)
         }
+        core.wake()
     }
 
     /// Removes `filter` from the subscriptions (and from the broker's session if connected).
@@ -239,6 +248,7 @@ public final class MQTTClient: @unchecked Sendable {
                 try MosquittoError.check(code, "mosquitto_unsubscribe_v5(\(filter))")
             }
         }
+        core.wake()
     }
 
     // MARK: Publishing
@@ -278,6 +288,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
         let code = mosquitto_publish_v5(
             handle, &messageId, topic, Int32(clamping: payload.count), payload.baseAddress, qos.rawValue, retain, list)
+        core.wake()
         // libmosquitto 2.0 queues a QoS 1/2 message before it tries to send it, and returns
         // MOSQ_ERR_NO_CONN when the send fails for want of a connection: the message stays
         // queued and goes out after the next CONNACK, so for QoS > 0 that is a success.
@@ -309,6 +320,33 @@ public final class MQTTClient: @unchecked Sendable {
         return try payload.withUTF8 { bytes in
             try publish(
                 topic: topic, payload: UnsafeRawBufferPointer(bytes), qos: qos, retain: retain, properties: properties)
+        }
+    }
+
+    /// Runs `job` on the network thread, between two reads of the socket, in the order handed
+    /// over; at once where the caller is that thread, or where no connection loop runs (before
+    /// `start`, while waiting to reconnect, after `stop`). Keep it short and never wait in it.
+    ///
+    /// Publishing from there avoids contention on libmosquitto's mutexes, which every read
+    /// takes: a thread that holds one while it is preempted (a low-priority one, on a busy box)
+    /// stalls the reading of the broker's messages behind it.
+    public func perform(_ job: @escaping @Sendable () -> Void) { core.perform(job) }
+
+    /// Publishes `messages` in order on the network thread (``perform(_:)``), each as `publish`
+    /// would (its v5 response topic and correlation data as properties), and returns their
+    /// message ids or the errors `publish` threw, in the same order.
+    public func publish(_ messages: [MQTTMessage]) async -> [Result<Int32, any Error>] {
+        await withCheckedContinuation { continuation in
+            core.perform { [self] in
+                continuation.resume(returning: messages.map { message in
+                    let properties = message.responseTopic == nil && message.correlationData == nil ? nil
+                        : MQTTPublishProperties(responseTopic: message.responseTopic, correlationData: message.correlationData)
+                    return Result {
+                        try publish(topic: message.topic, payload: message.payload, qos: message.qos,
+                                    retain: message.retain, properties: properties)
+                    }
+                })
+            }
         }
     }
 

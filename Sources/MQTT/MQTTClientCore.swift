@@ -1,4 +1,5 @@
 internal import CMosquitto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,8 +9,9 @@ import Glibc
 /// released after `mosquitto_destroy`), and retained again by the network thread while it runs.
 final class MQTTClientCore: @unchecked Sendable {
     // @unchecked: the immutable properties are set in init; everything mutable is read and
-    // written only with `lock` held; `handle` is a libmosquitto handle, whose calls are
-    // thread-safe once `mosquitto_threaded_set(true)` is on (libmosquitto's own mutexes).
+    // written only with `lock` held (or is atomic, or in a `Mutex`); `handle` is a libmosquitto
+    // handle, whose calls are thread-safe once `mosquitto_threaded_set(true)` is on
+    // (libmosquitto's own mutexes).
 
     enum Phase { case idle, running, stopping, stopped }
 
@@ -47,12 +49,31 @@ final class MQTTClientCore: @unchecked Sendable {
     var endpointIndex = 0
     var thread: pthread_t?
 
+    /// An eventfd beside the socket in the network thread's `poll`: written to wake it for
+    /// queued work or for a packet another thread queued (libmosquitto's own wake-up pipe is
+    /// only read by `mosquitto_loop`, which this loop replaces).
+    let wakeFD: Int32
+    /// A wake-up was written and not taken yet: a burst of calls writes once.
+    private let wakePending = Atomic<Bool>(false)
+    /// The network thread's `pthread_self()` while it runs (0 otherwise).
+    private let networkThread = Atomic<UInt>(0)
+    private let work = Mutex(Work())
+
+    /// Work handed to the network thread (``perform(_:)``).
+    private struct Work {
+        var jobs: [@Sendable () -> Void] = []
+        /// A connection loop runs and will take the jobs.
+        var looping = false
+    }
+
     init(
         configuration: MQTTConfiguration,
         onConnectionEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void,
         onAcknowledgement: @escaping @Sendable (MQTTAcknowledgement) -> Void,
-        eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
+        eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation,
+        wakeFD: Int32
     ) {
+        self.wakeFD = wakeFD
         self.configuration = configuration
         self.queue = MessageQueue(capacity: configuration.inboundCapacity)
         self.onConnectionEvent = onConnectionEvent
@@ -60,7 +81,62 @@ final class MQTTClientCore: @unchecked Sendable {
         self.eventContinuation = eventContinuation
     }
 
+    deinit { close(wakeFD) }
+
     var isV5: Bool { configuration.protocolVersion == .v5 }
+
+    // MARK: Work on the network thread
+
+    /// Whether the caller is the network thread.
+    var isNetworkThread: Bool { networkThread.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// Runs `job` on the network thread between two reads of the socket, in the order handed
+    /// over; or right here when the caller is that thread, or when no connection loop runs
+    /// (before `start`, while waiting to reconnect, after `stop`), so that a job never waits
+    /// for the broker.
+    func perform(_ job: @escaping @Sendable () -> Void) {
+        if isNetworkThread { return job() }
+        let queued = work.withLock { work in
+            guard work.looping else { return false }
+            work.jobs.append(job)
+            return true
+        }
+        guard queued else { return job() }
+        wake()
+    }
+
+    /// Wakes the network thread out of `poll` (a no-op on that thread, which looks for packets
+    /// to write after every step anyway). Called after any libmosquitto call that queues a
+    /// packet.
+    func wake() {
+        guard !isNetworkThread, !wakePending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// On the network thread: takes the wake-up, then runs the jobs queued so far.
+    private func runJobs() {
+        var count: UInt64 = 0
+        _ = read(wakeFD, &count, 8)
+        // Cleared before the jobs are taken: a job queued from now on writes a new wake-up.
+        wakePending.store(false, ordering: .sequentiallyConsistent)
+        let jobs = work.withLock { work in
+            defer { work.jobs.removeAll(keepingCapacity: true) }
+            return work.jobs
+        }
+        for job in jobs { job() }
+    }
+
+    /// Marks whether a connection loop runs; when it ends, runs what was still queued (later
+    /// jobs run on their callers' threads).
+    private func setLooping(_ looping: Bool) {
+        let left = work.withLock { work in
+            work.looping = looping
+            defer { work.jobs.removeAll() }
+            return looping ? [] : work.jobs
+        }
+        for job in left { job() }
+    }
 
     /// Tells the user: handler first, then the stream.
     func report(_ event: MQTTConnectionEvent) {
@@ -91,6 +167,8 @@ final class MQTTClientCore: @unchecked Sendable {
     func runNetworkLoop(connectPending: Bool) {
         guard let handle else { return }
         lock.withLock { networkThreadID = geotrigger_thread_id() }
+        networkThread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { networkThread.store(0, ordering: .relaxed) }
         geotrigger_name_thread("mqtt-network")
         var needsConnect = !connectPending
         while true {
@@ -122,16 +200,18 @@ final class MQTTClientCore: @unchecked Sendable {
             needsConnect = true
             var code = Int32(MOSQ_ERR_SUCCESS.rawValue)
             var stoppingTurns = 0
+            setLooping(true)
             repeat {
                 // Stopping: give the DISCONNECT up to 20 short turns (2 s) to go out, then
                 // leave anyway (a connection still pending to an unresponsive host).
-                let stopping = lock.withLock { phase != .running }
+                let (stopping, connecting) = lock.withLock { (phase != .running, !connackSucceeded) }
                 if stopping {
                     stoppingTurns += 1
                     if stoppingTurns > 20 { break }
                 }
-                code = mosquitto_loop(handle, stopping ? 100 : 1000, 64)
+                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
+            setLooping(false)
             lock.lock()
             let stopping = phase != .running
             let wasConnected = connackSucceeded
@@ -144,10 +224,40 @@ final class MQTTClientCore: @unchecked Sendable {
             if !wasConnected && !refused {
                 // Failed before any CONNACK; an accepted connection's end was reported by the
                 // disconnect callback.
-                report(.connectFailed(MosquittoError(code: code, call: "mosquitto_loop")))
+                report(.connectFailed(MosquittoError(code: code, call: "mosquitto_loop_read")))
             }
             if !waitBackoff() { break }
         }
+    }
+
+    /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
+    /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
+    /// arrived, writes what is queued, and sends a PINGREQ when due. Returns libmosquitto's
+    /// code: anything but success ends the connection.
+    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool) -> Int32 {
+        let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
+        let socket = mosquitto_socket(handle)
+        guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
+        let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
+        let (ready, events, woken) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
+            fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | writable, revents: 0)
+            fds[1] = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+            return (poll(fds.baseAddress, 2, timeout), fds[0].revents, fds[1].revents != 0)
+        }
+        if ready < 0 { return errno == EINTR ? success : Int32(MOSQ_ERR_ERRNO.rawValue) }
+        if woken { runJobs() }
+        // Before the CONNACK, a writable socket may be a TLS handshake that can go on, and
+        // libmosquitto takes that step in its read call (mosquitto_loop does it on writable).
+        if events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
+            let code = mosquitto_loop_read(handle, 1)
+            if code != success || mosquitto_socket(handle) < 0 { return code }
+        }
+        // The jobs and the packets just read (PUBACKs for QoS 1) may have queued packets.
+        if mosquitto_want_write(handle) {
+            let code = mosquitto_loop_write(handle, 1)
+            if code != success || mosquitto_socket(handle) < 0 { return code }
+        }
+        return mosquitto_loop_misc(handle)
     }
 
     /// Waits the backoff for the next attempt; `false` when `stop()` was called meanwhile.

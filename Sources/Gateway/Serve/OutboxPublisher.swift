@@ -262,16 +262,23 @@ final class OutboxPublisher: Service, Sendable {
     }
 
     /// Hands events to libmosquitto until the window is full or nothing waits: events kept in
-    /// memory, then outbox table rows, then the stream on the journal.
+    /// memory, then outbox table rows, then the stream on the journal. They are published on the
+    /// network thread (``MQTTClient/publish(_:)``), a batch at a time.
     private func pump(_ progress: inout Progress) async {
         while progress.inflight.count < window {
-            let next: VolatileMessage? = volatileQueue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-            guard let message = next else { break }
-            do {
-                let id = try client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
-                progress.inflight[id] = .volatile
-            } catch {
-                volatileQueue.withLock { $0.insert(message, at: 0) }
+            let room = window - progress.inflight.count
+            let messages: [VolatileMessage] = volatileQueue.withLock { queue in
+                defer { queue.removeFirst(min(room, queue.count)) }
+                return Array(queue.prefix(room))
+            }
+            guard !messages.isEmpty else { break }
+            let results = await client.publish(messages.map { MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos)) })
+            var failed: [VolatileMessage] = []
+            for (message, result) in zip(messages, results) {
+                if case .success(let id) = result { progress.inflight[id] = .volatile } else { failed.append(message) }
+            }
+            if !failed.isEmpty {
+                volatileQueue.withLock { $0.insert(contentsOf: failed, at: 0) }
                 break
             }
         }
@@ -284,11 +291,10 @@ final class OutboxPublisher: Service, Sendable {
         }
         for source in [OutboxSource.table, .journal] where progress[source].exhausted {
             let handed = progress[source].handed
-            var rest = fresh.lazy.filter { $0.source == source && $0.sequence > handed }.makeIterator()
-            while progress.inflight.count < window, !progress.blocked, let row = rest.next() {
-                hand(row, &progress)
-            }
-            if progress.blocked || rest.next() != nil { progress[source].exhausted = false }
+            let rows = fresh.filter { $0.source == source && $0.sequence > handed }
+            let room = max(0, window - progress.inflight.count)
+            await hand(rows.prefix(room), &progress)
+            if progress.blocked || rows.count > room { progress[source].exhausted = false }
         }
         for source in [OutboxSource.table, .journal] {
             while !progress[source].exhausted, !progress.blocked, progress.inflight.count < window {
@@ -305,35 +311,40 @@ final class OutboxPublisher: Service, Sendable {
                     progress[source].exhausted = true
                     break
                 }
-                for row in rows {
-                    hand(row, &progress)
-                    if progress.blocked { break }
-                }
+                await hand(rows[...], &progress)
             }
         }
         inflightCount.store(progress.inflight.count, ordering: .relaxed)
     }
 
-    /// Publishes one queued message (a refused one moved to the table is only passed over).
-    private func hand(_ row: OutboxRow, _ progress: inout Progress) {
-        if row.source == .table, progress.skip.contains(row.sequence) {
-            progress.table.handed = row.sequence
-            return
+    /// Publishes queued messages in order (refused ones moved to the table are only passed
+    /// over), up to the first that fails: QoS 0 without a connection, which blocks the pump
+    /// until the next connect; that one and the rest are read again then.
+    private func hand(_ rows: ArraySlice<OutboxRow>, _ progress: inout Progress) async {
+        guard !progress.blocked, !rows.isEmpty else { return }
+        let skip = progress.skip
+        let passedOver = { (row: OutboxRow) in row.source == .table && skip.contains(row.sequence) }
+        let sending = rows.filter { !passedOver($0) }
+        let results = sending.isEmpty ? [] : await client.publish(sending.map {
+            MQTTMessage(topic: $0.message.topic, payload: $0.message.payload, qos: MQTTQoS($0.message.qos))
+        })
+        var next = results.makeIterator()
+        for row in rows {
+            if !passedOver(row) {
+                guard case .success(let id)? = next.next() else {
+                    progress.blocked = true
+                    return
+                }
+                switch row.source {
+                case .table:
+                    progress.inflight[id] = .table(row.sequence)
+                case .journal:
+                    progress.inflight[id] = .journal(row.sequence)
+                    progress.inflightStream.insert(row.sequence)
+                }
+            }
+            progress[row.source].handed = row.sequence
         }
-        guard let id = try? client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos))
-        else {
-            // QoS 0 without a connection: wait for the next connect.
-            progress.blocked = true
-            return
-        }
-        switch row.source {
-        case .table:
-            progress.inflight[id] = .table(row.sequence)
-        case .journal:
-            progress.inflight[id] = .journal(row.sequence)
-            progress.inflightStream.insert(row.sequence)
-        }
-        progress[row.source].handed = row.sequence
     }
 }
 

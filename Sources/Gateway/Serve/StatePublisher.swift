@@ -10,16 +10,24 @@ import Synchronization
 /// its turn goes out once, with its newest state. Without the window, 10,000 devices
 /// appearing at once queued 14,000 copies of their states in libmosquitto behind the broker's
 /// receive maximum (3.8 MB at the benchmark's peak); with it the queue holds device names.
+///
+/// States are handed to libmosquitto on its network thread (``MQTTClient/perform(_:)``), where
+/// the acknowledgements arrive too: the committer's thread only marks a device as due.
 final class StatePublisher: Sendable {
     /// Hands one message to libmosquitto and returns its message id.
     typealias Send = @Sendable (_ topic: String, _ payload: [UInt8]) throws -> Int32
+    /// Runs a job where `send` should be called (the network thread).
+    typealias Perform = @Sendable (@escaping @Sendable () -> Void) -> Void
 
     let prefix: String
     let logger: Logger
     let window: Int
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
+    private let perform: Perform
     private let book = Mutex(Book())
+    /// A pump job is handed to `perform` and has not started yet.
+    private let pumpScheduled = Atomic<Bool>(false)
 
     private struct Book: ~Copyable {
         /// The newest state of every known device (a forgotten device is absent).
@@ -58,15 +66,17 @@ final class StatePublisher: Sendable {
         if let client {
             send = { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) }
         }
-        self.init(prefix: prefix, logger: logger, window: window, send: send)
+        self.init(prefix: prefix, logger: logger, window: window, send: send, perform: { job in client?.perform(job) ?? job() })
     }
 
-    /// Publishing through any `send` (the tests' fake broker).
-    init(prefix: String, logger: Logger, window: Int, send: Send?) {
+    /// Publishing through any `send` (the tests' fake broker), called in the jobs given to
+    /// `perform` (default: right away).
+    init(prefix: String, logger: Logger, window: Int, send: Send?, perform: @escaping Perform = { $0() }) {
         self.prefix = prefix
         self.logger = logger
         self.window = max(1, window)
         self.send = send
+        self.perform = perform
     }
 
     func topic(_ device: String) -> String { "\(prefix)/devices/\(device)/state" }
@@ -75,10 +85,13 @@ final class StatePublisher: Sendable {
     func publish(device: String, payload: [UInt8]?) {
         book.withLock { book in
             book.states[device] = payload
-            if send != nil {
-                book.markDue(device)
-                pump(&book)
-            }
+            if send != nil { book.markDue(device) }
+        }
+        guard send != nil, !pumpScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        perform { [self] in
+            // Cleared before the pump looks: a device marked due from now on schedules another.
+            pumpScheduled.store(false, ordering: .releasing)
+            book.withLock { pump(&$0) }
         }
     }
 
@@ -87,10 +100,12 @@ final class StatePublisher: Sendable {
     /// message lost with a session cannot hold a place in the window for ever.
     func republishAll() {
         guard send != nil else { return }
-        book.withLock { book in
-            book.inflight.removeAll()
-            for device in book.states.keys { book.markDue(device) }
-            pump(&book)
+        perform { [self] in
+            book.withLock { book in
+                book.inflight.removeAll()
+                for device in book.states.keys { book.markDue(device) }
+                pump(&book)
+            }
         }
     }
 
@@ -113,10 +128,8 @@ final class StatePublisher: Sendable {
     var pending: (inflight: Int, due: Int) { book.withLock { ($0.inflight.count, $0.dueSet.count) } }
 
     /// Hands due states to libmosquitto while the window has room. Called with the lock held, so
-    /// an acknowledgement cannot overtake the message id being recorded. That cannot deadlock:
-    /// with its network thread on, libmosquitto's publish only queues the packet (taking its
-    /// message and packet mutexes, never its callback mutex) and wakes that thread, which calls
-    /// `acknowledged` holding only the callback mutex.
+    /// an acknowledgement cannot overtake the message id being recorded (and on the network
+    /// thread, where the acknowledgements arrive).
     private func pump(_ book: inout Book) {
         guard let send else { return }
         while book.inflight.count < window, let device = book.nextDue() {

@@ -1,0 +1,88 @@
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+extension MQTTIntegrationTests {
+    /// `MQTTClient.perform` and the batch `publish`: work handed to the network thread, which
+    /// is woken for it out of its `poll`, and never waits for a broker that is not there.
+    @Suite struct NetworkThread {
+        @Test func batchPublishGoesOutInOrderWithTheIdsTheAcknowledgementsCarry() async throws {
+            let broker = try MosquittoProcess()
+            let prefix = unique("batch")
+            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
+            defer { subscriber.stop(); publisher.stop() }
+            subscriber.collect()
+            try subscriber.client.subscribe("\(prefix)/#", qos: .atLeastOnce)
+            try subscriber.client.start()
+            try publisher.client.start()
+            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
+            #expect(await publisher.waitConnected())
+            let batch = (0..<200).map { MQTTMessage(topic: "\(prefix)/\($0 % 7)", payload: Array("\($0)".utf8), qos: .atLeastOnce) }
+            let ids = try await publisher.client.publish(batch).map { try $0.get() }
+            #expect(Set(ids).count == 200)
+            #expect(await publisher.waitAcknowledged(ids))
+            #expect(await subscriber.waitMessages(200))
+            #expect(subscriber.messages.all.map(\.payloadText) == (0..<200).map(String.init))
+            // An invalid topic fails alone, in its place.
+            let mixed = try await publisher.client.publish([
+                MQTTMessage(topic: "\(prefix)/ok", payload: [1], qos: .atLeastOnce),
+                MQTTMessage(topic: "\(prefix)/+", payload: [2], qos: .atLeastOnce),
+            ])
+            #expect(mixed.count == 2)
+            #expect((try? mixed[0].get()) != nil)
+            #expect((try? mixed[1].get()) == nil)
+        }
+
+        /// A job waits for the network thread: while an inline handler holds that thread it
+        /// does not run, and it runs as soon as the thread is free (woken out of its poll).
+        @Test func performRunsOnTheNetworkThreadBetweenReads() async throws {
+            let broker = try MosquittoProcess()
+            let prefix = unique("perform")
+            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
+            defer { subscriber.stop(); publisher.stop() }
+            let release = DispatchSemaphore(value: 0)
+            let entered = Recorder<String>()
+            subscriber.client.setInlineHandler { message in
+                entered.append(message.payloadText)
+                release.wait()
+                return true
+            }
+            try subscriber.client.subscribe("\(prefix)/#", qos: .atMostOnce)
+            try subscriber.client.start()
+            try publisher.client.start()
+            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
+            #expect(await publisher.waitConnected())
+            try publisher.client.publish(topic: "\(prefix)/hold", payload: "hold", qos: .atMostOnce)
+            #expect(await poll { entered.count == 1 })
+            let ran = Recorder<String>()
+            subscriber.client.perform { ran.append("job") }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(ran.count == 0, "the job ran while the network thread was busy elsewhere")
+            release.signal()
+            #expect(await poll { ran.count == 1 })
+            // Idle now, in its poll: a new job still runs at once.
+            subscriber.client.perform { ran.append("again") }
+            #expect(await poll(timeout: .seconds(2)) { ran.count == 2 })
+        }
+
+        /// Without a broker the thread waits to reconnect: jobs run on the caller's thread, so a
+        /// QoS 1 message is queued for the next connection, as a direct publish is, instead of
+        /// waiting for a connection loop to take it.
+        @Test(.timeLimit(.minutes(1))) func withoutABrokerJobsRunAtOnce() async throws {
+            let port = try FreePort.next()
+            let client = try MQTTProbe(port: port, clientId: unique("alone"))
+            defer { client.stop() }
+            let before = Recorder<String>()
+            client.client.perform { before.append("before start") }
+            #expect(before.all == ["before start"])
+            try client.client.start()
+            #expect(await poll { client.events.all.contains { if case .connectFailed = $0 { true } else { false } } })
+            // A job stranded in the queue would never resume this (the time limit fails it).
+            let results = await client.client.publish([MQTTMessage(topic: "t/alone", payload: [1], qos: .atLeastOnce)])
+            #expect((try? results[0].get()) != nil)
+        }
+    }
+}
