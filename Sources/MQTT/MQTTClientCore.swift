@@ -230,6 +230,9 @@ final class MQTTClientCore: @unchecked Sendable {
         }
     }
 
+    /// The most `mosquitto_loop_read` calls in one turn.
+    static let readCalls = 64
+
     /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
     /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
     /// arrived, writes what is queued, and sends a PINGREQ when due. Returns libmosquitto's
@@ -249,8 +252,16 @@ final class MQTTClientCore: @unchecked Sendable {
         // Before the CONNACK, a writable socket may be a TLS handshake that can go on, and
         // libmosquitto takes that step in its read call (mosquitto_loop does it on writable).
         if events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
-            let code = mosquitto_loop_read(handle, 1)
-            if code != success || mosquitto_socket(handle) < 0 { return code }
+            // One call reads only as many packets as libmosquitto has QoS > 0 messages in
+            // flight (at least one); under load reading on until the socket is empty (its last
+            // read() left EAGAIN) saves a poll() per packet or two. At most `readCalls`, so
+            // that jobs and writes wait for a bounded burst.
+            for _ in 0..<(connecting ? 1 : Self.readCalls) {
+                errno = 0
+                let code = mosquitto_loop_read(handle, 1)
+                if code != success || mosquitto_socket(handle) < 0 { return code }
+                if errno == EAGAIN { break }
+            }
         }
         // The jobs and the packets just read (PUBACKs for QoS 1) may have queued packets.
         if mosquitto_want_write(handle) {
