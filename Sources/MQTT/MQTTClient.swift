@@ -45,10 +45,9 @@ func applyConnectionOptions(_ handle: OpaquePointer, _ configuration: MQTTConfig
 ///
 /// Sendable: libmosquitto's publish/subscribe/unsubscribe/disconnect are thread-safe when its
 /// threading is on (they queue packets under its own mutexes; `mosquitto_threaded_set(true)`
-/// here), the client wakes its network thread after each, and the client's own state is
-/// behind a lock. So any
-/// task or thread may call any method at any time, including the handlers on the network
-/// thread (except `stop()`, which waits for that thread).
+/// here), the client wakes its network thread after each, and the client's own state is behind
+/// a lock. So any task or thread may call any method at any time, including the handlers on
+/// the network thread (except `stop()`, which waits for that thread).
 public final class MQTTClient: @unchecked Sendable {
     /// The settings it was made with.
     public let configuration: MQTTConfiguration

@@ -51,6 +51,36 @@ import Testing
         #expect(publisher.count == 100)
     }
 
+    /// The caller only marks devices as due; the states go out in the job handed to `perform`
+    /// (the network thread), one job for a burst of states.
+    @Test func statesGoOutInOneJobPerBurst() {
+        let broker = FakeBroker()
+        let jobs = Mutex<[@Sendable () -> Void]>([])
+        let publisher = StatePublisher(prefix: "p", logger: Logger(label: "test"), window: 8,
+                                       send: { try broker.send($0, $1) },
+                                       perform: { job in jobs.withLock { $0.append(job) } })
+        func runJobs() {
+            let queued = jobs.withLock { jobs in
+                defer { jobs.removeAll() }
+                return jobs
+            }
+            queued.forEach { $0() }
+        }
+        for i in 0..<3 { publisher.publish(device: "d\(i)", payload: Array("s\(i)".utf8)) }
+        #expect(broker.messages.isEmpty)
+        #expect(jobs.withLock { $0.count } == 1)
+        runJobs()
+        #expect(broker.messages.map(\.payload) == ["s0", "s1", "s2"])
+        publisher.publish(device: "d0", payload: Array("s0'".utf8))
+        #expect(jobs.withLock { $0.count } == 1)
+        runJobs()
+        #expect(broker.messages.map(\.payload) == ["s0", "s1", "s2", "s0'"])
+        publisher.republishAll()
+        #expect(broker.messages.count == 4)
+        runJobs()
+        #expect(broker.messages.count == 7)
+    }
+
     @Test func aDeviceWaitingForItsTurnGoesOutOnceWithItsNewestState() {
         let (publisher, broker) = make(window: 1)
         publisher.publish(device: "a", payload: Array("a1".utf8))

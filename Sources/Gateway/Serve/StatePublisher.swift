@@ -62,11 +62,13 @@ final class StatePublisher: Sendable {
 
     /// Publishing through `client` (nil: only remembering states).
     convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64) {
-        var send: Send?
-        if let client {
-            send = { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) }
+        guard let client else {
+            self.init(prefix: prefix, logger: logger, window: window, send: nil)
+            return
         }
-        self.init(prefix: prefix, logger: logger, window: window, send: send, perform: { job in client?.perform(job) ?? job() })
+        self.init(prefix: prefix, logger: logger, window: window,
+                  send: { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) },
+                  perform: { client.perform($0) })
     }
 
     /// Publishing through any `send` (the tests' fake broker), called in the jobs given to
