@@ -195,7 +195,7 @@ extension DeviceMonitor {
             var distance: Double?
             snapshot.forEachWatch(ofFence: f) { f, w, buffer in
                 let rule = snapshot.rules[w]
-                guard rule.baseline, DeviceMonitor.bit(applicable, w), DeviceMonitor.bit(knownMask, w) else { return }
+                guard rule.baseline, applicable.contains(w), knownMask.contains(w) else { return }
                 let watchKey = snapshot.watches[w].key
                 if let ow = old.watchNumbers[watchKey], let of = old.fenceNumbers[key], old.buffer(fence: Int(of), watch: Int(ow)) != nil {
                     return  // not new: its state (outside, or an entry) already exists

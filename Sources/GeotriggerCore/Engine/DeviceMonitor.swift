@@ -84,9 +84,9 @@ public struct DeviceMonitor: Sendable {
     var known: [UInt64]
     var entries: [Entry]
     /// Bit `w` set: watch `w` of the snapshot applies to this device (its `devices` globs).
-    var applicable: [UInt64]
+    var applicable: WatchMask
     /// Bit `w` set: watch `w` is in ``known``.
-    var knownMask: [UInt64]
+    var knownMask: WatchMask
     /// Some applicable watch has a `filter`.
     var filtersApply: Bool
     /// Some applicable watch compares accuracy circles.
@@ -103,8 +103,8 @@ public struct DeviceMonitor: Sendable {
         self.pausedAt = nil
         self.known = []
         self.entries = []
-        self.applicable = []
-        self.knownMask = []
+        self.applicable = WatchMask()
+        self.knownMask = WatchMask()
         self.filtersApply = false
         self.accuracyApplies = false
         self.allKnown = false
@@ -116,27 +116,21 @@ public struct DeviceMonitor: Sendable {
 
     /// Recomputes the per-snapshot bit masks.
     mutating func computeMasks() {
-        let words = (snapshot.watches.count + 63) / 64
-        applicable = [UInt64](repeating: 0, count: words)
-        knownMask = [UInt64](repeating: 0, count: words)
+        applicable = WatchMask(count: snapshot.watches.count)
+        knownMask = WatchMask(count: snapshot.watches.count)
         filtersApply = false
         accuracyApplies = false
         allKnown = true
         for (w, watch) in snapshot.watches.enumerated() {
             let known = known.contains(watch.key)
-            if known { knownMask[w >> 6] |= 1 << UInt64(w & 63) }
+            if known { knownMask.insert(w) }
             if watch.settings.applies(to: device) {
-                applicable[w >> 6] |= 1 << UInt64(w & 63)
+                applicable.insert(w)
                 if watch.expressions.hasFilter { filtersApply = true }
                 if watch.usesAccuracy { accuracyApplies = true }
                 if !known { allKnown = false }
             }
         }
-    }
-
-    @inline(__always)
-    static func bit(_ mask: [UInt64], _ w: Int) -> Bool {
-        (mask[w >> 6] >> UInt64(w & 63)) & 1 != 0
     }
 
     // MARK: - Updates
@@ -148,15 +142,15 @@ public struct DeviceMonitor: Sendable {
             if update.time < last.time { return MonitorOutcome(disposition: .outOfOrder) }
             if update.time == last.time { return MonitorOutcome(disposition: .duplicate) }
         }
-        var rejected: [UInt64] = []
+        var rejected = WatchMask()
         if filtersApply {
-            rejected = [UInt64](repeating: 0, count: applicable.count)
+            rejected = WatchMask(count: snapshot.watches.count)
             var anyAccepted = false
             var anyApplicable = false
-            for (w, watch) in snapshot.watches.enumerated() where DeviceMonitor.bit(applicable, w) {
+            for (w, watch) in snapshot.watches.enumerated() where applicable.contains(w) {
                 anyApplicable = true
                 if watch.expressions.hasFilter && !watch.expressions.accepts(update) {
-                    rejected[w >> 6] |= 1 << UInt64(w & 63)
+                    rejected.insert(w)
                 } else {
                     anyAccepted = true
                 }
@@ -191,7 +185,7 @@ public struct DeviceMonitor: Sendable {
         var i = 0
         while i < entries.count {
             let w = Int(entries[i].watch)
-            if !rejected.isEmpty && DeviceMonitor.bit(rejected, w) {
+            if rejected.contains(w) {
                 i += 1
                 continue
             }
@@ -225,7 +219,7 @@ public struct DeviceMonitor: Sendable {
             if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             var distance = Double.nan
             snapshot.forEachWatch(ofFence: f) { f, w, buffer in
-                guard DeviceMonitor.bit(applicable, w), rejected.isEmpty || !DeviceMonitor.bit(rejected, w) else { return }
+                guard applicable.contains(w), !rejected.contains(w) else { return }
                 for j in 0..<existing where entries[j].fence == Int32(f) && entries[j].watch == Int32(w) { return }
                 if distance.isNaN {
                     distance =
@@ -246,12 +240,12 @@ public struct DeviceMonitor: Sendable {
         // 3. Every trigger that took the update now knows the device.
         if !allKnown {
             var all = true
-            for w in 0..<snapshot.watches.count where DeviceMonitor.bit(applicable, w) && !DeviceMonitor.bit(knownMask, w) {
-                if !rejected.isEmpty && DeviceMonitor.bit(rejected, w) {
+            for w in 0..<snapshot.watches.count where applicable.contains(w) && !knownMask.contains(w) {
+                if rejected.contains(w) {
                     all = false
                     continue
                 }
-                knownMask[w >> 6] |= 1 << UInt64(w & 63)
+                knownMask.insert(w)
                 known.append(snapshot.watches[w].key)
                 changed = true
             }
@@ -275,7 +269,7 @@ public struct DeviceMonitor: Sendable {
             watchKey: watch.key, watch: Int32(w), fence: Int32(f), buffer: buffer, inside: false, baseline: false,
             since: update.time, dwellFired: false, pending: nil, lastDistance: d, lastSameSideFix: update.time,
             lastSameSideReceived: now)
-        if rule.baseline && !DeviceMonitor.bit(knownMask, w) {
+        if rule.baseline && !knownMask.contains(w) {
             entry.inside = true
             entry.baseline = true
             entries.append(entry)
