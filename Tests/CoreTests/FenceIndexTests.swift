@@ -54,6 +54,52 @@ import Testing
         print("FenceIndex: \(checked) random queries, \(hits) hits, \(acrossAntimeridian) across the antimeridian")
     }
 
+    /// Devices walking among small boxes, dense clusters and the antimeridian, with radii that
+    /// change from step to step: the cached query reports exactly what the plain one does, in
+    /// the same order, and it does keep entries (so the walk exercises the cache).
+    @Test func cachedQueriesMatchPlainQueriesOnRandomWalks() {
+        var random = SplitMix64(seed: 7)
+        var bounds: [GeoBounds] = [], reach: [Double] = []
+        for i in 0..<4000 {
+            // A city of small boxes, a cluster of overlapping ones, and boxes at ±180.
+            let (lat, lon, size): (Double, Double, Double) =
+                i % 10 == 0 ? (random.nextUniform(40.70, 40.71), random.nextUniform(-74.01, -74.0), 0.004)
+                : i % 10 == 1 ? (random.nextUniform(-10, -9.9), random.nextUniform(179.8, 179.99), 0.003)
+                : (random.nextUniform(40.5, 40.9), random.nextUniform(-74.3, -73.7), 0.002)
+            bounds.append(GeoBounds(minLat: lat, minLon: lon, maxLat: lat + random.nextUniform(0, size),
+                                    maxLon: lon + random.nextUniform(0, size)))
+            reach.append(i % 3 == 0 ? 0 : random.nextUniform(0, 60))
+        }
+        let index = FenceIndex(bounds: bounds, reach: reach)
+        var served = 0, total = 0
+        for walk in 0..<60 {
+            var p = walk % 3 == 2 ? Coordinate(lat: -9.95, lon: 179.9) : walk % 3 == 1
+                ? Coordinate(lat: 40.705, lon: -74.005) : Coordinate(lat: random.nextUniform(40.5, 40.9), lon: random.nextUniform(-74.3, -73.7))
+            var cache = FenceIndex.NearbyCache()
+            for _ in 0..<200 {
+                p = Coordinate(lat: p.lat + random.nextUniform(-0.0003, 0.0003), lon: p.lon + random.nextUniform(-0.0004, 0.0004))
+                if p.lon >= 180 { p = Coordinate(lat: p.lat, lon: p.lon - 360) }
+                let radius = random.nextUnit() < 0.3 ? 0 : random.nextUniform(0, 80)
+                let before = cache
+                var cached: [Int] = []
+                index.query(p, radius: radius, cache: &cache) { cached.append($0) }
+                #expect(cached == Self.results(index, p, radius), "walk \(walk) at \(p), radius \(radius)")
+                guard walk % 3 == 0 else { continue }  // the city: few entries near each point
+                total += 1
+                if before.count >= 0, before.window == cache.window { served += 1 }
+            }
+        }
+        #expect(served > total / 2, "\(served) of \(total) queries in the city served from the cache")
+        // A cache is for one index: after a reset, another index's entries come back.
+        let other = FenceIndex(bounds: [GeoBounds(minLat: 40.7, minLon: -74.01, maxLat: 40.71, maxLon: -74.0)], reach: [0])
+        var cache = FenceIndex.NearbyCache()
+        var found: [Int] = []
+        index.query(Coordinate(lat: 40.705, lon: -74.005), radius: 0, cache: &cache) { _ in }
+        cache = FenceIndex.NearbyCache()
+        other.query(Coordinate(lat: 40.705, lon: -74.005), radius: 0, cache: &cache) { found.append($0) }
+        #expect(found == [0])
+    }
+
     @Test func findsBoxesAcrossTheAntimeridian() {
         let across = GeoBounds(minLat: -16.5, minLon: 179.6, maxLat: -15.9, maxLon: 180.3)
         let west = GeoBounds(minLat: -17.3, minLon: -180, maxLat: -17.2, maxLon: -179.95)

@@ -172,6 +172,7 @@ extension DeviceMonitor {
         }
         entries = kept
         snapshot = newSnapshot
+        nearby = FenceIndex.NearbyCache()
         computeMasks()
         if baselineNewFences(since: old) { stateChanged = true }
         return notifications

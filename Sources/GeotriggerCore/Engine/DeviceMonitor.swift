@@ -93,6 +93,8 @@ public struct DeviceMonitor: Sendable {
     var accuracyApplies: Bool
     /// Every applicable watch is in ``known``.
     var allKnown: Bool
+    /// The fences near the device's recent positions, for the next query of `snapshot.index`.
+    var nearby = FenceIndex.NearbyCache()
 
     /// A monitor for a device never seen before, from gateway-clock time `now`.
     public init(device: String, snapshot: EngineSnapshot, now: Double) {
@@ -213,7 +215,10 @@ public struct DeviceMonitor: Sendable {
         // 2. Fences near the update that have no entry yet: crossings in (or baselines).
         let queryRadius = slack
         let existing = entries.count
-        snapshot.index.query(point, radius: queryRadius) { slot in
+        // A copy: the closure below uses `self`, which must not be in an inout access meanwhile.
+        var nearby = self.nearby
+        defer { self.nearby = nearby }
+        snapshot.index.query(point, radius: queryRadius, cache: &nearby) { slot in
             let f = Int(snapshot.indexedFences[slot])
             // A device never enters the fence that follows it.
             if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }

@@ -139,7 +139,115 @@ public struct FenceIndex: Sendable {
     /// Calls `body` with the number of every entry whose box, grown by its reach plus `radius`
     /// metres, holds `point` (see the type's notes). Allocates nothing.
     public func query(_ point: Coordinate, radius: Double, _ body: (Int) -> Void) {
-        guard count > 0, point.lat.isFinite, point.lon.isFinite else { return }
+        guard count > 0, let span = span(point, radius: radius) else { return }
+        withTree { tree in
+            // Near ±180 the point is also looked for 360 degrees east and west; an entry found
+            // through an earlier window is not reported again.
+            if span.active0 { tree.search(rootRange, span.window(0), body) }
+            if span.active360 { tree.search(rootRange, span.window(360), span.active0 ? span.window(0) : nil, nil, body) }
+            if span.activeMinus360 {
+                tree.search(
+                    rootRange, span.window(-360), span.active0 ? span.window(0) : nil,
+                    span.active360 ? span.window(360) : nil, body)
+            }
+        }
+    }
+
+    /// What the tree search around one device's recent positions found, so that its next
+    /// queries nearby need none (``query(_:radius:cache:_:)``). Valid for one index only: start
+    /// a new one (`NearbyCache()`) for another.
+    public struct NearbyCache: Sendable {
+        // Plain fields, not SIMD vectors, whose 16-byte alignment made every monitor 16 bytes
+        // bigger (bench engine: struct 224 against 208 bytes).
+        /// The searched window as (north, east, -south, -west), rounded inward to `Float`.
+        var window: (Float, Float, Float, Float) = (-.infinity, -.infinity, -.infinity, -.infinity)
+        /// Leaf positions of the entries that meet it, in search order (`count` of them).
+        var leaves: (Int32, Int32, Int32) = (0, 0, 0)
+        /// How many `leaves` count; `dense`: more than fit, so no tree search is saved in this
+        /// window (but none is repeated to find that out); `empty`: nothing cached.
+        var count: Int8 = NearbyCache.empty
+        static let empty: Int8 = -1
+        static let dense: Int8 = -2
+
+        public init() {}
+
+        var limits: SIMD4<Double> { SIMD4(Double(window.0), Double(window.1), Double(window.2), Double(window.3)) }
+
+        func leaf(_ k: Int) -> Int { Int(k == 0 ? leaves.0 : k == 1 ? leaves.1 : leaves.2) }
+
+        /// Keeps one more leaf, or marks the window dense when all places are taken.
+        mutating func append(_ leaf: Int) {
+            switch count {
+            case 0: leaves.0 = Int32(leaf)
+            case 1: leaves.1 = Int32(leaf)
+            case 2: leaves.2 = Int32(leaf)
+            default:
+                count = NearbyCache.dense
+                return
+            }
+            count += 1
+        }
+    }
+
+    /// How far beyond a query's window a cached search reaches, in metres.
+    static let cacheMargin = 100.0
+
+    /// As ``query(_:radius:_:)``, with the same entries in the same order, but a device's
+    /// queries within `cacheMargin` of a window searched before go through the few entries kept
+    /// in `cache` instead of the tree. Queries that wrap around ±180 are not cached.
+    public func query(_ point: Coordinate, radius: Double, cache: inout NearbyCache, _ body: (Int) -> Void) {
+        guard count > 0, let span = span(point, radius: radius) else { return }
+        guard !span.active360, !span.activeMinus360 else {
+            cache = NearbyCache()
+            return query(point, radius: radius, body)
+        }
+        guard span.active0 else { return }
+        let q = span.window(0)
+        withTree { tree in
+            if cache.count == NearbyCache.empty || !all(q.limits .<= cache.limits) {
+                let dLat = Earth.degreesLatitude(metres: FenceIndex.cacheMargin)
+                let dLon = Earth.degreesLongitude(metres: FenceIndex.cacheMargin, atLatitude: Swift.min(89.99, abs(point.lat)))
+                let wide = Window(limits: q.limits + SIMD4(dLat, dLon, dLat, dLon))
+                var found = NearbyCache()
+                let inward = FenceIndex.roundedInward(wide.limits)
+                found.window = (inward[0], inward[1], inward[2], inward[3])
+                found.count = 0
+                tree.searchLeaves(rootRange, wide) { leaf in
+                    if found.count >= 0 { found.append(leaf) }
+                }
+                cache = found
+            }
+            if cache.count == NearbyCache.dense {
+                tree.search(rootRange, q, body)
+                return
+            }
+            for k in 0..<Int(cache.count) {
+                let leaf = cache.leaf(k)
+                if tree.overlaps(leaf, q) { body(Int(tree.ids[leaf])) }
+            }
+        }
+    }
+
+    /// `limits` in `Float`, each rounded down: a window inside the given one.
+    static func roundedInward(_ limits: SIMD4<Double>) -> SIMD4<Float> {
+        var rounded = SIMD4<Float>(limits)
+        for lane in 0..<4 where Double(rounded[lane]) > limits[lane] { rounded[lane] = rounded[lane].nextDown }
+        return rounded
+    }
+
+    /// The query windows for `point` and `radius`: latitudes, the point's longitude in
+    /// [-180, 180), the half width in longitude, and which of the three shifts can meet a box.
+    private struct Span {
+        var south: Double, north: Double, lon: Double, halfWidth: Double
+        var active0: Bool, active360: Bool, activeMinus360: Bool
+
+        func window(_ shift: Double) -> Window {
+            Window(south: south, north: north, west: lon + shift - halfWidth, east: lon + shift + halfWidth)
+        }
+    }
+
+    private func span(_ point: Coordinate, radius: Double) -> Span? {
+        guard point.lat.isFinite, point.lon.isFinite else { return nil }
         let r = radius.isFinite ? Swift.max(0, radius) : 1e9
         let dLat = Earth.degreesLatitude(metres: r) * (1 + 1e-12)
         // The longitude margin for `r` is taken where degrees are shortest for any entry that can
@@ -151,26 +259,19 @@ public struct FenceIndex: Sendable {
         var lon = point.lon
         while lon >= 180 { lon -= 360 }
         while lon < -180 { lon += 360 }
-        let south = point.lat - dLat, north = point.lat + dLat
-        let active0 = lon - w <= eastmost && lon + w >= westmost
-        let active360 = lon + 360 - w <= eastmost && lon + 360 + w >= westmost
-        let activeMinus360 = lon - 360 - w <= eastmost && lon - 360 + w >= westmost
+        return Span(
+            south: point.lat - dLat, north: point.lat + dLat, lon: lon, halfWidth: w,
+            active0: lon - w <= eastmost && lon + w >= westmost,
+            active360: lon + 360 - w <= eastmost && lon + 360 + w >= westmost,
+            activeMinus360: lon - 360 - w <= eastmost && lon - 360 + w >= westmost)
+    }
+
+    /// Runs `body` with the flat arrays.
+    private func withTree(_ body: (Tree) -> Void) {
         boxes.withUnsafeBufferPointer { boxes in
             children.withUnsafeBufferPointer { children in
                 ids.withUnsafeBufferPointer { ids in
-                    let tree = Tree(
-                        boxes: boxes.baseAddress!, children: children.baseAddress!, ids: ids.baseAddress!, count: count)
-                    func window(_ shift: Double) -> Window {
-                        Window(south: south, north: north, west: lon + shift - w, east: lon + shift + w)
-                    }
-                    // Near ±180 the point is also looked for 360 degrees east and west; an entry
-                    // found through an earlier window is not reported again.
-                    if active0 { tree.search(rootRange, window(0), body) }
-                    if active360 { tree.search(rootRange, window(360), active0 ? window(0) : nil, nil, body) }
-                    if activeMinus360 {
-                        tree.search(
-                            rootRange, window(-360), active0 ? window(0) : nil, active360 ? window(360) : nil, body)
-                    }
+                    body(Tree(boxes: boxes.baseAddress!, children: children.baseAddress!, ids: ids.baseAddress!, count: count))
                 }
             }
         }
@@ -182,6 +283,7 @@ public struct FenceIndex: Sendable {
         init(south: Double, north: Double, west: Double, east: Double) {
             limits = SIMD4(north, east, -south, -west)
         }
+        init(limits: SIMD4<Double>) { self.limits = limits }
     }
 
     /// The flat arrays during one query (no captures, so the recursion allocates nothing).
@@ -196,12 +298,25 @@ public struct FenceIndex: Sendable {
             all(boxes[i] .<= q.limits)
         }
 
+        /// Calls `body` with the number of every entry that meets `q`.
         func search(_ range: Range<Int>, _ q: Window, _ body: (Int) -> Void) {
             for i in range where overlaps(i, q) {
                 if i < count {
                     body(Int(ids[i]))
                 } else {
                     search(Int(children[2 * i])..<Int(children[2 * i + 1]), q, body)
+                }
+            }
+        }
+
+        /// As ``search(_:_:_:)``, with each entry's position among the leaves (for the cache,
+        /// which tests the leaf's box again). Kept apart so that neither pays for the other.
+        func searchLeaves(_ range: Range<Int>, _ q: Window, _ body: (Int) -> Void) {
+            for i in range where overlaps(i, q) {
+                if i < count {
+                    body(i)
+                } else {
+                    searchLeaves(Int(children[2 * i])..<Int(children[2 * i + 1]), q, body)
                 }
             }
         }
