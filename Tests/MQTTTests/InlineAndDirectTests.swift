@@ -8,23 +8,16 @@ extension MQTTIntegrationTests {
     /// benchmark's load generator), against a real mosquitto.
     @Suite struct InlineAndDirect {
         @Test func inlineHandlerTakesWhatItReturnsTrueForAndTheRestIsQueuedInOrder() async throws {
-            let broker = try MosquittoProcess()
-            let prefix = unique("inline")
-            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
-            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
-            defer { subscriber.stop(); publisher.stop() }
             let taken = Recorder<String>()
-            subscriber.client.setInlineHandler { message in
-                guard message.topic.hasSuffix("/inline") else { return false }
-                taken.append(message.payloadText)
-                return true
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("inline", qos: .atLeastOnce) { subscriber in
+                subscriber.client.setInlineHandler { message in
+                    guard message.topic.hasSuffix("/inline") else { return false }
+                    taken.append(message.payloadText)
+                    return true
+                }
+                subscriber.collect()
             }
-            subscriber.collect()
-            try subscriber.client.subscribe("\(prefix)/#", qos: .atLeastOnce)
-            try subscriber.client.start()
-            try publisher.client.start()
-            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
-            #expect(await publisher.waitConnected())
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
             for index in 0..<20 {
                 try publisher.client.publish(topic: "\(prefix)/\(index % 3 == 0 ? "inline" : "queued")", payload: "\(index)", qos: .atLeastOnce)
             }
@@ -39,23 +32,16 @@ extension MQTTIntegrationTests {
         /// While the handler holds the network thread, what the broker sends stays in the socket
         /// and `unreadBytes` shows it (the status's `queueDepth` is built on it).
         @Test func unreadBytesShowWhatWaitsInTheSocketWhileTheHandlerIsBusy() async throws {
-            let broker = try MosquittoProcess()
-            let prefix = unique("unread")
-            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
-            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
-            defer { subscriber.stop(); publisher.stop() }
             let release = DispatchSemaphore(value: 0)
             let taken = Recorder<String>()
-            subscriber.client.setInlineHandler { message in
-                if message.payloadText == "0" { release.wait() }
-                taken.append(message.payloadText)
-                return true
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("unread", qos: .atMostOnce) { subscriber in
+                subscriber.client.setInlineHandler { message in
+                    if message.payloadText == "0" { release.wait() }
+                    taken.append(message.payloadText)
+                    return true
+                }
             }
-            try subscriber.client.subscribe("\(prefix)/#", qos: .atMostOnce)
-            try subscriber.client.start()
-            try publisher.client.start()
-            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
-            #expect(await publisher.waitConnected())
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
             #expect(subscriber.client.unreadBytes == 0)
             let payload = String(repeating: "x", count: 100)
             try publisher.client.publish(topic: "\(prefix)/t", payload: "0", qos: .atMostOnce)

@@ -8,17 +8,10 @@ extension MQTTIntegrationTests {
     /// is woken for it out of its `poll`, and never waits for a broker that is not there.
     @Suite struct NetworkThread {
         @Test func batchPublishGoesOutInOrderWithTheIdsTheAcknowledgementsCarry() async throws {
-            let broker = try MosquittoProcess()
-            let prefix = unique("batch")
-            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
-            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
-            defer { subscriber.stop(); publisher.stop() }
-            subscriber.collect()
-            try subscriber.client.subscribe("\(prefix)/#", qos: .atLeastOnce)
-            try subscriber.client.start()
-            try publisher.client.start()
-            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
-            #expect(await publisher.waitConnected())
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("batch", qos: .atLeastOnce) {
+                $0.collect()
+            }
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
             let batch = (0..<200).map { MQTTMessage(topic: "\(prefix)/\($0 % 7)", payload: Array("\($0)".utf8), qos: .atLeastOnce) }
             let ids = try await publisher.client.publish(batch).map { try $0.get() }
             #expect(Set(ids).count == 200)
@@ -26,7 +19,7 @@ extension MQTTIntegrationTests {
             #expect(await subscriber.waitMessages(200))
             #expect(subscriber.messages.all.map(\.payloadText) == (0..<200).map(String.init))
             // An invalid topic fails alone, in its place.
-            let mixed = try await publisher.client.publish([
+            let mixed = await publisher.client.publish([
                 MQTTMessage(topic: "\(prefix)/ok", payload: [1], qos: .atLeastOnce),
                 MQTTMessage(topic: "\(prefix)/+", payload: [2], qos: .atLeastOnce),
             ])
@@ -38,23 +31,16 @@ extension MQTTIntegrationTests {
         /// A job waits for the network thread: while an inline handler holds that thread it
         /// does not run, and it runs as soon as the thread is free (woken out of its poll).
         @Test func performRunsOnTheNetworkThreadBetweenReads() async throws {
-            let broker = try MosquittoProcess()
-            let prefix = unique("perform")
-            let subscriber = try MQTTProbe(port: broker.port, clientId: unique("sub"))
-            let publisher = try MQTTProbe(port: broker.port, clientId: unique("pub"))
-            defer { subscriber.stop(); publisher.stop() }
             let release = DispatchSemaphore(value: 0)
             let entered = Recorder<String>()
-            subscriber.client.setInlineHandler { message in
-                entered.append(message.payloadText)
-                release.wait()
-                return true
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("perform", qos: .atMostOnce) { subscriber in
+                subscriber.client.setInlineHandler { message in
+                    entered.append(message.payloadText)
+                    release.wait()
+                    return true
+                }
             }
-            try subscriber.client.subscribe("\(prefix)/#", qos: .atMostOnce)
-            try subscriber.client.start()
-            try publisher.client.start()
-            #expect(await subscriber.waitSubscribed("\(prefix)/#"))
-            #expect(await publisher.waitConnected())
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
             try publisher.client.publish(topic: "\(prefix)/hold", payload: "hold", qos: .atMostOnce)
             #expect(await poll { entered.count == 1 })
             let ran = Recorder<String>()
