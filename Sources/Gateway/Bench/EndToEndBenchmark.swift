@@ -34,6 +34,11 @@ enum EndToEndBenchmark {
         publish of a crossing update to its event at a subscriber (p50 / p99 / max), beside
         the broker's own latency from publish to the raw subscriber (with one publisher); the
         gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
+        While each phase publishes it profiles where the CPU time goes: how busy the cores are
+        (/proc/stat), and how long the broker, the gateway's network thread and its other
+        threads run and wait runnable for a core (/proc/PID/task/*/schedstat), in cores' worth.
+        A missed target names its bottleneck from that: the saturated cores, the network
+        thread or the broker.
         The generator drives its connections from its own thread (no libmosquitto network
         thread: each update is written at once; at a fixed rate it wakes at most every
         millisecond and writes what fell due, each update stamped as it is written), so the raw
@@ -238,6 +243,8 @@ enum EndToEndBenchmark {
         var idleResidentBytes = 0
         var startupSeconds = 0.0
         var peakResidentBytes = 0
+        /// Where the CPU time went while the updates were published.
+        var profile: LoadProfile?
 
         var rate: Double? { completionSeconds.map { Double(sent) / $0 } }
         var lost: Int { max(0, sent - received) }
@@ -254,7 +261,9 @@ enum EndToEndBenchmark {
         defer { subscriber.client.stop() }
         let brokerCPU = broker?.cpuSeconds
         let benchCPU = ResourceUsage.cpuSeconds()
+        let before = LoadProfile.Snapshot(gateway: nil, broker: broker?.pid)
         let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
+        let profile = LoadProfile(from: before, to: LoadProfile.Snapshot(gateway: nil, broker: broker?.pid))
         var lastCount = -1, lastProgress = MonotonicClock.now()
         while subscriber.count < run.sent, MonotonicClock.now() - lastProgress < 5 {
             if subscriber.count != lastCount { lastCount = subscriber.count; lastProgress = MonotonicClock.now() }
@@ -273,6 +282,7 @@ enum EndToEndBenchmark {
         }
         result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
         result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
+        result.profile = profile
         subscriber.client.stop()
         await consumer.value
         return result
@@ -333,7 +343,9 @@ enum EndToEndBenchmark {
         let cpu = gateway.cpuSeconds
         let brokerCPU = broker?.cpuSeconds
         let benchCPU = ResourceUsage.cpuSeconds()
+        let before = LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid)
         let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
+        result.profile = LoadProfile(from: before, to: LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid))
 
         // Until the counters show everything taken and the subscriber has every committed event.
         var lastDone = -1, lastProgress = MonotonicClock.now()

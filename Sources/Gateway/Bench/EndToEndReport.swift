@@ -78,6 +78,7 @@ extension EndToEndBenchmark {
                     line += "; latency publish -> subscriber p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
                 }
                 lines.append(line + (raw.brokerCPUSeconds.map { "; broker CPU \(f($0, 2)) s" } ?? ""))
+                if let profile = raw.profile { lines.append("  while publishing: \(profile.summary)") }
             }
             if options.duration > 0 {
                 let gw = gateway
@@ -101,6 +102,7 @@ extension EndToEndBenchmark {
                 lines.append(
                     "gateway CPU \(f(gw.cpuSeconds, 2)) s (\(f(gw.cpuSeconds / Double(max(1, gw.sent)) * 1e6, 1)) us per update)"
                         + (gw.brokerCPUSeconds.map { ", broker CPU \(f($0, 2)) s" } ?? "") + ", bench CPU \(f(gw.benchCPUSeconds, 2)) s")
+                if let profile = gw.profile { lines.append("  while publishing: \(profile.summary)") }
             }
             lines.append(
                 "gateway memory: idle RSS \(f(megabytes(gateway.idleResidentBytes), 1)) MB (after start, \(f(gateway.startupSeconds, 2)) s to started), "
@@ -109,8 +111,24 @@ extension EndToEndBenchmark {
             for t in targets {
                 lines.append(
                     "  \(t.name): \(f(t.value, 3))\(t.unit) (target \(t.atLeast ? ">=" : "<=") \(f(t.limit, 2))\(t.unit)): \(f(t.ratio, 3)) of the target, \(t.met ? "met" : "MISSED")")
+                lines += t.met ? [] : diagnosis(of: t).map { "    " + $0 }
             }
             return lines.joined(separator: "\n")
+        }
+
+        /// Why a missed target was missed, from the load profiles: the bottleneck while the
+        /// gateway's load ran, and for latency what the broker alone did at the same rate.
+        func diagnosis(of target: Target) -> [String] {
+            guard options.duration > 0, target.name != "idle RSS", let profile = gateway.profile else { return [] }
+            var lines = ["bottleneck: \(profile.bottleneck)"]
+            if target.name == "p99 event latency", let raw, let p99 = percentile(0.99, of: raw.latencies) {
+                let f = EndToEndBenchmark.format
+                lines.append(
+                    "the broker alone had p99 \(f(p99 * 1000, 2)) ms at this rate (raw phase)"
+                        + (raw.profile.map { ", with the machine \(Int(($0.machineBusy * 100).rounded())) % busy" } ?? "")
+                        + "; an event crosses the broker twice, with a commit in between.")
+            }
+            return lines
         }
 
         func json() -> String {
@@ -121,6 +139,7 @@ extension EndToEndBenchmark {
                     "rate": p.rate.map { .number($0.rounded()) } ?? .null,
                 ]
                 if let b = p.brokerCPUSeconds { o["brokerCPUSeconds"] = .number(b) }
+                if let profile = p.profile { o["profile"] = profile.json }
                 if !p.latencies.isEmpty {
                     o["latencyMs"] = .object([
                         "p50": percentile(0.5, of: p.latencies).map { .number($0 * 1000) } ?? .null,

@@ -1,0 +1,79 @@
+import Foundation
+@testable import Gateway
+import Testing
+
+/// `bench e2e`'s load profile: the figures it takes from /proc and the bottleneck it names.
+@Suite struct LoadProfileTests {
+    typealias Snapshot = LoadProfile.Snapshot
+    typealias Share = LoadProfile.Share
+
+    @Test func procFilesAreParsed() {
+        let stat = "cpu  100 20 30 400 50 6 4 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+        let ticks = Snapshot.machineTicks(stat)
+        #expect(ticks.all == 620)
+        #expect(ticks.busy == 170)  // all but idle (400) and I/O wait (50)
+        #expect(ticks.steal == 10)
+        #expect(Snapshot.machineTicks("intr 1 2 3").all == 0)
+        #expect(Snapshot.schedstat("633145 2000 17\n").map { [$0.run, $0.wait] } == [633145, 2000])
+        #expect(Snapshot.schedstat("") == nil)
+    }
+
+    func close(_ a: Share?, _ b: Share) -> Bool {
+        guard let a else { return false }
+        return abs(a.run - b.run) < 1e-9 && abs(a.wait - b.wait) < 1e-9
+    }
+
+    @Test func threadsAreSplitIntoTheNetworkThreadAndTheRest() {
+        let start = Snapshot(
+            time: 10, machine: (busy: 100, all: 1000, steal: 0),
+            gateway: [1: ("geotrigger", 5e9, 1e9), 2: ("mqtt-network", 2e9, 0), 3: ("gone", 1e9, 1e9)],
+            broker: Share(run: 1e9, wait: 0), benchCPU: 3)
+        let end = Snapshot(
+            time: 12, machine: (busy: 460, all: 1400, steal: 40),
+            gateway: [1: ("geotrigger", 5.5e9, 1.2e9), 2: ("mqtt-network", 3.6e9, 0.6e9), 4: ("store", 0.3e9, 0.2e9)],
+            broker: Share(run: 2.5e9, wait: 0.2e9), benchCPU: 4)
+        let profile = LoadProfile(from: start, to: end, cores: 2)
+        #expect(profile.seconds == 2)
+        #expect(abs(profile.machineBusy - 0.9) < 1e-12)
+        #expect(abs(profile.steal - 0.1) < 1e-12)
+        #expect(close(profile.network, Share(run: 0.8, wait: 0.3)))
+        // Thread 1's growth and the new thread 4 from zero; thread 3 ended and is left out.
+        #expect(close(profile.gatewayOther, Share(run: 0.4, wait: 0.2)))
+        #expect(close(profile.broker, Share(run: 0.75, wait: 0.1)))
+        #expect(profile.bench == 0.5)
+        // The raw phase has no gateway.
+        let raw = LoadProfile(
+            from: Snapshot(time: 0, machine: (0, 0, 0), gateway: [:], broker: nil, benchCPU: 0),
+            to: Snapshot(time: 1, machine: (0, 0, 0), gateway: [:], broker: nil, benchCPU: 0.5), cores: 2)
+        #expect(raw.network == nil && raw.gatewayOther == nil && raw.broker == nil)
+        #expect(!raw.summary.contains("gateway"))
+    }
+
+    func profile(busy: Double, network: Double, broker: Double) -> LoadProfile {
+        LoadProfile(
+            seconds: 10, cores: 2, machineBusy: busy, steal: 0, broker: Share(run: broker, wait: 0.05),
+            network: Share(run: network, wait: 0.25), gatewayOther: Share(run: 0.1, wait: 0.5), bench: 0.36)
+    }
+
+    @Test func theBottleneckIsTheFirstSaturatedResource() {
+        let machine = profile(busy: 0.97, network: 0.95, broker: 0.95).bottleneck
+        #expect(machine.hasPrefix("the machine: its 2 cores were 97 % busy"))
+        #expect(machine.contains("the broker 0.95, the gateway 1.05, the load generator and subscribers 0.36"))
+        #expect(machine.contains("network thread waited for a core 25 % of the time"))
+        #expect(profile(busy: 0.7, network: 0.95, broker: 0.95).bottleneck.hasPrefix("the gateway's network thread"))
+        #expect(profile(busy: 0.7, network: 0.5, broker: 0.92).bottleneck.hasPrefix("the broker, which runs on one thread: it ran 92 %"))
+        #expect(profile(busy: 0.78, network: 0.46, broker: 0.56).bottleneck.hasPrefix("no core was saturated (the machine was 78 % busy)"))
+    }
+
+    /// This process, read from /proc: the calling thread has run, and the machine has ticked.
+    @Test func aSnapshotOfThisProcess() {
+        var spin = 0.0
+        for i in 0..<200_000 { spin += Double(i).squareRoot() }
+        #expect(spin > 0)
+        let snapshot = Snapshot(gateway: getpid(), broker: getpid())
+        #expect(snapshot.machine.all > 0)
+        #expect(!snapshot.gateway.isEmpty)
+        #expect(snapshot.gateway.values.contains { $0.run > 0 })
+        #expect((snapshot.broker?.run ?? 0) >= snapshot.gateway.values.map(\.run).max() ?? 0)
+    }
+}
