@@ -65,6 +65,29 @@ import Testing
         #expect(profile(busy: 0.78, network: 0.46, broker: 0.56).bottleneck.hasPrefix("no core was saturated (the machine was 78 % busy)"))
     }
 
+    /// The report prints the bottleneck under a missed target only, and for latency what the
+    /// broker alone did.
+    @Test func aMissedTargetIsReportedWithItsBottleneck() throws {
+        var options = EndToEndBenchmark.Options()
+        options.rate = 36_000
+        var raw = EndToEndBenchmark.PhaseResult()
+        raw.latencies = [0.001, 0.002]
+        raw.profile = profile(busy: 0.5, network: 0, broker: 0.5)
+        var gateway = EndToEndBenchmark.PhaseResult()
+        gateway.latencies = [0.002, 0.090]
+        gateway.peakResidentBytes = 50 << 20
+        gateway.profile = profile(busy: 0.78, network: 0.46, broker: 0.56)
+        let report = EndToEndBenchmark.Report(options: options, fenceCount: 10, raw: raw, gateway: gateway, loadAtStart: [], loadAtEnd: [])
+        let lines = report.text().split(separator: "\n").map(String.init)
+        let missed = try #require(lines.firstIndex { $0.hasPrefix("  p99 event latency: 90.000 ms") && $0.hasSuffix("MISSED") })
+        #expect(lines[missed + 1] == "    bottleneck: no core was saturated (the machine was 78 % busy). The gateway's network thread waited for a core 25 % of the time.")
+        #expect(lines[missed + 2] == "    the broker alone had p99 2.00 ms at this rate (raw phase), with the machine 50 % busy; an event crosses the broker twice, with a commit in between.")
+        let met = try #require(lines.firstIndex { $0.hasPrefix("  peak RSS:") })
+        #expect(lines[met].hasSuffix(", met") && met == lines.count - 1)
+        #expect(lines.filter { $0.hasPrefix("  while publishing: ") }.count == 2)
+        #expect(report.json().contains(#""why":["bottleneck: no core was saturated"#))
+    }
+
     /// This process, read from /proc: the calling thread has run, and the machine has ticked.
     @Test func aSnapshotOfThisProcess() {
         var spin = 0.0

@@ -81,7 +81,7 @@ struct LoadProfile: Sendable, Equatable {
     var summary: String {
         let f = EndToEndBenchmark.format
         func share(_ s: Share) -> String { "ran \(f(s.run, 2)), waited \(f(s.wait, 2))" }
-        var parts = ["\(cores) cores \(percent(machineBusy)) busy (\(percent(steal)) stolen)"]
+        var parts = ["\(cores) cores \(Self.percent(machineBusy)) busy (\(Self.percent(steal)) stolen)"]
         if let broker { parts.append("broker \(share(broker))") }
         if let network { parts.append("gateway network thread \(share(network))") }
         if let gatewayOther { parts.append("other gateway threads \(share(gatewayOther))") }
@@ -93,25 +93,26 @@ struct LoadProfile: Sendable, Equatable {
     /// network thread and the broker that was saturated.
     var bottleneck: String {
         let f = EndToEndBenchmark.format
-        let waiting = network.map { " The gateway's network thread waited for a core \(percent($0.wait)) of the time." } ?? ""
+        let waiting = network.map { " The gateway's network thread waited for a core \(Self.percent($0.wait)) of the time." } ?? ""
         if machineBusy >= Self.saturated {
             var users: [String] = []
             if let broker { users.append("the broker \(f(broker.run, 2))") }
             if let network, let gatewayOther { users.append("the gateway \(f(network.run + gatewayOther.run, 2))") }
             users.append("the load generator and subscribers \(f(bench, 2))")
-            return "the machine: its \(cores) cores were \(percent(machineBusy)) busy (cores' worth: \(users.joined(separator: ", ")))."
+            return "the machine: its \(cores) cores were \(Self.percent(machineBusy)) busy (cores' worth: \(users.joined(separator: ", ")))."
                 + waiting
         }
         if let network, network.run >= Self.threadSaturated {
-            return "the gateway's network thread, which reads, decodes and evaluates every update: it ran \(percent(network.run)) of a core."
+            return "the gateway's network thread, which reads, decodes and evaluates every update: it ran \(Self.percent(network.run)) of a core."
         }
         if let broker, broker.run >= Self.threadSaturated {
-            return "the broker, which runs on one thread: it ran \(percent(broker.run)) of a core."
+            return "the broker, which runs on one thread: it ran \(Self.percent(broker.run)) of a core."
         }
-        return "no core was saturated (the machine was \(percent(machineBusy)) busy)." + waiting
+        return "no core was saturated (the machine was \(Self.percent(machineBusy)) busy)." + waiting
     }
 
-    private func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
+    /// A share as a whole percentage ("34 %").
+    static func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
 
     var json: JSONValue {
         func share(_ s: Share?) -> JSONValue { s.map { .object(["run": .number($0.run), "wait": .number($0.wait)]) } ?? .null }
