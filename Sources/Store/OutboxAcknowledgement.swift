@@ -1,7 +1,5 @@
-internal import CSQLite
-
 /// A broker's successful acknowledgement of an outbox message: it may leave the outbox.
-public struct OutboxAcknowledgement: Sendable, Equatable, Hashable {
+public struct OutboxAcknowledgement: Sendable, Equatable {
     public var destination: OutboxDestination
     public var sequence: Int64
 
