@@ -9,7 +9,7 @@ import Glibc
 /// cores were, and how long the broker's and the gateway's threads ran and how long they waited
 /// runnable for a core (`/proc/PID/task/TID/schedstat`). `bench e2e` names the bottleneck
 /// from it when a target is missed.
-struct LoadProfile: Sendable, Equatable {
+struct LoadProfile: Sendable {
     /// Cores' worth of time: CPU seconds per second of the load.
     struct Share: Sendable, Equatable {
         var run: Double
