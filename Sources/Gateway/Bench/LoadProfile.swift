@@ -1,4 +1,3 @@
-import FoundationEssentials
 import GeotriggerCore
 
 #if canImport(Glibc)
@@ -55,9 +54,8 @@ struct LoadProfile: Sendable {
         /// Every thread of `pid`: its name and its run and wait nanoseconds.
         static func threads(of pid: pid_t) -> [Int32: (name: String, run: Double, wait: Double)] {
             let task = "/proc/\(pid)/task"
-            let ids = ((try? FileManager.default.contentsOfDirectory(atPath: task)) ?? []).compactMap { Int32($0) }
             var threads: [Int32: (name: String, run: Double, wait: Double)] = [:]
-            for id in ids {
+            for id in ThreadPriorities.threads(of: "\(pid)") {
                 guard let times = ChildProcess.read("\(task)/\(id)/schedstat").flatMap(schedstat) else { continue }
                 let name = ChildProcess.read("\(task)/\(id)/comm").map { String($0.prefix { $0 != "\n" }) } ?? ""
                 threads[id] = (name, times.run, times.wait)

@@ -41,8 +41,8 @@ enum ThreadPriorities {
         return value == -1 && errno != 0 ? nil : value
     }
 
-    /// The kernel thread ids of this process (`/proc/self/task`).
-    static func threads() -> [pid_t] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { pid_t($0) }
+    /// The kernel thread ids of `process` (`/proc/PROCESS/task`; default this one).
+    static func threads(of process: String = "self") -> [pid_t] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/task")) ?? []).compactMap { pid_t($0) }
     }
 }
