@@ -67,6 +67,15 @@ extension EndToEndBenchmark {
 
         func megabytes(_ bytes: Int) -> Double { Double(bytes) / 1_048_576 }
 
+        var warmUp: Double { EndToEndBenchmark.warmUp(options) }
+
+        /// "; first 1 s: N events, p99 X ms, max Y ms" for `values` (the warm-up's latencies).
+        func warmUpSummary(_ values: [Double], _ noun: String) -> String {
+            let f = EndToEndBenchmark.format
+            guard let p99 = percentile(0.99, of: values), let max = values.last else { return "" }
+            return "; first \(f(warmUp, 0)) s: \(IndexBenchmark.grouped(values.count)) \(noun), p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
+        }
+
         func text() -> String {
             let f = EndToEndBenchmark.format
             let g = IndexBenchmark.grouped
@@ -75,7 +84,8 @@ extension EndToEndBenchmark {
                 "bench e2e: \(g(options.devices)) devices, \(g(fenceCount)) fences\(options.fenceFolder.map { " (\($0))" } ?? " (generated polygons)"), "
                     + "QoS \(options.qos.rawValue), \(options.format.rawValue), "
                     + (options.rate.map { "\(g(Int($0))) updates/s" } ?? "as fast as possible") + ", \(f(options.duration, 0)) s per phase, "
-                    + "\(options.publishers) publisher connection\(options.publishers == 1 ? "" : "s")")
+                    + "\(options.publishers) publisher connection\(options.publishers == 1 ? "" : "s"), devices \(options.lockstep ? "in lockstep" : "out of step")"
+                    + (warmUp > 0 ? "; latencies after a \(f(warmUp, 0)) s warm-up" : ""))
             lines.append(
                 "machine: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores, load average \(loadAtStart.map { f($0, 2) }.joined(separator: " ")) at start, "
                     + "\(loadAtEnd.map { f($0, 2) }.joined(separator: " ")) at end")
@@ -86,6 +96,7 @@ extension EndToEndBenchmark {
                 var line = "raw pass-through: \(rate(raw)) (\(g(raw.sent)) sent in \(f(raw.publishSeconds, 2)) s, \(g(raw.received)) received, \(g(raw.lost)) lost)"
                 if let p50 = percentile(0.5, of: raw.latencies), let p99 = percentile(0.99, of: raw.latencies), let max = raw.latencies.last {
                     line += "; latency publish -> subscriber p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
+                        + warmUpSummary(raw.warmUpLatencies, "updates")
                 }
                 lines.append(line + (raw.brokerCPUSeconds.map { "; broker CPU \(f($0, 2)) s" } ?? ""))
                 if let profile = raw.profile { lines.append("  while publishing: \(profile.summary)") }
@@ -100,6 +111,7 @@ extension EndToEndBenchmark {
                 var events = "events: \(g(gw.events)) received (gateway counted \(g(gw.eventsCounter)))"
                 if let p50 = percentile(0.5), let p99 = percentile(0.99), let max = gw.latencies.last {
                     events += "; latency publish -> event p50 \(f(p50 * 1000, 2)) ms, p99 \(f(p99 * 1000, 2)) ms, max \(f(max * 1000, 1)) ms"
+                        + warmUpSummary(gw.warmUpLatencies, "events")
                 }
                 lines.append(events)
                 if let a50 = percentile(0.5, of: gw.toEmitted), let a99 = percentile(0.99, of: gw.toEmitted),
@@ -142,6 +154,13 @@ extension EndToEndBenchmark {
                         "max": .number(p.latencies.last! * 1000),
                     ])
                 }
+                if !p.warmUpLatencies.isEmpty {
+                    o["warmUpLatencyMs"] = .object([
+                        "count": .number(Double(p.warmUpLatencies.count)),
+                        "p99": percentile(0.99, of: p.warmUpLatencies).map { .number($0 * 1000) } ?? .null,
+                        "max": .number(p.warmUpLatencies.last! * 1000),
+                    ])
+                }
                 return .object(o)
             }
             var gw = phase(gateway).objectValue!
@@ -159,7 +178,8 @@ extension EndToEndBenchmark {
                 "fenceFolder": options.fenceFolder.map { .string($0) } ?? .null,
                 "qos": .number(Double(options.qos.rawValue)), "format": .string(options.format.rawValue),
                 "rate": options.rate.map { .number($0) } ?? .null, "duration": .number(options.duration),
-                "publishers": .number(Double(options.publishers)),
+                "publishers": .number(Double(options.publishers)), "lockstep": .bool(options.lockstep),
+                "warmUpSeconds": .number(warmUp),
                 "cores": .number(Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
                 "loadAverage": .object(["start": .array(loadAtStart.map { .number($0) }), "end": .array(loadAtEnd.map { .number($0) })]),
                 "raw": raw.map(phase) ?? .null,
