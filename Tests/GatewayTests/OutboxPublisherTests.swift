@@ -56,4 +56,72 @@ import TestSupport
         _ = try? await run.value
         client.stop()
     }
+
+    /// Events committed while the publisher runs are handed over as the committer hands them on
+    /// (``OutboxPublisher/notifyCommitted(rows:)``, a job on the network thread), each batch
+    /// after the previous one was delivered. With a window of 4 and batches of 5, each batch
+    /// overflows it: its last event is read back from the database once acknowledgements make
+    /// room. Every event arrives once, in commit order, and the stream is settled to its end.
+    @Test(.timeLimit(.minutes(2))) func freshEventsGoOutOnceInOrderPastAFullWindow() async throws {
+        let directory = try TemporaryDirectory(prefix: "outbox")
+        let store = try await GatewayStore(path: directory.file("gateway.db"))
+        let broker = try MosquittoProcess()
+        let subscriber = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("sub"))
+        defer { subscriber.stop() }
+        subscriber.collect()
+        try subscriber.client.subscribe("t/fresh", qos: .atLeastOnce)
+        try subscriber.client.start()
+        #expect(await subscriber.waitSubscribed("t/fresh"))
+
+        let logger = Logger(label: "test")
+        let route = Mutex<OutboxPublisher?>(nil)
+        let client = try MQTTClient(MQTTConfiguration(port: broker.port, clientId: DurabilityRig.unique("gw")),
+                                    onAcknowledgement: { ack in route.withLock { $0 }?.acknowledged(ack) })
+        let publisher = OutboxPublisher(
+            destination: .local, client: client, store: store, window: 4, counters: GatewayCounters(),
+            warnings: Warnings(logger: logger), logger: logger)
+        route.withLock { $0 = publisher }
+        try client.start()
+        #expect(await poll { client.isConnected })
+        let run = Task { try await publisher.run() }
+
+        let batches = 12, perBatch = 5
+        var lastRows: [OutboxRow] = []
+        for b in 0..<batches {
+            var batch = StoreBatch()
+            for k in 0..<perBatch {
+                let n = b * perBatch + k
+                let payload = Array("\(n)".utf8)
+                batch.events.append(JournalEvent(
+                    id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter",
+                    fixTime: Double(n), emittedTime: Double(n), payload: String(decoding: payload, as: UTF8.self)))
+                batch.outbox.append(OutboxMessage(
+                    destination: .local, eventID: "e\(n)", topic: "t/fresh", payload: payload, qos: 1, payloadInJournal: true))
+            }
+            // As the committer hands them on: the rows in memory, numbered by the receipt.
+            let receipt = try await store.submit(batch)
+            #expect(receipt.outboxSources.allSatisfy { $0 == .journal })
+            lastRows = batch.outbox.indices.map {
+                OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
+            }
+            publisher.notifyCommitted(rows: lastRows)
+            // Delivered, so the stream is read to its end again when the next batch comes.
+            #expect(await subscriber.waitMessages((b + 1) * perBatch))
+            #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
+        }
+        let total = batches * perBatch
+        #expect(await subscriber.waitMessages(total))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(subscriber.messages.all.map(\.payloadText) == (0..<total).map(String.init))
+        // Rows handed over already (here: read back from the database first) are not sent again.
+        publisher.notifyCommitted(rows: lastRows)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(subscriber.messages.count == total)
+        #expect(await poll { (try? await store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
+        #expect(publisher.inflightCount.load(ordering: .relaxed) == 0)
+
+        await publisher.shutdown()
+        _ = try? await run.value
+        client.stop()
+    }
 }

@@ -13,6 +13,12 @@ import Synchronization
 /// >= 0x80, such as an ACL denial) keeps it (a stream event moves to the table, so the stream
 /// goes on), counts it and raises a warning; it is tried again after a restart. Events that
 /// could not be committed (database fault) are published from memory instead, up to a cap.
+///
+/// Events just committed to the stream are handed to libmosquitto by a job on the network
+/// thread that the committer queues (``notifyCommitted(rows:)``), when nothing that ``run()``
+/// hands over can come before them (the usual case): one thread hop from the commit to the
+/// publish instead of two. Everything else (database reads, the table, acknowledgements,
+/// settling) is ``run()``'s, and while it hands messages over, fresh ones wait for it.
 final class OutboxPublisher: Service, Sendable {
     enum Signal: Sendable {
         /// Rows were committed that are only in the database (read them back).
@@ -47,6 +53,9 @@ final class OutboxPublisher: Service, Sendable {
     /// Rows just committed, in sequence order: published without reading them back while
     /// everything before them has been handed over (the usual case), else read from the database.
     private let freshRows = Mutex<[OutboxRow]>([])
+    /// What was handed over and is in flight: ``run()``'s, and the fresh-row job's on the
+    /// network thread while ``run()`` is not handing messages over (``Progress/pumping``).
+    private let progress = Mutex(Progress())
     private let volatileQueue = Mutex<[VolatileMessage]>([])
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
@@ -76,9 +85,42 @@ final class OutboxPublisher: Service, Sendable {
     func notifyCommitted(rows: [OutboxRow]) {
         guard !rows.isEmpty else { return notifyCommitted() }
         freshRows.withLock { $0.append(contentsOf: rows) }
+        client.perform { [self] in publishFresh() }
+    }
+
+    /// Tells ``run()`` that fresh rows wait for it.
+    private func signalFresh() {
         if !freshPending.exchange(true, ordering: .acquiringAndReleasing) {
             _ = signals.trySend(.fresh)
         }
+    }
+
+    /// On the network thread (or the committer's, with no connection loop): hands the fresh
+    /// stream events to libmosquitto, in order and within the window, when the stream was
+    /// read to its end and ``run()`` is not handing anything over; otherwise, and for fresh
+    /// table rows, leaves them to ``run()``.
+    private func publishFresh() {
+        let noVolatile = volatileQueue.withLock { $0.isEmpty }
+        let leftForRun: Bool = progress.withLock { p in
+            guard !p.pumping, !p.blocked, p.stream.exhausted, noVolatile else { return true }
+            let (rows, tableRowsLeft): ([OutboxRow], Bool) = freshRows.withLock { fresh in
+                let rows = fresh.filter { $0.source == .journal }
+                fresh.removeAll { $0.source == .journal }
+                return (rows, !fresh.isEmpty)
+            }
+            let handed = p.stream.handed
+            let due = rows.filter { $0.sequence > handed }
+            let room = max(0, window - p.inflight.count)
+            let sending = due.prefix(room)
+            let results = sending.map { row in
+                Result { try client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos)) }
+            }
+            Self.record(sending, results: results, into: &p)
+            if p.blocked || due.count > room { p.stream.exhausted = false }
+            inflightCount.store(p.inflight.count, ordering: .relaxed)
+            return tableRowsLeft || !p.stream.exhausted
+        }
+        if leftForRun { signalFresh() }
     }
 
     /// New rows were committed to this destination's outbox (read them from the database).
@@ -175,53 +217,61 @@ final class OutboxPublisher: Service, Sendable {
         var settleBefore: Int64?
         /// Acknowledgements, settling and refused events to commit (kept until committed).
         var work = StoreBatch()
+        /// ``run()`` is handing messages over (it may await between them): fresh rows wait.
+        var pumping = false
     }
 
     func run() async throws {
-        var progress = Progress()
-        progress.settled = await store.settledStream(destination)
+        let settled = await store.settledStream(destination)
+        progress.withLock { $0.settled = settled }
         var batch: [Signal] = []
-        await pump(&progress)
+        await pump()
         while let first = await signals.next() {
             batch.removeAll(keepingCapacity: true)
             batch.append(first)
             signals.drain(upTo: 4096, into: &batch)
             var refused: [Int64] = []  // stream events the broker refused
-            for signal in batch {
-                switch signal {
-                case .committed:
-                    committedPending.store(false, ordering: .releasing)
-                    progress.table.exhausted = false
-                    progress.stream.exhausted = false
-                case .fresh:
-                    freshPending.store(false, ordering: .releasing)
-                case .connected:
-                    progress.table.exhausted = false
-                    progress.stream.exhausted = false
-                    progress.blocked = false
-                case .acknowledged(let ack):
-                    guard let handed = progress.inflight.removeValue(forKey: ack.messageId) else { continue }
-                    if case .journal(let sequence) = handed { progress.inflightStream.remove(sequence) }
-                    if ack.isSuccess {
-                        if case .table(let sequence) = handed { progress.work.acknowledge(destination, sequence: sequence) }
-                        counters.acked.add(1, ordering: .relaxed)
-                        continue
+            var failures: [(Handed, MQTTAcknowledgement)] = []
+            progress.withLock { p in
+                for signal in batch {
+                    switch signal {
+                    case .committed:
+                        committedPending.store(false, ordering: .releasing)
+                        p.table.exhausted = false
+                        p.stream.exhausted = false
+                    case .fresh:
+                        freshPending.store(false, ordering: .releasing)
+                    case .connected:
+                        p.table.exhausted = false
+                        p.stream.exhausted = false
+                        p.blocked = false
+                    case .acknowledged(let ack):
+                        guard let handed = p.inflight.removeValue(forKey: ack.messageId) else { continue }
+                        if case .journal(let sequence) = handed { p.inflightStream.remove(sequence) }
+                        if ack.isSuccess {
+                            if case .table(let sequence) = handed { p.work.acknowledge(destination, sequence: sequence) }
+                            counters.acked.add(1, ordering: .relaxed)
+                            continue
+                        }
+                        // Kept: a table row stays; a stream event moves to the table (in full), so
+                        // the stream can go on past it. Either is sent again after a restart.
+                        if case .journal(let sequence) = handed { refused.append(sequence) }
+                        failures.append((handed, ack))
                     }
-                    // Kept: a table row stays; a stream event moves to the table (in full), so the
-                    // stream can go on past it. Either is sent again after a restart.
-                    if case .journal(let sequence) = handed { refused.append(sequence) }
-                    let count = failedCount.add(1, ordering: .relaxed).newValue
-                    let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
-                    warnings.set("outbox-\(destination.rawValue)-refused",
-                                 "the \(destination.rawValue) broker refused \(count) event\(count == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
-                    logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
-                                   ["outbox": handed.place])
                 }
+            }
+            for (handed, ack) in failures {
+                let count = failedCount.add(1, ordering: .relaxed).newValue
+                let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
+                warnings.set("outbox-\(destination.rawValue)-refused",
+                             "the \(destination.rawValue) broker refused \(count) event\(count == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
+                logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
+                               ["outbox": handed.place])
             }
             // Hand out what the acknowledgements made room for first: committing them waits
             // for the store's thread, behind the next group commit.
-            await pump(&progress)
-            await commitProgress(&progress, refused: refused)
+            await pump()
+            await commitProgress(refused: refused)
         }
     }
 
@@ -229,7 +279,7 @@ final class OutboxPublisher: Service, Sendable {
     /// run) and how far the stream is settled: every stream message below the oldest in
     /// flight, or every one handed over when none is. On failure all of it is kept for the
     /// next try (until then a restart sends those events again, with the same ids).
-    private func commitProgress(_ progress: inout Progress, refused: [Int64]) async {
+    private func commitProgress(refused: [Int64]) async {
         for sequence in refused {
             // Still in the stream (it is not settled past while in flight): read it back.
             let row: OutboxRow?
@@ -238,24 +288,29 @@ final class OutboxPublisher: Service, Sendable {
             } catch {
                 // The stream then stays before it for this run: it is sent again after a restart.
                 logger.warning("could not read the refused \(destination.rawValue) event of journal row \(sequence): \(error)")
-                progress.settleBefore = min(progress.settleBefore ?? sequence, sequence)
+                progress.withLock { $0.settleBefore = min($0.settleBefore ?? sequence, sequence) }
                 continue
             }
             guard let row, row.sequence == sequence else { continue }  // dropped by the cap meanwhile
             var message = row.message
             message.payloadInJournal = false
-            progress.work.enqueue(message)
+            progress.withLock { $0.work.enqueue(message) }
         }
-        let settled = min(progress.inflightStream.min().map { $0 - 1 } ?? progress.stream.handed,
-                          (progress.settleBefore ?? .max) - 1)
-        if settled > progress.settled { progress.work.settle(destination, through: settled) }
-        guard !progress.work.isEmpty else { return }
+        // Only this task changes `work`: it stays as taken here until the commit ends.
+        let work: StoreBatch = progress.withLock { p in
+            let settled = min(p.inflightStream.min().map { $0 - 1 } ?? p.stream.handed, (p.settleBefore ?? .max) - 1)
+            if settled > p.settled { p.work.settle(destination, through: settled) }
+            return p.work
+        }
+        guard !work.isEmpty else { return }
         do {
-            let receipt = try await store.submit(progress.work)
-            // The refused events' new rows (the batch queues nothing else).
-            progress.skip.formUnion(receipt.outboxSequences)
-            if let committed = progress.work.settled[destination] { progress.settled = max(progress.settled, committed) }
-            progress.work = StoreBatch()
+            let receipt = try await store.submit(work)
+            progress.withLock { p in
+                // The refused events' new rows (the batch queues nothing else).
+                p.skip.formUnion(receipt.outboxSequences)
+                if let committed = work.settled[destination] { p.settled = max(p.settled, committed) }
+                p.work = StoreBatch()
+            }
         } catch {
             logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
         }
@@ -263,10 +318,19 @@ final class OutboxPublisher: Service, Sendable {
 
     /// Hands events to libmosquitto until the window is full or nothing waits: events kept in
     /// memory, then outbox table rows, then the stream on the journal. They are published on the
-    /// network thread (``MQTTClient/publish(_:)``), a batch at a time.
-    private func pump(_ progress: inout Progress) async {
-        while progress.inflight.count < window {
-            let room = window - progress.inflight.count
+    /// network thread (``MQTTClient/publish(_:)``), a batch at a time. Fresh rows wait for it
+    /// meanwhile (``Progress/pumping``), so that nothing overtakes what it reads.
+    private func pump() async {
+        progress.withLock { $0.pumping = true }
+        defer {
+            progress.withLock { p in
+                p.pumping = false
+                inflightCount.store(p.inflight.count, ordering: .relaxed)
+            }
+        }
+        while true {
+            let room = progress.withLock { window - $0.inflight.count }
+            guard room > 0 else { break }
             let messages: [VolatileMessage] = volatileQueue.withLock { queue in
                 defer { queue.removeFirst(min(room, queue.count)) }
                 return Array(queue.prefix(room))
@@ -274,8 +338,10 @@ final class OutboxPublisher: Service, Sendable {
             guard !messages.isEmpty else { break }
             let results = await client.publish(messages.map { MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos)) })
             var failed: [VolatileMessage] = []
-            for (message, result) in zip(messages, results) {
-                if case .success(let id) = result { progress.inflight[id] = .volatile } else { failed.append(message) }
+            progress.withLock { p in
+                for (message, result) in zip(messages, results) {
+                    if case .success(let id) = result { p.inflight[id] = .volatile } else { failed.append(message) }
+                }
             }
             if !failed.isEmpty {
                 volatileQueue.withLock { $0.insert(contentsOf: failed, at: 0) }
@@ -289,61 +355,80 @@ final class OutboxPublisher: Service, Sendable {
             defer { rows.removeAll(keepingCapacity: true) }
             return rows
         }
-        for source in [OutboxSource.table, .journal] where progress[source].exhausted {
-            let handed = progress[source].handed
-            let rows = fresh.filter { $0.source == source && $0.sequence > handed }
-            let room = max(0, window - progress.inflight.count)
-            await hand(rows.prefix(room), &progress)
-            if progress.blocked || rows.count > room { progress[source].exhausted = false }
+        for source in [OutboxSource.table, .journal] {
+            let (rows, room): ([OutboxRow], Int) = progress.withLock { p in
+                guard p[source].exhausted else { return ([], 0) }
+                let handed = p[source].handed
+                return (fresh.filter { $0.source == source && $0.sequence > handed }, max(0, window - p.inflight.count))
+            }
+            guard !rows.isEmpty else { continue }
+            await hand(rows.prefix(room))
+            progress.withLock { p in
+                if p.blocked || rows.count > room { p[source].exhausted = false }
+            }
         }
         for source in [OutboxSource.table, .journal] {
-            while !progress[source].exhausted, !progress.blocked, progress.inflight.count < window {
+            while true {
+                let next: (after: Int64, limit: Int)? = progress.withLock { p in
+                    guard !p[source].exhausted, !p.blocked, p.inflight.count < window else { return nil }
+                    return (p[source].handed, window - p.inflight.count)
+                }
+                guard let next else { break }
                 let rows: [OutboxRow]
                 do {
-                    let (after, limit) = (progress[source].handed, window - progress.inflight.count)
-                    rows = source == .table ? try await store.outbox(destination, after: after, limit: limit)
-                                            : try await store.outboxStream(destination, after: after, limit: limit)
+                    rows = source == .table ? try await store.outbox(destination, after: next.after, limit: next.limit)
+                                            : try await store.outboxStream(destination, after: next.after, limit: next.limit)
                 } catch {
                     logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
                     return
                 }
                 if rows.isEmpty {
-                    progress[source].exhausted = true
+                    progress.withLock { $0[source].exhausted = true }
                     break
                 }
-                await hand(rows[...], &progress)
+                await hand(rows[...])
             }
         }
-        inflightCount.store(progress.inflight.count, ordering: .relaxed)
     }
 
     /// Publishes queued messages in order (refused ones moved to the table are only passed
     /// over), up to the first that fails: QoS 0 without a connection, which blocks the pump
     /// until the next connect; that one and the rest are read again then.
-    private func hand(_ rows: ArraySlice<OutboxRow>, _ progress: inout Progress) async {
-        guard !progress.blocked, !rows.isEmpty else { return }
-        let skip = progress.skip
-        let passedOver = { (row: OutboxRow) in row.source == .table && skip.contains(row.sequence) }
-        let sending = rows.filter { !passedOver($0) }
+    private func hand(_ rows: ArraySlice<OutboxRow>) async {
+        let (blocked, skip) = progress.withLock { ($0.blocked, $0.skip) }
+        guard !blocked, !rows.isEmpty else { return }
+        let sending = rows.filter { !Self.passedOver($0, skip: skip) }
         let results = sending.isEmpty ? [] : await client.publish(sending.map {
             MQTTMessage(topic: $0.message.topic, payload: $0.message.payload, qos: MQTTQoS($0.message.qos))
         })
+        progress.withLock { Self.record(rows, results: results, into: &$0) }
+    }
+
+    /// A table row the broker refused earlier in this run: not sent again.
+    private static func passedOver(_ row: OutboxRow, skip: Set<Int64>) -> Bool {
+        row.source == .table && skip.contains(row.sequence)
+    }
+
+    /// Records what publishing `rows` gave (`results`: one per row not passed over, in order):
+    /// each message id in flight, and how far each source was handed over, up to the first
+    /// failure, which blocks handing over until the next connect.
+    private static func record(_ rows: ArraySlice<OutboxRow>, results: [Result<Int32, any Error>], into p: inout Progress) {
         var next = results.makeIterator()
         for row in rows {
-            if !passedOver(row) {
+            if !passedOver(row, skip: p.skip) {
                 guard case .success(let id)? = next.next() else {
-                    progress.blocked = true
+                    p.blocked = true
                     return
                 }
                 switch row.source {
                 case .table:
-                    progress.inflight[id] = .table(row.sequence)
+                    p.inflight[id] = .table(row.sequence)
                 case .journal:
-                    progress.inflight[id] = .journal(row.sequence)
-                    progress.inflightStream.insert(row.sequence)
+                    p.inflight[id] = .journal(row.sequence)
+                    p.inflightStream.insert(row.sequence)
                 }
             }
-            progress[row.source].handed = row.sequence
+            p[row.source].handed = row.sequence
         }
     }
 }
