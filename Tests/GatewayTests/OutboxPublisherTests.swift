@@ -9,6 +9,33 @@ import TestSupport
 
 /// `OutboxPublisher` on its own, against a real mosquitto and a real database file.
 @Suite struct OutboxPublisherTests {
+    /// A broker, a subscriber to `topic`, and a publisher for the local outbox of `store` on a
+    /// client that is not started (the acknowledgements go to the publisher, as `serve` routes
+    /// them).
+    struct Rig {
+        let broker: MosquittoProcess
+        let subscriber: MQTTProbe
+        let client: MQTTClient
+        let publisher: OutboxPublisher
+
+        init(store: GatewayStore, topic: String, window: Int) async throws {
+            broker = try MosquittoProcess()
+            subscriber = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("sub"))
+            subscriber.collect()
+            try subscriber.client.subscribe(topic, qos: .atLeastOnce)
+            try subscriber.client.start()
+            #expect(await subscriber.waitSubscribed(topic))
+            let logger = Logger(label: "test")
+            let route = Mutex<OutboxPublisher?>(nil)
+            client = try MQTTClient(MQTTConfiguration(port: broker.port, clientId: DurabilityRig.unique("gw")),
+                                    onAcknowledgement: { ack in route.withLock { $0 }?.acknowledged(ack) })
+            publisher = OutboxPublisher(
+                destination: .local, client: client, store: store, window: window, counters: GatewayCounters(),
+                warnings: Warnings(logger: logger), logger: logger)
+            route.withLock { $0 = publisher }
+        }
+    }
+
     /// QoS 0 events cannot be handed to libmosquitto without a connection: the pump stops at the
     /// first and hands nothing on. After the connect every one goes out, in order and once, in
     /// batches of the window, and the broker's "written" acknowledgements empty the outbox.
@@ -22,23 +49,10 @@ import TestSupport
         }
         _ = try await store.submit(batch)
 
-        let broker = try MosquittoProcess()
-        let subscriber = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("sub"))
-        defer { subscriber.stop() }
-        subscriber.collect()
-        try subscriber.client.subscribe("t/outbox", qos: .atLeastOnce)
-        try subscriber.client.start()
-        #expect(await subscriber.waitSubscribed("t/outbox"))
-
-        let logger = Logger(label: "test")
-        // The acknowledgements go to the publisher, as `serve` routes them.
-        let route = Mutex<OutboxPublisher?>(nil)
-        let client = try MQTTClient(MQTTConfiguration(port: broker.port, clientId: DurabilityRig.unique("gw")),
-                                    onAcknowledgement: { ack in route.withLock { $0 }?.acknowledged(ack) })
-        let publisher = OutboxPublisher(
-            destination: .local, client: client, store: store, window: 8, counters: GatewayCounters(),
-            warnings: Warnings(logger: logger), logger: logger)
-        route.withLock { $0 = publisher }
+        let rig = try await Rig(store: store, topic: "t/outbox", window: 8)
+        let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
+        // The broker stops when the rig goes: not before the end.
+        defer { subscriber.stop(); withExtendedLifetime(rig) {} }
         let run = Task { try await publisher.run() }
         try await Task.sleep(for: .milliseconds(300))
         #expect(subscriber.messages.count == 0)
@@ -65,22 +79,10 @@ import TestSupport
     @Test(.timeLimit(.minutes(2))) func freshEventsGoOutOnceInOrderPastAFullWindow() async throws {
         let directory = try TemporaryDirectory(prefix: "outbox")
         let store = try await GatewayStore(path: directory.file("gateway.db"))
-        let broker = try MosquittoProcess()
-        let subscriber = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("sub"))
-        defer { subscriber.stop() }
-        subscriber.collect()
-        try subscriber.client.subscribe("t/fresh", qos: .atLeastOnce)
-        try subscriber.client.start()
-        #expect(await subscriber.waitSubscribed("t/fresh"))
-
-        let logger = Logger(label: "test")
-        let route = Mutex<OutboxPublisher?>(nil)
-        let client = try MQTTClient(MQTTConfiguration(port: broker.port, clientId: DurabilityRig.unique("gw")),
-                                    onAcknowledgement: { ack in route.withLock { $0 }?.acknowledged(ack) })
-        let publisher = OutboxPublisher(
-            destination: .local, client: client, store: store, window: 4, counters: GatewayCounters(),
-            warnings: Warnings(logger: logger), logger: logger)
-        route.withLock { $0 = publisher }
+        let rig = try await Rig(store: store, topic: "t/fresh", window: 4)
+        let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
+        // The broker stops when the rig goes: not before the end.
+        defer { subscriber.stop(); withExtendedLifetime(rig) {} }
         try client.start()
         #expect(await poll { client.isConnected })
         let run = Task { try await publisher.run() }
