@@ -369,6 +369,10 @@ public final class MQTTClient: @unchecked Sendable {
         return id == 0 ? nil : id
     }
 
+    /// Whether the caller is the network thread (the one that reads the socket and runs the
+    /// inline handler and the after-turn handler).
+    public var isNetworkThread: Bool { core.isNetworkThread }
+
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
 
@@ -386,6 +390,18 @@ public final class MQTTClient: @unchecked Sendable {
     public func setInlineHandler(_ handler: (@Sendable (MQTTMessage) -> Bool)?) {
         core.lock.lock()
         core.inlineHandler = handler
+        core.lock.unlock()
+    }
+
+    /// Calls `handler` on the network thread in every turn of its loop, after the jobs of
+    /// ``perform(_:)`` and the burst of reads (every message the inline handler took in that
+    /// turn), also when reading lost the connection, and before the turn writes what is queued:
+    /// what it publishes goes out in the same turn. So work the inline handler gathers from a
+    /// burst of messages can be finished once per burst. It takes effect from the next turn; nil
+    /// removes it.
+    public func setAfterReads(_ handler: (@Sendable () -> Void)?) {
+        core.lock.lock()
+        core.afterReads = handler
         core.lock.unlock()
     }
 }

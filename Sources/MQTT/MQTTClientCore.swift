@@ -45,6 +45,9 @@ final class MQTTClientCore: @unchecked Sendable {
     /// generic `Mutex` gains a reabstraction thunk on every `withLock` (its `inout` is written
     /// back), and calls through it got slower with every message.
     var inlineHandler: (@Sendable (MQTTMessage) -> Bool)?
+    /// Called on the network thread in every turn of the connection loop, after the reads (see
+    /// `MQTTClient.setAfterReads`). Under `lock`, like `inlineHandler`.
+    var afterReads: (@Sendable () -> Void)?
     /// The index in `configuration.endpoints` of the address of the current (or last) attempt.
     var endpointIndex = 0
     var thread: pthread_t?
@@ -204,12 +207,13 @@ final class MQTTClientCore: @unchecked Sendable {
             repeat {
                 // Stopping: give the DISCONNECT up to 20 short turns (2 s) to go out, then
                 // leave anyway (a connection still pending to an unresponsive host).
-                let (stopping, connecting) = lock.withLock { (phase != .running, !connackSucceeded) }
+                let (stopping, connecting, afterReads): (Bool, Bool, (@Sendable () -> Void)?) =
+                    lock.withLock { (phase != .running, !connackSucceeded, self.afterReads) }
                 if stopping {
                     stoppingTurns += 1
                     if stoppingTurns > 20 { break }
                 }
-                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting)
+                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting, afterReads: afterReads)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
             setLooping(false)
             lock.lock()
@@ -235,9 +239,10 @@ final class MQTTClientCore: @unchecked Sendable {
 
     /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
     /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
-    /// arrived, writes what is queued, and sends a PINGREQ when due. Returns libmosquitto's
-    /// code: anything but success ends the connection.
-    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool) -> Int32 {
+    /// arrived, calls `afterReads` (also when reading lost the connection), writes what is
+    /// queued, and sends a PINGREQ when due. Returns libmosquitto's code: anything but success
+    /// ends the connection.
+    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool, afterReads: (() -> Void)?) -> Int32 {
         let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
@@ -251,24 +256,35 @@ final class MQTTClientCore: @unchecked Sendable {
         if woken { runJobs() }
         // Before the CONNACK, a writable socket may be a TLS handshake that can go on, and
         // libmosquitto takes that step in its read call (mosquitto_loop does it on writable).
+        var read = success
         if events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
-            // One call reads only as many packets as libmosquitto has QoS > 0 messages in
-            // flight (at least one); under load reading on until the socket is empty (its last
-            // read() left EAGAIN) saves a poll() per packet or two. At most `readCalls`, so
-            // that jobs and writes wait for a bounded burst.
-            for _ in 0..<(connecting ? 1 : Self.readCalls) {
-                errno = 0
-                let code = mosquitto_loop_read(handle, 1)
-                if code != success || mosquitto_socket(handle) < 0 { return code }
-                if errno == EAGAIN { break }
-            }
+            read = readBurst(handle, calls: connecting ? 1 : Self.readCalls)
         }
-        // The jobs and the packets just read (PUBACKs for QoS 1) may have queued packets.
+        afterReads?()
+        if read != success || mosquitto_socket(handle) < 0 { return read }
+        // The jobs, the packets just read (PUBACKs for QoS 1) and `afterReads` may have queued
+        // packets.
         if mosquitto_want_write(handle) {
             let code = mosquitto_loop_write(handle, 1)
             if code != success || mosquitto_socket(handle) < 0 { return code }
         }
         return mosquitto_loop_misc(handle)
+    }
+
+    /// Reads up to `calls` times. One call reads only as many packets as libmosquitto has QoS > 0
+    /// messages in flight (at least one); under load reading on until the socket is empty (its
+    /// last read() left EAGAIN) saves a poll() per packet or two. Bounded, so that jobs and
+    /// writes wait for a bounded burst. Returns libmosquitto's code; the connection is lost when
+    /// it is not success or the socket is closed.
+    private func readBurst(_ handle: OpaquePointer, calls: Int) -> Int32 {
+        let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
+        for _ in 0..<calls {
+            errno = 0
+            let code = mosquitto_loop_read(handle, 1)
+            if code != success || mosquitto_socket(handle) < 0 { return code }
+            if errno == EAGAIN { break }
+        }
+        return success
     }
 
     /// Waits the backoff for the next attempt; `false` when `stop()` was called meanwhile.

@@ -35,8 +35,19 @@ extension GatewayStore {
     /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued
     /// there; no task is created, so no thread of the cooperative pool is woken.
     public nonisolated func perform(_ body: @escaping @Sendable (isolated GatewayStore) -> Void) {
-        executor.queue.async { self.assumeIsolated { body($0) } }
+        executor.async { self.assumeIsolated { body($0) } }
     }
+
+    /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued
+    /// there, and waits for it: on the caller's thread when no job is queued, so no thread is
+    /// woken at all. For a caller that must not wait long, see ``isIdle``.
+    public nonisolated func performAndWait(_ body: @Sendable (isolated GatewayStore) -> Void) {
+        executor.sync { self.assumeIsolated { body($0) } }
+    }
+
+    /// Whether no job is queued or running on the store's queue at this moment (another thread
+    /// may queue one right after).
+    public nonisolated var isIdle: Bool { executor.isIdle }
 
     /// Removes acknowledged messages from `destination`'s outbox (through the group commit);
     /// returns how many were there.

@@ -1,11 +1,14 @@
 internal import CSQLite
 import Dispatch
+import Synchronization
 
 /// The serial executor of a ``GatewayStore``: one dispatch serial queue, so blocking SQLite
 /// calls run on libdispatch's thread and never on Swift's cooperative pool, and jobs run one
 /// at a time in the order they were enqueued.
 final class StoreExecutor: SerialExecutor {
-    let queue: DispatchQueue
+    private let queue: DispatchQueue
+    /// Jobs queued or running on `queue`.
+    private let jobs = Atomic<Int>(0)
 
     init(label: String) {
         queue = DispatchQueue(label: label, qos: .userInitiated)
@@ -14,7 +17,27 @@ final class StoreExecutor: SerialExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
-        queue.async { job.runSynchronously(on: executor) }
+        async { job.runSynchronously(on: executor) }
+    }
+
+    /// Whether no job is queued or running (a moment's answer).
+    var isIdle: Bool { jobs.load(ordering: .acquiring) == 0 }
+
+    /// Runs `body` on the queue after the jobs queued before it.
+    func async(_ body: @escaping @Sendable () -> Void) {
+        jobs.add(1, ordering: .acquiringAndReleasing)
+        queue.async {
+            body()
+            self.jobs.subtract(1, ordering: .acquiringAndReleasing)
+        }
+    }
+
+    /// Runs `body` on the queue after the jobs queued before it, and waits for it: on the
+    /// caller's thread (libdispatch runs a `sync` block there when the queue is free).
+    func sync<Result>(_ body: () throws -> Result) rethrows -> Result {
+        jobs.add(1, ordering: .acquiringAndReleasing)
+        defer { jobs.subtract(1, ordering: .acquiringAndReleasing) }
+        return try queue.sync(execute: body)
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -28,7 +51,7 @@ final class StoreExecutor: SerialExecutor {
     /// Runs `body` on the queue and returns its result (used before the actor exists).
     func run<Result>(_ body: @escaping @Sendable () throws -> sending Result) async throws -> sending Result {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            async {
                 do {
                     continuation.resume(returning: try body())
                 } catch {

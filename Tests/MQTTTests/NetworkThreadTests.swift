@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import Synchronization
 import Testing
 import TestSupport
 
@@ -52,6 +53,39 @@ extension MQTTIntegrationTests {
             // Idle now, in its poll: a new job still runs at once.
             subscriber.client.perform { ran.append("again") }
             #expect(await poll(timeout: .seconds(2)) { ran.count == 2 })
+        }
+
+        /// `setAfterReads`: called on the network thread after each burst of reads, so it sees
+        /// every message the inline handler took in that burst, and what it publishes goes out.
+        /// Here it echoes how many messages were taken so far: the echoes count up, and the
+        /// last one counts all of them.
+        @Test func afterReadsFollowsEachBurstOnTheNetworkThread() async throws {
+            let taken = Atomic<Int>(0)
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("after", qos: .atMostOnce) { subscriber in
+                subscriber.collect()
+                subscriber.client.setInlineHandler { message in
+                    guard message.topic.hasSuffix("/in") else { return false }
+                    taken.add(1, ordering: .relaxed)
+                    return true
+                }
+            }
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
+            let client = subscriber.client
+            let echoed = Atomic<Int>(0)
+            let offThread = Atomic<Int>(0)
+            client.setAfterReads {
+                if !client.isNetworkThread { offThread.add(1, ordering: .relaxed) }
+                let count = taken.load(ordering: .relaxed)
+                guard count > echoed.load(ordering: .relaxed) else { return }
+                echoed.store(count, ordering: .relaxed)
+                _ = try? client.publish(topic: "\(prefix)/echo", payload: Array("\(count)".utf8), qos: .atMostOnce)
+            }
+            for i in 0..<50 { try publisher.client.publish(topic: "\(prefix)/in", payload: Array("\(i)".utf8), qos: .atMostOnce) }
+            #expect(await poll { subscriber.messages.all.last?.payloadText == "50" })
+            let counts = subscriber.messages.all.compactMap { Int($0.payloadText) }
+            #expect(!counts.isEmpty && counts == counts.sorted() && Set(counts).count == counts.count, "\(counts)")
+            #expect(offThread.load(ordering: .relaxed) == 0)
+            client.setAfterReads(nil)
         }
 
         /// Without a broker the thread waits to reconnect: jobs run on the caller's thread, so a

@@ -82,7 +82,7 @@ enum GatewayServer {
         let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)
         stateBox.withLock { $0 = statePublisher }
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
-                                       publishers: publishers, statePublisher: statePublisher)
+                                       publishers: publishers, statePublisher: statePublisher, networkClient: local.client)
         let runtimeFences = await RuntimeFences(setup: setup, client: local.client, store: store, warnings: warnings, logger: logger)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
