@@ -126,4 +126,46 @@ import TestSupport
         _ = try? await run.value
         client.stop()
     }
+
+    /// With a window of 4, 80 events take 20 round trips to the broker, and each brings
+    /// acknowledgements: they are committed (one transaction each) at most every
+    /// `progressInterval`, not once per round trip, and the last ones by the timer, so the
+    /// stream ends settled without another acknowledgement coming.
+    @Test(.timeLimit(.minutes(2))) func acknowledgementsAreCommittedAtMostEveryInterval() async throws {
+        let directory = try TemporaryDirectory(prefix: "outbox")
+        let store = try await GatewayStore(path: directory.file("gateway.db"))
+        let rig = try await Rig(store: store, topic: "t/acks", window: 4)
+        let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
+        defer { subscriber.stop(); withExtendedLifetime(rig) {} }
+        try client.start()
+        #expect(await poll { client.isConnected })
+        let run = Task { try await publisher.run() }
+
+        let total = 80
+        var batch = StoreBatch()
+        for n in 0..<total {
+            batch.events.append(JournalEvent(
+                id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter",
+                fixTime: Double(n), emittedTime: Double(n), payload: "\(n)"))
+            batch.outbox.append(OutboxMessage(
+                destination: .local, eventID: "e\(n)", topic: "t/acks", payload: Array("\(n)".utf8), qos: 1, payloadInJournal: true))
+        }
+        _ = try await store.submit(batch)
+        let before = await store.statistics.transactions
+        let start = ContinuousClock.now
+        publisher.notifyCommitted()
+        #expect(await subscriber.waitMessages(total))
+        #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
+        let elapsed = (ContinuousClock.now - start) / .seconds(1)
+        #expect(await poll { (try? await store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
+        let commits = await store.statistics.transactions - before
+        // One at the first acknowledgement, one per interval after it, one by the timer.
+        #expect(commits <= 2 + Int(elapsed / OutboxPublisher.progressInterval), "\(commits) commits in \(elapsed) s")
+        #expect(subscriber.messages.all.map(\.payloadText) == (0..<total).map(String.init))
+
+        await publisher.shutdown()
+        _ = try? await run.value
+        client.stop()
+    }
 }
+

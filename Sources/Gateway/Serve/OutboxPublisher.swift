@@ -27,7 +27,16 @@ final class OutboxPublisher: Service, Sendable {
         case fresh
         case acknowledged(MQTTAcknowledgement)
         case connected
+        /// The acknowledgements gathered since the last progress commit are due.
+        case progressDue
     }
+
+    /// Acknowledgements and the stream's settling are committed at most this often (seconds),
+    /// but at once for an event the broker refused, and at the end. Each commit is a
+    /// transaction of its own: one per burst of acknowledgements was half of all the
+    /// transactions under load. Waiting only delays removal: after a `kill -9` the events
+    /// acknowledged in the last interval are sent again, with the same ids.
+    static let progressInterval = 0.1
 
     /// An event published from memory because the database refused it.
     struct VolatileMessage: Sendable {
@@ -63,6 +72,8 @@ final class OutboxPublisher: Service, Sendable {
     let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
     let inflightCount = Atomic<Int>(0)
+    /// A `progressDue` signal will be sent (a timer runs).
+    private let progressTimer = Atomic<Bool>(false)
 
     init(
         destination: OutboxDestination, client: MQTTClient, store: GatewayStore, window: Int,
@@ -225,6 +236,7 @@ final class OutboxPublisher: Service, Sendable {
         let settled = await store.settledStream(destination)
         progress.withLock { $0.settled = settled }
         var batch: [Signal] = []
+        var nextProgressCommit = 0.0
         await pump()
         while let first = await signals.next() {
             batch.removeAll(keepingCapacity: true)
@@ -245,6 +257,8 @@ final class OutboxPublisher: Service, Sendable {
                         p.table.exhausted = false
                         p.stream.exhausted = false
                         p.blocked = false
+                    case .progressDue:
+                        break
                     case .acknowledged(let ack):
                         guard let handed = p.inflight.removeValue(forKey: ack.messageId) else { continue }
                         if case .journal(let sequence) = handed { p.inflightStream.remove(sequence) }
@@ -271,15 +285,34 @@ final class OutboxPublisher: Service, Sendable {
             // Hand out what the acknowledgements made room for first: committing them waits
             // for the store's thread, behind the next group commit.
             await pump()
-            await commitProgress(refused: refused)
+            let now = MonotonicClock.now()
+            if refused.isEmpty, now < nextProgressCommit {
+                armProgressTimer(at: nextProgressCommit - now)
+            } else if await commitProgress(refused: refused) {
+                nextProgressCommit = now + Self.progressInterval
+            }
+        }
+        await commitProgress(refused: [])
+    }
+
+    /// Sends `progressDue` after `delay` seconds, unless a timer runs already.
+    private func armProgressTimer(at delay: Double) {
+        guard !progressTimer.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(delay))
+            progressTimer.store(false, ordering: .releasing)
+            // A full queue has signals to take: the next batch finds the commit due then.
+            _ = signals.trySend(.progressDue)
         }
     }
 
     /// Commits acknowledgements, refused stream events (as table rows, not sent again in this
     /// run) and how far the stream is settled: every stream message below the oldest in
     /// flight, or every one handed over when none is. On failure all of it is kept for the
-    /// next try (until then a restart sends those events again, with the same ids).
-    private func commitProgress(refused: [Int64]) async {
+    /// next try (until then a restart sends those events again, with the same ids). False when
+    /// there was nothing to commit.
+    @discardableResult
+    private func commitProgress(refused: [Int64]) async -> Bool {
         for sequence in refused {
             // Still in the stream (it is not settled past while in flight): read it back.
             let row: OutboxRow?
@@ -302,7 +335,7 @@ final class OutboxPublisher: Service, Sendable {
             if settled > p.settled { p.work.settle(destination, through: settled) }
             return p.work
         }
-        guard !work.isEmpty else { return }
+        guard !work.isEmpty else { return false }
         do {
             let receipt = try await store.submit(work)
             progress.withLock { p in
@@ -314,6 +347,7 @@ final class OutboxPublisher: Service, Sendable {
         } catch {
             logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
         }
+        return true
     }
 
     /// Hands events to libmosquitto until the window is full or nothing waits: events kept in
