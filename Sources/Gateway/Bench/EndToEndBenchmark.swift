@@ -31,7 +31,9 @@ enum EndToEndBenchmark {
           raw      to a subscriber on the same topics (the broker's own pass-through);
           gateway  to a real `geotrigger serve` child with a generated config and its database.
         Reports the sustained rate with none lost (the gateway's `received` / `accepted` status
-        counters against what was sent) and its ratio to the raw rate; the latency from the
+        counters against what was sent), up to when the gateway took every update and its
+        subscriber had every event (the raw rate: until the subscriber had every update), and
+        its ratio to the raw rate; the latency from the
         publish of a crossing update to its event at a subscriber (p50 / p99 / max), beside
         the broker's own latency from publish to the raw subscriber (with one publisher), both
         for the updates published after the first second (warm-up: every device is new to the
@@ -241,8 +243,12 @@ enum EndToEndBenchmark {
         /// Gateway: `accepted` and the sum of the `dropped` counters.
         var accepted = 0
         var dropped = 0
-        /// Seconds from the first publish until everything sent was taken (nil: not all was).
+        /// Seconds from the first publish until everything sent was taken (nil: not all was);
+        /// for the gateway, and until its subscriber had every event.
         var completionSeconds: Double?
+        /// Gateway: seconds from when every update was taken until the last event arrived (the
+        /// events still on their way then; 0 when none was).
+        var eventsLagSeconds: Double?
         /// Gateway: rate from the status counters while the load ran.
         var loadRate: Double?
         var events = 0
@@ -411,7 +417,12 @@ enum EndToEndBenchmark {
                 let da = Double(sa.accepted + sa.dropped), db = Double(sb.accepted + sb.dropped)
                 if db > da { t = sa.time + (Double(run.sent) - da) / (db - da) * (sb.time - sa.time) }
             }
-            result.completionSeconds = t - run.start
+            // Answered when the subscriber also has every event, as the raw phase runs until
+            // its subscriber has every update: a gateway that takes updates faster by holding
+            // its events back is not faster.
+            let lastEvent = events.map(\.time).max() ?? t
+            result.eventsLagSeconds = max(0, lastEvent - t)
+            result.completionSeconds = max(t, lastEvent) - run.start
         }
         // The rate the counters rose at while the load ran (from 1 s in to its end).
         let window = during.filter { $0.time >= run.start + 1 && $0.time <= run.end }

@@ -107,6 +107,7 @@ extension EndToEndBenchmark {
                 if let ratio { line += " = \(f(ratio, 3)) of raw" }
                 line += " (\(g(gw.sent)) sent in \(f(gw.publishSeconds, 2)) s; received \(g(gw.received)), accepted \(g(gw.accepted)), dropped \(g(gw.dropped)), lost \(g(gw.lost))"
                 if let load = gw.loadRate { line += "; \(g(Int(load))) updates/s during the load" }
+                if let lag = gw.eventsLagSeconds, lag >= 0.01 { line += "; the last event arrived \(f(lag, 2)) s after every update was taken" }
                 lines.append(line + ")")
                 var events = "events: \(g(gw.events)) received (gateway counted \(g(gw.eventsCounter)))"
                 if let p50 = percentile(0.5), let p99 = percentile(0.99), let max = gw.latencies.last {
@@ -167,6 +168,7 @@ extension EndToEndBenchmark {
             gw["accepted"] = .number(Double(gateway.accepted))
             gw["dropped"] = .number(Double(gateway.dropped))
             gw["loadRate"] = gateway.loadRate.map { .number($0.rounded()) } ?? .null
+        gw["eventsLagSeconds"] = gateway.eventsLagSeconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null
             gw["events"] = .number(Double(gateway.events))
             if gw["latencyMs"] == nil { gw["latencyMs"] = .object(["p50": .null, "p99": .null, "max": .null]) }
             gw["cpuSeconds"] = .number(gateway.cpuSeconds)
