@@ -34,6 +34,26 @@ import TestSupport
                 warnings: Warnings(logger: logger), logger: logger)
             route.withLock { $0 = publisher }
         }
+
+        /// Connects the client and starts the publisher's `run()`.
+        func connectAndRun() async throws -> Task<Void, any Error> {
+            try client.start()
+            #expect(await poll { client.isConnected })
+            return Task { [publisher] in try await publisher.run() }
+        }
+
+        /// Journaled events `e<n>` for the local stream, payload `n`, as the committer writes them.
+        static func streamEvents(_ numbers: Range<Int>, topic: String) -> StoreBatch {
+            var batch = StoreBatch()
+            for n in numbers {
+                batch.events.append(JournalEvent(
+                    id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter",
+                    fixTime: Double(n), emittedTime: Double(n), payload: "\(n)"))
+                batch.outbox.append(OutboxMessage(
+                    destination: .local, eventID: "e\(n)", topic: topic, payload: Array("\(n)".utf8), qos: 1, payloadInJournal: true))
+            }
+            return batch
+        }
     }
 
     /// QoS 0 events cannot be handed to libmosquitto without a connection: the pump stops at the
@@ -83,23 +103,12 @@ import TestSupport
         let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
         // The broker stops when the rig goes: not before the end.
         defer { subscriber.stop(); withExtendedLifetime(rig) {} }
-        try client.start()
-        #expect(await poll { client.isConnected })
-        let run = Task { try await publisher.run() }
+        let run = try await rig.connectAndRun()
 
         let batches = 12, perBatch = 5
         var lastRows: [OutboxRow] = []
         for b in 0..<batches {
-            var batch = StoreBatch()
-            for k in 0..<perBatch {
-                let n = b * perBatch + k
-                let payload = Array("\(n)".utf8)
-                batch.events.append(JournalEvent(
-                    id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter",
-                    fixTime: Double(n), emittedTime: Double(n), payload: String(decoding: payload, as: UTF8.self)))
-                batch.outbox.append(OutboxMessage(
-                    destination: .local, eventID: "e\(n)", topic: "t/fresh", payload: payload, qos: 1, payloadInJournal: true))
-            }
+            let batch = Rig.streamEvents(b * perBatch..<(b + 1) * perBatch, topic: "t/fresh")
             // As the committer hands them on: the rows in memory, numbered by the receipt.
             let receipt = try await store.submit(batch)
             #expect(receipt.outboxSources.allSatisfy { $0 == .journal })
@@ -137,20 +146,10 @@ import TestSupport
         let rig = try await Rig(store: store, topic: "t/acks", window: 4)
         let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
         defer { subscriber.stop(); withExtendedLifetime(rig) {} }
-        try client.start()
-        #expect(await poll { client.isConnected })
-        let run = Task { try await publisher.run() }
+        let run = try await rig.connectAndRun()
 
         let total = 80
-        var batch = StoreBatch()
-        for n in 0..<total {
-            batch.events.append(JournalEvent(
-                id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter",
-                fixTime: Double(n), emittedTime: Double(n), payload: "\(n)"))
-            batch.outbox.append(OutboxMessage(
-                destination: .local, eventID: "e\(n)", topic: "t/acks", payload: Array("\(n)".utf8), qos: 1, payloadInJournal: true))
-        }
-        _ = try await store.submit(batch)
+        _ = try await store.submit(Rig.streamEvents(0..<total, topic: "t/acks"))
         let before = await store.statistics.transactions
         let start = ContinuousClock.now
         publisher.notifyCommitted()
