@@ -168,7 +168,7 @@ extension EndToEndBenchmark {
             gw["accepted"] = .number(Double(gateway.accepted))
             gw["dropped"] = .number(Double(gateway.dropped))
             gw["loadRate"] = gateway.loadRate.map { .number($0.rounded()) } ?? .null
-        gw["eventsLagSeconds"] = gateway.eventsLagSeconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null
+            gw["eventsLagSeconds"] = gateway.eventsLagSeconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null
             gw["events"] = .number(Double(gateway.events))
             if gw["latencyMs"] == nil { gw["latencyMs"] = .object(["p50": .null, "p99": .null, "max": .null]) }
             gw["cpuSeconds"] = .number(gateway.cpuSeconds)
