@@ -78,6 +78,7 @@ extension GatewayStore {
             let receipts = try commit(group.map(\.batch), on: connection)
             for (item, receipt) in zip(group, receipts) { item.finish(.success(receipt)) }
             checkpointer?.request()
+            queueWriterCheckpointIfDue(connection)
             return
         } catch where group.count == 1 {
             statistics.failedBatches += 1
@@ -91,6 +92,22 @@ extension GatewayStore {
                 statistics.failedBatches += 1
                 item.finish(.failure(error))
             }
+        }
+    }
+
+    /// Once the WAL holds ``Options/writerCheckpointPages``, queues a checkpoint on the
+    /// writer's connection behind the jobs already queued: between two transactions it copies
+    /// every frame (those beside the writer never catch up under continuous writes), so the next
+    /// transaction starts the WAL again. A job of its own, so that its syncs never hold up a
+    /// commit's caller (the network thread commits when the store's queue is idle).
+    private func queueWriterCheckpointIfDue(_ connection: SQLiteConnection) {
+        guard !writerCheckpointQueued, connection.framesInWAL >= options.writerCheckpointPages else { return }
+        writerCheckpointQueued = true
+        perform { store in
+            store.writerCheckpointQueued = false
+            // Failures (SQLITE_BUSY, I/O) leave the frames for the next one.
+            guard (try? store.connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")) != nil else { return }
+            store.statistics.writerCheckpoints += 1
         }
     }
 

@@ -22,13 +22,17 @@ public actor GatewayStore {
         public var busyTimeoutMilliseconds: Int
         /// Read only (the `events` command): no migrations, no writes.
         public var readOnly: Bool
+        /// The WAL's size, in pages, at which the writer checkpoints (tests make it small).
+        public var writerCheckpointPages: Int
 
         public init(durability: StoreDurability = .normal, outboxCap: Int = 1_000_000,
-                    busyTimeoutMilliseconds: Int = 5000, readOnly: Bool = false) {
+                    busyTimeoutMilliseconds: Int = 5000, readOnly: Bool = false,
+                    writerCheckpointPages: Int = WALCheckpointer.writerCheckpointPages) {
             self.durability = durability
             self.outboxCap = outboxCap
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.readOnly = readOnly
+            self.writerCheckpointPages = writerCheckpointPages
         }
     }
 
@@ -63,6 +67,8 @@ public actor GatewayStore {
     public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
     /// Counters since opening.
     public internal(set) var statistics = StoreStatistics()
+    /// A writer checkpoint is queued on the store's queue.
+    var writerCheckpointQueued = false
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         executor.asUnownedSerialExecutor()
@@ -101,8 +107,9 @@ public actor GatewayStore {
         }
         var checkpointer: WALCheckpointer?
         if !options.readOnly {
-            // Checkpoints run on their own connection; the writer's automatic one finishes them.
-            try connection.execute("PRAGMA wal_autocheckpoint = \(WALCheckpointer.writerAutocheckpointPages)")
+            // Checkpoints run on their own connection, and the writer's finish them as jobs of
+            // their own (``commitPending()``), never inside a commit.
+            connection.trackWALFrames()
             checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
         }
         var counts = OutboxCounts()

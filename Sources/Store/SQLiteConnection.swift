@@ -43,6 +43,13 @@ public final class SQLiteConnection {
 
     /// How many statements were compiled since opening (a cached statement is compiled once).
     public private(set) var preparedStatementCount = 0
+    /// Frames in the WAL after the last commit, once ``trackWALFrames()`` was called.
+    private var walFrames: WALFrames?
+
+    /// Where `sqlite3_wal_hook` leaves the WAL's frame count after each commit.
+    private final class WALFrames {
+        var count = 0
+    }
 
     /// Process-wide settings made once, before the first connection initializes the library.
     private static let configureLibrary: Void = { _ = geotrigger_sqlite3_disable_memory_statistics() }()
@@ -92,6 +99,21 @@ public final class SQLiteConnection {
         statements.removeAll()  // finalize every statement before the connection closes
         sqlite3_close_v2(database)
     }
+
+    /// Counts the frames in the WAL after each commit (``framesInWAL``) instead of letting a
+    /// commit checkpoint: SQLite's automatic checkpoint is a WAL hook, which this one replaces.
+    /// The caller checkpoints (`PRAGMA wal_checkpoint`) when it sees fit.
+    func trackWALFrames() {
+        let frames = WALFrames()
+        walFrames = frames
+        sqlite3_wal_hook(database, { context, _, _, pages in
+            Unmanaged<WALFrames>.fromOpaque(context!).takeUnretainedValue().count = Int(pages)
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(frames).toOpaque())
+    }
+
+    /// Frames in the WAL after the last commit (0 before ``trackWALFrames()`` or any commit).
+    var framesInWAL: Int { walFrames?.count ?? 0 }
 
     /// Runs `sql`, which may hold several statements, without parameters and without caching.
     public func execute(_ sql: String) throws(SQLiteError) {

@@ -12,6 +12,9 @@ public struct StoreStatistics: Sendable, Equatable {
     public var events = 0
     /// Messages dropped by the outbox cap, per outbox.
     public var dropped = OutboxCounts()
+    /// Checkpoints the writer ran between transactions (the WAL reached
+    /// `GatewayStore.Options.writerCheckpointPages`).
+    public var writerCheckpoints = 0
     /// CPU seconds the store's thread spent committing (SQLite and the work around it).
     public var commitCPUSeconds = 0.0
     /// The last commit error, cleared by the next successful commit.

@@ -12,10 +12,12 @@ import Synchronization
 ///
 /// Under continuous writes a checkpoint beside the writer never finds the WAL fully copied, and
 /// only a complete checkpoint lets the next transaction start the WAL again from its beginning:
-/// so the writer keeps SQLite's automatic checkpoint too. When it triggers, most frames are
-/// already copied, so it is short, and it completes, bounding the WAL (without it the WAL grew
-/// to 64 MB in 3 s of `bench e2e` and throughput fell by a tenth).
-final class WALCheckpointer: Sendable {
+/// so the writer checkpoints too, on the store's queue between two transactions, once the WAL
+/// holds ``writerCheckpointPages`` (``GatewayStore``; SQLite's automatic checkpoint would run
+/// inside the commit that crosses it, on whichever thread commits). Most frames are already
+/// copied then, so it is short, and it completes, bounding the WAL (without it the WAL grew to
+/// 64 MB in 3 s of `bench e2e` and throughput fell by a tenth).
+public final class WALCheckpointer: Sendable {
     private struct State {
         var running = false
         var lastStart: ContinuousClock.Instant?
@@ -25,15 +27,15 @@ final class WALCheckpointer: Sendable {
 
     /// Checkpoints start at most this often.
     static let interval: Duration = .milliseconds(200)
-    /// `PRAGMA wal_autocheckpoint` on the writer, in pages (40 MB; SQLite's default is 1,000).
-    /// A commit of one event writes about eight pages (the journal's row and its indexes, the
-    /// device's state, the stream's position), so at 1,000 commits a second (36,000 updates/s
-    /// in `bench e2e`) 1,000 pages filled every eighth of a second, and each of those commits
-    /// waited 4-7 ms for its checkpoint's two syncs, with every event behind it. 10,000 pages
-    /// make that ten times rarer: the event-weighted p99 of the wait for a commit to start fell
-    /// from 4.6 to 1.4 ms there. The WAL may grow to 40 MB under such a load; the checkpoints
-    /// beside the writer keep most of it copied.
-    static let writerAutocheckpointPages = 10_000
+    /// The WAL's size, in pages, at which the writer checkpoints (40 MB; SQLite's automatic
+    /// checkpoint defaults to 1,000). A commit of one event writes about eight pages (the
+    /// journal's row and its indexes, the device's state), so at 1,000 commits a second (36,000
+    /// updates/s in `bench e2e`) 1,000 pages filled every eighth of a second, and each of those
+    /// checkpoints took 4-7 ms for its two syncs, with every event behind it. 10,000 pages make
+    /// that ten times rarer: the event-weighted p99 of the wait for a commit to start fell from
+    /// 4.6 to 1.4 ms there. The WAL may grow to 40 MB under such a load; the checkpoints beside
+    /// the writer keep most of it copied.
+    public static let writerCheckpointPages = 10_000
 
     private let queue = DispatchQueue(label: "geotrigger.store.checkpoint", qos: .utility)
     /// Used only on `queue`; nil once closed.

@@ -254,6 +254,23 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
     }
 
+    /// The writer checkpoints once the WAL reaches `writerCheckpointPages` (here 200), as a job
+    /// of its own queued behind the commit that filled it (SQLite's automatic checkpoint, which
+    /// would run inside that commit, is off), so it has run before any job queued later.
+    @Test func aCommitThatFillsTheWALIsFollowedByTheWritersCheckpoint() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("writer.db"), options: .init(writerCheckpointPages: 200))
+        let state = [UInt8](repeating: 7, count: 16_384)  // 4 overflow pages per row and more
+        _ = try await store.submit(StoreBatch(stateChanges: (0..<8).map { DeviceStateChange(device: "d\($0)", state: state) }))
+        _ = try await store.deviceStates()
+        #expect(await store.statistics.writerCheckpoints == 0, "40-odd pages are below the threshold")
+        _ = try await store.submit(StoreBatch(stateChanges: (0..<64).map { DeviceStateChange(device: "d\($0)", state: state) }))
+        _ = try await store.deviceStates()
+        #expect(await store.statistics.writerCheckpoints == 1)
+        #expect(try await store.deviceStates().count == 64)
+        await store.close()
+    }
+
     @Test func largeBatchesKeepOrderSequencesAndTheLastStateOfEachDevice() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("large.db"))

@@ -177,7 +177,7 @@ enum GatewayServer {
         await store.close()
         let written = await store.statistics
         logger.notice("stopped", ["store.transactions": "\(written.transactions)", "store.batches": "\(written.batches)",
-                                  "store.events": "\(written.events)",
+                                  "store.events": "\(written.events)", "store.writerCheckpoints": "\(written.writerCheckpoints)",
                                   "commits.networkThread": "\(committer.networkThreadCommits.load(ordering: .relaxed))",
                                   "commits.queued": "\(committer.queuedCommits.load(ordering: .relaxed))"])
         return ExitStatus.ok
