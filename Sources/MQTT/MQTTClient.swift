@@ -370,7 +370,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Whether the caller is the network thread (the one that reads the socket and runs the
-    /// inline handler and the after-turn handler).
+    /// inline handler and the after-reads handler).
     public var isNetworkThread: Bool { core.isNetworkThread }
 
     /// Messages received and waiting in the inbound queue.
