@@ -191,8 +191,13 @@ import Glibc
         let diagnostics = second.diagnostics
         await second.stop()
         await Self.stop(reader, consumer)
-        #expect(resumed, "fixes did not resume after gpsd restarted; gpsfake said: \(diagnostics)")
         let events = await recorder.events
+        // What the reader saw from its second connection on, for a failure (it failed once
+        // under a loaded full suite, with the reader reconnected and no fix after it).
+        let afterRestart = events.indices.filter { events[$0].isConnected }.dropFirst().first.map {
+            events[$0...].suffix(12).map { "\($0)" }.joined(separator: "; ")
+        } ?? "no second connection"
+        #expect(resumed, "fixes did not resume after gpsd restarted; gpsfake said: \(diagnostics); reader saw: \(afterRestart)")
         #expect(events.filter(\.isConnected).count == 2)
         let reconnect = events.indices.filter { events[$0].isConnected }.dropFirst().first ?? events.endIndex
         #expect(events[reconnect...].filter(\.isFix).count >= example.validRMCs.count - 12,
