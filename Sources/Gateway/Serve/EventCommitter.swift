@@ -22,8 +22,8 @@ import Synchronization
 /// and back), more than a small commit itself.
 ///
 /// Only with `gateway.durability: normal`: a commit then writes the WAL without waiting for
-/// the disk (but for the writer's own checkpoint, every 10,000 pages). With `full` every
-/// commit waits for a sync, and the network thread must go on reading meanwhile, so all
+/// the disk (the writer's checkpoint, which syncs, is a store job of its own). With `full`
+/// every commit waits for a sync, and the network thread must go on reading meanwhile, so all
 /// commits are the store queue's.
 final class EventCommitter: Service, Sendable {
     /// What one monitor step produced.
