@@ -273,6 +273,18 @@ enum EndToEndBenchmark {
         var profile: LoadProfile?
 
         var rate: Double? { completionSeconds.map { Double(sent) / $0 } }
+
+        /// Files the latency of an update published at `sent` with the warm-up's or with the
+        /// measured ones (published from `measuredFrom` on); true for a measured one.
+        @discardableResult
+        mutating func record(latency: Double, sentAt sent: Double, measuredFrom: Double) -> Bool {
+            if sent < measuredFrom {
+                warmUpLatencies.append(latency)
+                return false
+            }
+            latencies.append(latency)
+            return true
+        }
         var lost: Int { max(0, sent - received) }
     }
 
@@ -306,7 +318,7 @@ enum EndToEndBenchmark {
         if connections.count == 1, arrivals.count == run.sendTimes.count {
             let measuredFrom = run.start + warmUp(o)
             for (arrival, sent) in zip(arrivals, run.sendTimes) {
-                if sent >= measuredFrom { result.latencies.append(arrival - sent) } else { result.warmUpLatencies.append(arrival - sent) }
+                result.record(latency: arrival - sent, sentAt: sent, measuredFrom: measuredFrom)
             }
             result.latencies.sort()
             result.warmUpLatencies.sort()
@@ -435,13 +447,10 @@ enum EndToEndBenchmark {
         let measuredFrom = run.start + warmUp(o)
         for e in events {
             let i = e.step * devices + e.device
-            guard i >= 0, i < run.sendTimes.count else { continue }
-            guard run.sendTimes[i] >= measuredFrom else {
-                result.warmUpLatencies.append(e.time - run.sendTimes[i])
-                continue
-            }
-            result.latencies.append(e.time - run.sendTimes[i])
-            guard let emitted = e.emitted else { continue }
+            guard i >= 0, i < run.sendTimes.count,
+                result.record(latency: e.time - run.sendTimes[i], sentAt: run.sendTimes[i], measuredFrom: measuredFrom),
+                let emitted = e.emitted
+            else { continue }
             let emittedMonotonic = emitted - clockOffset
             result.toEmitted.append(emittedMonotonic - run.sendTimes[i])
             result.fromEmitted.append(e.time - emittedMonotonic)
