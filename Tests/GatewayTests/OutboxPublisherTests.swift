@@ -42,6 +42,13 @@ import TestSupport
             return Task { [publisher] in try await publisher.run() }
         }
 
+        /// Shuts the publisher down, waits for its `run()` and stops the client.
+        func finish(_ run: Task<Void, any Error>) async {
+            await publisher.shutdown()
+            _ = try? await run.value
+            client.stop()
+        }
+
         /// Journaled events `e<n>` for the local stream, payload `n`, as the committer writes them.
         static func streamEvents(_ numbers: Range<Int>, topic: String) -> StoreBatch {
             var batch = StoreBatch()
@@ -86,9 +93,7 @@ import TestSupport
         #expect(subscriber.messages.all.map(\.payloadText) == (0..<30).map(String.init))
         #expect(await poll { (try? await store.outbox(.local, limit: 100).isEmpty) == true })
 
-        await publisher.shutdown()
-        _ = try? await run.value
-        client.stop()
+        await rig.finish(run)
     }
 
     /// Events committed while the publisher runs are handed over as the committer hands them on
@@ -100,7 +105,7 @@ import TestSupport
         let directory = try TemporaryDirectory(prefix: "outbox")
         let store = try await GatewayStore(path: directory.file("gateway.db"))
         let rig = try await Rig(store: store, topic: "t/fresh", window: 4)
-        let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
+        let (subscriber, publisher) = (rig.subscriber, rig.publisher)
         // The broker stops when the rig goes: not before the end.
         defer { subscriber.stop(); withExtendedLifetime(rig) {} }
         let run = try await rig.connectAndRun()
@@ -131,9 +136,7 @@ import TestSupport
         #expect(await poll { (try? await store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
         #expect(publisher.inflightCount.load(ordering: .relaxed) == 0)
 
-        await publisher.shutdown()
-        _ = try? await run.value
-        client.stop()
+        await rig.finish(run)
     }
 
     /// With a window of 4, 80 events take 20 round trips to the broker, and each brings
@@ -144,7 +147,7 @@ import TestSupport
         let directory = try TemporaryDirectory(prefix: "outbox")
         let store = try await GatewayStore(path: directory.file("gateway.db"))
         let rig = try await Rig(store: store, topic: "t/acks", window: 4)
-        let (subscriber, client, publisher) = (rig.subscriber, rig.client, rig.publisher)
+        let (subscriber, publisher) = (rig.subscriber, rig.publisher)
         defer { subscriber.stop(); withExtendedLifetime(rig) {} }
         let run = try await rig.connectAndRun()
 
@@ -162,9 +165,7 @@ import TestSupport
         #expect(commits <= 2 + Int(elapsed / OutboxPublisher.progressInterval), "\(commits) commits in \(elapsed) s")
         #expect(subscriber.messages.all.map(\.payloadText) == (0..<total).map(String.init))
 
-        await publisher.shutdown()
-        _ = try? await run.value
-        client.stop()
+        await rig.finish(run)
     }
 }
 
