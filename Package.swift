@@ -24,7 +24,13 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "GeotriggerCore"),
-        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        .target(
+            name: "MQTT", dependencies: ["CMosquitto"],
+            // PacketReads defines `read` and `close` for libmosquitto to bind to: every binary
+            // linking MQTT exports them (release builds with a static stdlib did anyway).
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=read", "-Xlinker", "--export-dynamic-symbol=close"])
+            ]),
         .target(name: "GPSD", dependencies: ["CGPS"]),
         .target(name: "Store", dependencies: ["CSQLite"]),
         .target(

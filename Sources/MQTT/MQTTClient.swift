@@ -376,6 +376,11 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
 
+    /// Whether the current connection's socket is read a whole packet at a time
+    /// (``PacketReads``; ``MQTTConfiguration/wholePacketReads`` and no TLS). False while
+    /// not connected.
+    public var readsWholePackets: Bool { PacketReads.isRegistered(mosquitto_socket(handle)) }
+
     /// Bytes the broker sent that the network thread has not read from the socket yet (0 when
     /// not connected): how far behind it is, when an inline handler does the work. One
     /// system call.

@@ -246,6 +246,10 @@ final class MQTTClientCore: @unchecked Sendable {
         let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
+        // A new connection's socket (its close unregistered the last one).
+        if configuration.wholePacketReads, configuration.tls == nil, !PacketReads.isRegistered(socket) {
+            PacketReads.register(socket)
+        }
         let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
         let (ready, events, woken) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
             fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | writable, revents: 0)

@@ -134,6 +134,9 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// How many received messages wait for the consumer before the network thread stops
     /// reading from the broker (back-pressure; nothing is ever dropped).
     public var inboundCapacity: Int
+    /// Read each incoming packet of a plain TCP connection with two system calls instead of
+    /// libmosquitto's three or more (``PacketReads``). Ignored with TLS.
+    public var wholePacketReads = true
 
     /// A configuration with the defaults of DESIGN.md's `broker` section.
     public init(
