@@ -139,6 +139,42 @@ import TestSupport
         await rig.finish(run)
     }
 
+    /// Fresh stream events within the window, nothing else waiting: their acknowledgements are
+    /// taken as they arrive, on the network thread, without waking `run()`, and the timer still
+    /// has the stream settled.
+    @Test(.timeLimit(.minutes(2))) func freshStreamAcknowledgementsAreTakenAsTheyArrive() async throws {
+        let directory = try TemporaryDirectory(prefix: "outbox")
+        let store = try await GatewayStore(path: directory.file("gateway.db"))
+        let rig = try await Rig(store: store, topic: "t/arrive", window: 8)
+        let (subscriber, publisher) = (rig.subscriber, rig.publisher)
+        defer { subscriber.stop(); withExtendedLifetime(rig) {} }
+        let run = try await rig.connectAndRun()
+
+        let batches = 6, perBatch = 4
+        var baseline = 0
+        for b in 0..<batches {
+            let batch = Rig.streamEvents(b * perBatch..<(b + 1) * perBatch, topic: "t/arrive")
+            let receipt = try await store.submit(batch)
+            publisher.notifyCommitted(rows: batch.outbox.indices.map {
+                OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
+            })
+            #expect(await subscriber.waitMessages((b + 1) * perBatch))
+            #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
+            if b == 0 {
+                // `run()` may still have been reading the stream when the first batch came (it
+                // then takes their acknowledgements); once the stream is settled it is idle.
+                #expect(await poll { (try? await store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
+                baseline = publisher.acknowledgementsTakenOnArrival.load(ordering: .relaxed)
+            }
+        }
+        let total = batches * perBatch
+        #expect(publisher.acknowledgementsTakenOnArrival.load(ordering: .relaxed) - baseline == total - perBatch)
+        #expect(await poll { (try? await store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
+        #expect(subscriber.messages.all.map(\.payloadText) == (0..<total).map(String.init))
+
+        await rig.finish(run)
+    }
+
     /// With a window of 4, 80 events take 20 round trips to the broker, and each brings
     /// acknowledgements: they are committed (one transaction each) at most every
     /// `progressInterval`, not once per round trip, and the last ones by the timer, so the

@@ -72,6 +72,8 @@ final class OutboxPublisher: Service, Sendable {
     let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
     let inflightCount = Atomic<Int>(0)
+    /// Acknowledgements taken on the network thread as they arrived (not queued for ``run()``).
+    let acknowledgementsTakenOnArrival = Atomic<Int>(0)
     /// A `progressDue` signal will be sent (a timer runs).
     private let progressTimer = Atomic<Bool>(false)
 
@@ -142,10 +144,35 @@ final class OutboxPublisher: Service, Sendable {
     }
 
     /// Called on libmosquitto's network thread for every acknowledgement of `client`.
+    /// The usual one, a stream event's success while nothing waits for the room it leaves, is
+    /// taken here and settled by ``run()`` at the next progress commit (the timer wakes it):
+    /// waking ``run()`` for each burst of acknowledgements was a pool thread's wake-up per
+    /// event. Table rows, refusals, and room that a backlog waits for go to ``run()``.
     func acknowledged(_ ack: MQTTAcknowledgement) {
+        if ack.isSuccess, takeStreamAcknowledgement(ack) {
+            counters.acked.add(1, ordering: .relaxed)
+            acknowledgementsTakenOnArrival.add(1, ordering: .relaxed)
+            armProgressTimer(at: Self.progressInterval)
+            return
+        }
         if !signals.trySend(.acknowledged(ack)) {
             logger.error("acknowledgement queue full: the event stays in the outbox and is sent again after a restart",
                          ["outbox": destination.rawValue])
+        }
+    }
+
+    /// Takes a successful acknowledgement of a stream event off the in-flight table when
+    /// neither source has more to hand over and nothing is blocked (else ``run()`` must see the
+    /// room it leaves). False when it is not such an acknowledgement.
+    private func takeStreamAcknowledgement(_ ack: MQTTAcknowledgement) -> Bool {
+        guard volatileQueue.withLock({ $0.isEmpty }) else { return false }
+        return progress.withLock { p in
+            guard case .journal(let sequence)? = p.inflight[ack.messageId], p.stream.exhausted, p.table.exhausted, !p.blocked
+            else { return false }
+            p.inflight.removeValue(forKey: ack.messageId)
+            p.inflightStream.remove(sequence)
+            inflightCount.store(p.inflight.count, ordering: .relaxed)
+            return true
         }
     }
 
