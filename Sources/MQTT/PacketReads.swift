@@ -61,12 +61,6 @@ public enum PacketReads {
     /// Whether `fd` is served whole packets.
     public static func isRegistered(_ fd: Int32) -> Bool { registry.slot(for: fd) != nil }
 
-    /// Bytes of a packet read from the socket and not yet handed to libmosquitto.
-    static func heldBytes(_ fd: Int32) -> Int {
-        guard let slot = registry.slot(for: fd) else { return 0 }
-        return slot.length - slot.position
-    }
-
     /// One socket's copy of the packet being read. Its bytes and positions are touched only by
     /// the thread that reads the socket (and by `reset` when that reading has ended); the
     /// bytes are allocated at the slot's first registration.
@@ -170,7 +164,8 @@ public enum PacketReads {
     }
 }
 
-/// The process's `read`: libmosquitto's (and every other) `read` call lands here.
+/// The process's `read`: libmosquitto's (and every other) `read` call lands here. Public so
+/// that neither the optimizer nor the linker drops it.
 @_cdecl("read")
 public func geotriggerRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     PacketReads.read(fd, buffer, count)
