@@ -194,9 +194,11 @@ import Testing
             let log = h.gateway.log
             #expect(log.contains("(feed self) has no fix"), "the no-fix lead raised no warning:\n\(h.logTail)")
             #expect(log.contains("has a fix again"), "the no-fix warning was not cleared:\n\(h.logTail)")
-            // The state ends outside every fence; nothing is republished without `republish`.
-            let state = h.messages("geotriggers/devices/\(Self.gatewayID)/state").last.flatMap(Harness.object)
-            #expect((state?["inside"] as? [Any])?.isEmpty == true, "state \(String(describing: state))")
+            // The state ends outside every fence (`settled` allows the last fixes to be on their
+            // way still); nothing is republished without `republish`.
+            let lastState = { h.messages("geotriggers/devices/\(Self.gatewayID)/state").last.flatMap(Harness.object) }
+            #expect(await poll(timeout: .seconds(30)) { (lastState()?["inside"] as? [Any])?.isEmpty == true },
+                    "state \(String(describing: lastState()))")
             #expect(h.probe.messages.all.filter { $0.topic.hasPrefix("owntracks/") }.isEmpty)
             // SIGTERM: the gpsd feed stops first and the gateway exits cleanly.
             #expect(h.gateway.terminate() == 0, "\(h.logTail)")
