@@ -93,6 +93,12 @@ import Testing
         #expect(messages("[]") == ["test.json5:1:1: expected an object, found an array"])
     }
 
+    /// Down to a tenth of a second (`bench e2e` times the gateway by its statuses).
+    @Test func statusIntervalFromATenthOfASecond() throws {
+        #expect(try decode("{ output: { statusInterval: 0.1 }, triggers: [] }").output.statusInterval == 0.1)
+        #expect(messages("{ output: { statusInterval: 0.05 } }") == ["test.json5:1:13: output.statusInterval: expected a number >= 0.1, found 0.05"])
+    }
+
     @Test func brokerHostsAndRemote() throws {
         let c = try decode(#"{ broker: { hosts: ["10.0.0.1:1883", "n2:1884"], protocol: "v311" }, remote: { host: "up", tls: { ca: "ca.pem" } }, triggers: [] }"#)
         #expect(c.broker.hosts == ["10.0.0.1:1883", "n2:1884"])

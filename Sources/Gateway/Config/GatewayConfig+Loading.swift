@@ -90,7 +90,7 @@ extension GatewayConfig {
             }
             if let x = d.integer(o, "qos", at: p, range: 0...1) { output.qos = x }
             if let x = d.bool(o, "owntracks", at: p) { output.owntracks = x }
-            if let x = d.number(o, "statusInterval", at: p, range: 1...Double.infinity) { output.statusInterval = x }
+            if let x = d.number(o, "statusInterval", at: p, range: 0.1...Double.infinity) { output.statusInterval = x }
             if let x = d.number(o, "stateInterval", at: p, range: 0...Double.infinity) { output.stateInterval = x }
         }
         if let v = root["journal"], let o = d.object(v, at: [.key("journal")], allowed: ["retentionDays"]) {
