@@ -17,8 +17,10 @@ import TestSupport
         let subscriber: MQTTProbe
         let client: MQTTClient
         let publisher: OutboxPublisher
+        let store: GatewayStore
 
         init(store: GatewayStore, topic: String, window: Int) async throws {
+            self.store = store
             broker = try MosquittoProcess()
             subscriber = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("sub"))
             subscriber.collect()
@@ -47,6 +49,19 @@ import TestSupport
             await publisher.shutdown()
             _ = try? await run.value
             client.stop()
+        }
+
+        /// Commits the stream events `numbers` and hands their rows to the publisher in memory,
+        /// numbered by the receipt, as the committer does.
+        @discardableResult
+        func commitFresh(_ numbers: Range<Int>, topic: String) async throws -> [OutboxRow] {
+            let batch = Rig.streamEvents(numbers, topic: topic)
+            let receipt = try await store.submit(batch)
+            let rows = batch.outbox.indices.map {
+                OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
+            }
+            publisher.notifyCommitted(rows: rows)
+            return rows
         }
 
         /// Journaled events `e<n>` for the local stream, payload `n`, as the committer writes them.
@@ -113,14 +128,8 @@ import TestSupport
         let batches = 12, perBatch = 5
         var lastRows: [OutboxRow] = []
         for b in 0..<batches {
-            let batch = Rig.streamEvents(b * perBatch..<(b + 1) * perBatch, topic: "t/fresh")
-            // As the committer hands them on: the rows in memory, numbered by the receipt.
-            let receipt = try await store.submit(batch)
-            #expect(receipt.outboxSources.allSatisfy { $0 == .journal })
-            lastRows = batch.outbox.indices.map {
-                OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
-            }
-            publisher.notifyCommitted(rows: lastRows)
+            lastRows = try await rig.commitFresh(b * perBatch..<(b + 1) * perBatch, topic: "t/fresh")
+            #expect(lastRows.allSatisfy { $0.source == .journal })
             // Delivered, so the stream is read to its end again when the next batch comes.
             #expect(await subscriber.waitMessages((b + 1) * perBatch))
             #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
@@ -153,11 +162,7 @@ import TestSupport
         let batches = 6, perBatch = 4
         var baseline = 0
         for b in 0..<batches {
-            let batch = Rig.streamEvents(b * perBatch..<(b + 1) * perBatch, topic: "t/arrive")
-            let receipt = try await store.submit(batch)
-            publisher.notifyCommitted(rows: batch.outbox.indices.map {
-                OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
-            })
+            try await rig.commitFresh(b * perBatch..<(b + 1) * perBatch, topic: "t/arrive")
             #expect(await subscriber.waitMessages((b + 1) * perBatch))
             #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
             if b == 0 {
