@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "GeotriggerCore"),
         .target(
             name: "MQTT", dependencies: ["CMosquitto"],
-            // PacketReads defines `read` and `close` for libmosquitto to bind to: every binary
+            // BufferedReads defines `read` and `close` for libmosquitto to bind to: every binary
             // linking MQTT exports them (release builds with a static stdlib did anyway).
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=read", "-Xlinker", "--export-dynamic-symbol=close"])

@@ -376,14 +376,14 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }
 
-    /// Whether the current connection's socket is read a whole packet at a time
-    /// (``PacketReads``; ``MQTTConfiguration/wholePacketReads`` and no TLS). False while
-    /// not connected.
-    public var readsWholePackets: Bool { PacketReads.isRegistered(mosquitto_socket(handle)) }
+    /// Whether the current connection's socket is read through a buffer (``BufferedReads``;
+    /// ``MQTTConfiguration/bufferedReads`` and no TLS). False while not connected.
+    public var readsBuffered: Bool { BufferedReads.isRegistered(mosquitto_socket(handle)) }
 
     /// Bytes the broker sent that the network thread has not read from the socket yet (0 when
     /// not connected): how far behind it is, when an inline handler does the work. One
-    /// system call.
+    /// system call. Up to ``BufferedReads/capacity`` bytes already taken into the read buffer
+    /// are not counted.
     public var unreadBytes: Int { max(0, Int(geotrigger_socket_unread_bytes(mosquitto_socket(handle)))) }
 
     /// Offers every received message to `handler` on libmosquitto's network thread, before it

@@ -247,14 +247,17 @@ final class MQTTClientCore: @unchecked Sendable {
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
         // A new connection's socket (its close unregistered the last one).
-        if configuration.wholePacketReads, configuration.tls == nil, !PacketReads.isRegistered(socket) {
-            PacketReads.register(socket)
+        if configuration.bufferedReads, configuration.tls == nil, !BufferedReads.isRegistered(socket) {
+            BufferedReads.register(socket)
         }
         let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
+        // Packets already taken from the socket (a burst ended before them) are there to read
+        // whatever poll says: no waiting then.
+        let held: Int16 = BufferedReads.heldBytes(socket) > 0 ? Int16(POLLIN) : 0
         let (ready, events, woken) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
             fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | writable, revents: 0)
             fds[1] = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-            return (poll(fds.baseAddress, 2, timeout), fds[0].revents, fds[1].revents != 0)
+            return (poll(fds.baseAddress, 2, held != 0 ? 0 : timeout), fds[0].revents | held, fds[1].revents != 0)
         }
         if ready < 0 { return errno == EINTR ? success : Int32(MOSQ_ERR_ERRNO.rawValue) }
         if woken { runJobs() }

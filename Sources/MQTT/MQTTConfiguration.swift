@@ -134,9 +134,10 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// How many received messages wait for the consumer before the network thread stops
     /// reading from the broker (back-pressure; nothing is ever dropped).
     public var inboundCapacity: Int
-    /// Read each incoming packet of a plain TCP connection with two system calls instead of
-    /// libmosquitto's three or more (``PacketReads``). Ignored with TLS.
-    public var wholePacketReads = true
+    /// Read a plain TCP connection a buffer at a time: one system call for the packets that
+    /// arrived together, instead of libmosquitto's three or more per packet
+    /// (``BufferedReads``). Ignored with TLS.
+    public var bufferedReads = true
 
     /// A configuration with the defaults of DESIGN.md's `broker` section.
     public init(

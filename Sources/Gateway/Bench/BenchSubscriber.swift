@@ -50,7 +50,7 @@ final class BenchSubscriber: Sendable {
         var configuration = MQTTConfiguration(host: host, port: port, clientId: clientID, cleanStart: true, inboundCapacity: 4096)
         configuration.sessionExpiry = 0
         // libmosquitto's own reads: the raw pass-through is measured with a stock client.
-        configuration.wholePacketReads = false
+        configuration.bufferedReads = false
         let counter = subscribed
         client = try MQTTClient(configuration, onConnectionEvent: { event in
             if case .subscribed = event { counter.value.add(1, ordering: .relaxed) }
