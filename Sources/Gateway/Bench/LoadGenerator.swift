@@ -138,14 +138,63 @@ final class LoadGenerator: Sendable {
 
     /// The payload of update `step` of device `d`, in the generator's format.
     func payload(device d: Int, step k: Int) -> String {
+        var bytes: [UInt8] = []
+        writePayload(device: d, step: k, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes the payload of update `step` of device `d` into `bytes` (emptied first, its
+    /// capacity kept). Latitude and longitude are rounded to 7 decimals and the fix time to
+    /// hundredths (`fixStep`), each written as a whole number of those units with the point put
+    /// in and trailing zeros dropped: the text Swift would print for those values, without
+    /// formatting a `Double` (which was a tenth of the generator's time per update).
+    func writePayload(device d: Int, step k: Int, into bytes: inout [UInt8]) {
         let p = position(device: d, step: k)
-        let lat = (p.lat * 1e7).rounded() / 1e7, lon = (p.lon * 1e7).rounded() / 1e7
-        let time = fixTime(step: k)
+        let lat = Int((p.lat * 1e7).rounded()), lon = Int((p.lon * 1e7).rounded())
+        let time = Int(baseTime) * 100 + k
+        bytes.removeAll(keepingCapacity: true)
         switch format {
         case .json:
-            return "{\"lat\":\(lat),\"lon\":\(lon),\"time\":\(time),\"accuracy\":5}"
+            bytes += #"{"lat":"#.utf8
+            Self.appendDecimal(lat, decimals: 7, to: &bytes)
+            bytes += #","lon":"#.utf8
+            Self.appendDecimal(lon, decimals: 7, to: &bytes)
+            bytes += #","time":"#.utf8
+            Self.appendDecimal(time, decimals: 2, to: &bytes)
+            bytes += #","accuracy":5}"#.utf8
         case .owntracks:
-            return "{\"_type\":\"location\",\"tid\":\"d\(d % 100)\",\"lat\":\(lat),\"lon\":\(lon),\"tst\":\(time),\"acc\":5}"
+            bytes += #"{"_type":"location","tid":"d"#.utf8
+            Self.appendDecimal(d % 100, decimals: 0, to: &bytes)
+            bytes += #"","lat":"#.utf8
+            Self.appendDecimal(lat, decimals: 7, to: &bytes)
+            bytes += #","lon":"#.utf8
+            Self.appendDecimal(lon, decimals: 7, to: &bytes)
+            bytes += #","tst":"#.utf8
+            Self.appendDecimal(time, decimals: 2, to: &bytes)
+            bytes += #","acc":5}"#.utf8
+        }
+    }
+
+    /// Appends `units` / 10^`decimals` in decimal: trailing zeros of the fraction dropped, but
+    /// one digit kept after the point ("40.73", "-73.9", "5.0"); no point when `decimals` is 0.
+    static func appendDecimal(_ units: Int, decimals: Int, to bytes: inout [UInt8]) {
+        if units < 0 { bytes.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // up to 32 digits, last first
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var value = units.magnitude
+            var count = 0
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+                count += 1
+            } while value > 0 || count <= decimals
+            // Digits before the point, then the fraction without its trailing zeros.
+            for i in stride(from: count - 1, through: decimals, by: -1) { bytes.append(buffer[i]) }
+            guard decimals > 0 else { return }
+            var last = 0
+            while last < decimals - 1, buffer[last] == UInt8(ascii: "0") { last += 1 }
+            bytes.append(UInt8(ascii: "."))
+            for i in stride(from: decimals - 1, through: last, by: -1) { bytes.append(buffer[i]) }
         }
     }
 
@@ -184,6 +233,8 @@ final class LoadGenerator: Sendable {
         var sendTimes: [Double] = []
         sendTimes.reserveCapacity(Int((rate ?? 150_000) * duration * 1.05) + 1024)
         var published = [Int](repeating: 0, count: connections.count)
+        var payload: [UInt8] = []
+        payload.reserveCapacity(256)
         let baseline = connections.map(\.done)
         let start = MonotonicClock.now()
         var i = 0
@@ -216,10 +267,10 @@ final class LoadGenerator: Sendable {
                     try? connections[c].publisher.service(timeout: 0.001)
                     if MonotonicClock.now() - start >= duration { break loop }
                 }
-                var text = payload(device: d, step: k)
+                writePayload(device: d, step: k, into: &payload)
                 let t = MonotonicClock.now()
-                let ok: Bool = text.withUTF8 { bytes in
-                    (try? connections[c].publisher.publish(topic: topics[d], payload: UnsafeRawBufferPointer(bytes), qos: qos)) != nil
+                let ok: Bool = payload.withUnsafeBytes { bytes in
+                    (try? connections[c].publisher.publish(topic: topics[d], payload: bytes, qos: qos)) != nil
                 }
                 if !ok {
                     // Not connected (QoS 0): try again shortly.
