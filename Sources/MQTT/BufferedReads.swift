@@ -74,11 +74,14 @@ public enum BufferedReads {
         private(set) var bytes: UnsafeMutablePointer<UInt8>?
         var position = 0
         var length = 0
+        /// Bytes read from the socket since the registration.
+        var taken = 0
 
         func reset() {
             if bytes == nil { bytes = .allocate(capacity: BufferedReads.capacity) }
             position = 0
             length = 0
+            taken = 0
         }
     }
 
@@ -124,18 +127,29 @@ public enum BufferedReads {
             return registry.plainRead(fd, buffer, count)
         }
         if slot.position == slot.length {
-            if count >= capacity { return registry.plainRead(fd, buffer, count) }
+            if count >= capacity {
+                let got = registry.plainRead(fd, buffer, count)
+                if got > 0 { slot.taken += got }
+                return got
+            }
             let got = registry.plainRead(fd, bytes, capacity)
             if got <= 0 { return got }
             registry.socketReads.add(1, ordering: .relaxed)
             slot.position = 0
             slot.length = got
+            slot.taken += got
         }
         let n = min(count, slot.length - slot.position)
         buffer.copyMemory(from: bytes + slot.position, byteCount: n)
         slot.position += n
         registry.servedReads.add(1, ordering: .relaxed)
         return n
+    }
+
+    /// Bytes read from `fd` since it was registered (0 for an unregistered descriptor). Only
+    /// for the thread that reads it.
+    public static func takenBytes(_ fd: Int32) -> Int {
+        registry.slot(for: fd)?.taken ?? 0
     }
 
     /// Bytes taken from `fd` and not served yet (0 for an unregistered descriptor): while

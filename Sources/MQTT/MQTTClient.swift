@@ -380,6 +380,13 @@ public final class MQTTClient: @unchecked Sendable {
     /// ``MQTTConfiguration/bufferedReads`` and no TLS). False while not connected.
     public var readsBuffered: Bool { BufferedReads.isRegistered(mosquitto_socket(handle)) }
 
+    /// Whether the network thread batches its reads now: messages came faster than it turned,
+    /// so it waits until 4 KB have arrived or 1 ms has passed (buffered reads only).
+    public var batchesReads: Bool { core.batching.load(ordering: .relaxed) }
+
+    /// How many times the network thread began batching its reads.
+    public var readBatchesBegun: Int { core.batchesBegun.load(ordering: .relaxed) }
+
     /// Bytes the broker sent that the network thread has not read from the socket yet (0 when
     /// not connected): how far behind it is, when an inline handler does the work. One
     /// system call. Up to ``BufferedReads/capacity`` bytes already taken into the read buffer

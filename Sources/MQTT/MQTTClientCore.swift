@@ -52,6 +52,10 @@ final class MQTTClientCore: @unchecked Sendable {
     var endpointIndex = 0
     var thread: pthread_t?
 
+    /// The network thread batches its reads (see `batchBytes`).
+    let batching = Atomic<Bool>(false)
+    /// How many times the network thread began batching its reads.
+    let batchesBegun = Atomic<Int>(0)
     /// An eventfd beside the socket in the network thread's `poll`: written to wake it for
     /// queued work or for a packet another thread queued (libmosquitto's own wake-up pipe is
     /// only read by `mosquitto_loop`, which this loop replaces).
@@ -237,6 +241,17 @@ final class MQTTClientCore: @unchecked Sendable {
     /// The most `mosquitto_loop_read` calls in one turn.
     static let readCalls = 64
 
+    /// Read batching (buffered-read sockets only). A turn that took at least `batchBytes`
+    /// from the socket shows that messages arrive faster than the thread turns; from then on
+    /// the socket's SO_RCVLOWAT is `batchBytes`, so `poll` wakes the thread once that much has
+    /// arrived, and at most `batchWait` ms later it reads whatever came. One wake-up and read
+    /// then take dozens of messages where they took one or two; the broker, whose writes are
+    /// acknowledged less often, sends fewer and larger TCP segments. A turn that finds less
+    /// than an eighth of `batchBytes` goes back to waking for every byte, so a lone message is
+    /// never held (and an idle connection does not wake every millisecond).
+    static let batchBytes: Int32 = 4096
+    static let batchWait: Int32 = 1
+
     /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
     /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
     /// arrived, calls `afterReads` (also when reading lost the connection), writes what is
@@ -249,23 +264,31 @@ final class MQTTClientCore: @unchecked Sendable {
         // A new connection's socket (its close unregistered the last one).
         if configuration.bufferedReads, configuration.tls == nil, !BufferedReads.isRegistered(socket) {
             BufferedReads.register(socket)
+            batching.store(false, ordering: .relaxed)  // a new socket wakes for every byte
         }
         let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
         // Packets already taken from the socket (a burst ended before them) are there to read
         // whatever poll says: no waiting then.
-        let held: Int16 = BufferedReads.heldBytes(socket) > 0 ? Int16(POLLIN) : 0
+        let held = BufferedReads.heldBytes(socket) > 0
+        let batched = batching.load(ordering: .relaxed)
+        let wait = held ? 0 : batched ? min(timeout, Self.batchWait) : timeout
         let (ready, events, woken) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
             fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | writable, revents: 0)
             fds[1] = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-            return (poll(fds.baseAddress, 2, held != 0 ? 0 : timeout), fds[0].revents | held, fds[1].revents != 0)
+            return (poll(fds.baseAddress, 2, wait), fds[0].revents, fds[1].revents != 0)
         }
         if ready < 0 { return errno == EINTR ? success : Int32(MOSQ_ERR_ERRNO.rawValue) }
         if woken { runJobs() }
         // Before the CONNACK, a writable socket may be a TLS handshake that can go on, and
         // libmosquitto takes that step in its read call (mosquitto_loop does it on writable).
+        // Batching, the socket is read whatever poll said: fewer than `batchBytes` may be there.
         var read = success
-        if events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
+        let taken = BufferedReads.takenBytes(socket)
+        if held || batched || events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
             read = readBurst(handle, calls: connecting ? 1 : Self.readCalls)
+        }
+        if !held, read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {
+            adjustBatching(socket, took: BufferedReads.takenBytes(socket) - taken, batched: batched)
         }
         afterReads?()
         if read != success || mosquitto_socket(handle) < 0 { return read }
@@ -276,6 +299,17 @@ final class MQTTClientCore: @unchecked Sendable {
             if code != success || mosquitto_socket(handle) < 0 { return code }
         }
         return mosquitto_loop_misc(handle)
+    }
+
+    /// Begins batching after a turn that took `batchBytes` or more, ends it after one that took
+    /// less than an eighth of that (see `batchBytes`).
+    private func adjustBatching(_ socket: Int32, took: Int, batched: Bool) {
+        let begin = !batched && took >= Int(Self.batchBytes)
+        guard begin || (batched && took < Int(Self.batchBytes) / 8) else { return }
+        var lowWater: Int32 = begin ? Self.batchBytes : 1
+        setsockopt(socket, SOL_SOCKET, SO_RCVLOWAT, &lowWater, socklen_t(MemoryLayout<Int32>.size))
+        batching.store(begin, ordering: .relaxed)
+        if begin { batchesBegun.add(1, ordering: .relaxed) }
     }
 
     /// Reads up to `calls` times. One call reads only as many packets as libmosquitto has QoS > 0

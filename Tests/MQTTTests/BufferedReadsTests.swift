@@ -180,7 +180,8 @@ extension MQTTIntegrationTests {
     /// A flood of small QoS 0 messages fills the subscriber's buffer with more packets than one
     /// turn of its network thread reads (64): its first message holds that thread for 0.3 s,
     /// while the flood waits in the socket. The rest are read in the next turns although the
-    /// socket is empty by then and nothing else arrives.
+    /// socket is empty by then and nothing else arrives. The flood makes the thread batch its
+    /// reads; idle again, it stops, and a lone message still arrives.
     @Test func aFloodIsReadToItsEndWhenTheSocketIsAlreadyEmpty() async throws {
         let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("flood", qos: .atMostOnce) {
             let first = Atomic<Bool>(true)
@@ -196,5 +197,12 @@ extension MQTTIntegrationTests {
         #expect(results.allSatisfy { (try? $0.get()) != nil })
         #expect(await subscriber.waitMessages(sent.count, timeout: .seconds(20)), "\(subscriber.messages.count) of \(sent.count)")
         #expect(subscriber.messages.all.map(\.payload) == sent.map(\.payload))
+        #expect(subscriber.client.readBatchesBegun >= 1)
+        #expect(await poll(timeout: .seconds(5)) { !subscriber.client.batchesReads }, "still batching when idle")
+
+        // Under SO_RCVLOWAT 4096, this would wait for more bytes that never come.
+        let lone = MQTTMessage(topic: "\(prefix)/lone", payload: Array("lone".utf8), qos: .atMostOnce)
+        #expect(await publisher.client.publish([lone]).allSatisfy { (try? $0.get()) != nil })
+        #expect(await subscriber.waitMessages(sent.count + 1, timeout: .seconds(10)))
     }
 }
