@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import MQTT
 import Testing
 import TestSupport
@@ -178,15 +177,15 @@ extension MQTTIntegrationTests {
     }
 
     /// A flood of small QoS 0 messages fills the subscriber's buffer with more packets than one
-    /// turn of its network thread reads (64): its first message holds that thread for 0.3 s,
-    /// while the flood waits in the socket. The rest are read in the next turns although the
-    /// socket is empty by then and nothing else arrives. The flood makes the thread batch its
-    /// reads; idle again, it stops, and a lone message still arrives.
+    /// turn of its network thread reads (64): its first message holds that thread until 32 KB
+    /// wait in the socket. The rest are read in the next turns although the socket is empty by
+    /// then and nothing else arrives. The flood makes the thread batch its reads; idle again,
+    /// it stops, and a lone message still arrives.
     @Test func aFloodIsReadToItsEndWhenTheSocketIsAlreadyEmpty() async throws {
+        let release = DispatchSemaphore(value: 0)
         let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("flood", qos: .atMostOnce) {
-            let first = Atomic<Bool>(true)
-            $0.client.setInlineHandler { _ in
-                if first.exchange(false, ordering: .relaxed) { usleep(300_000) }
+            $0.client.setInlineHandler { message in
+                if message.payload == Array("0".utf8) { release.wait() }
                 return false
             }
             $0.collect()
@@ -195,6 +194,9 @@ extension MQTTIntegrationTests {
         let sent = (0..<5000).map { i in MQTTMessage(topic: "\(prefix)/\(i % 10)", payload: Array("\(i)".utf8), qos: .atMostOnce) }
         let results = await publisher.client.publish(sent)
         #expect(results.allSatisfy { (try? $0.get()) != nil })
+        let waiting = await poll(timeout: .seconds(20)) { subscriber.client.unreadBytes >= 32 * 1024 }
+        release.signal()
+        #expect(waiting, "\(subscriber.client.unreadBytes) bytes unread")
         #expect(await subscriber.waitMessages(sent.count, timeout: .seconds(20)), "\(subscriber.messages.count) of \(sent.count)")
         #expect(subscriber.messages.all.map(\.payload) == sent.map(\.payload))
         #expect(subscriber.client.readBatchesBegun >= 1)
