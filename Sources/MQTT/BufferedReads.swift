@@ -66,9 +66,9 @@ public enum BufferedReads {
     public static func isRegistered(_ fd: Int32) -> Bool { registry.slot(for: fd) != nil }
 
     /// One socket's buffer: what the last read from the socket took, and how far it has been
-    /// served. Its bytes and positions are touched only by
-    /// the thread that reads the socket (and by `reset` when that reading has ended); the
-    /// bytes are allocated at the slot's first registration.
+    /// served. Its bytes and positions are touched only by the thread that reads the socket
+    /// (and by `reset` when that reading has ended); the bytes are allocated at the slot's
+    /// first registration.
     final class Slot: @unchecked Sendable {
         let fd = Atomic<Int32>(-1)
         private(set) var bytes: UnsafeMutablePointer<UInt8>?

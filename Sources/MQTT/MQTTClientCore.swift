@@ -247,8 +247,9 @@ final class MQTTClientCore: @unchecked Sendable {
     /// arrived, and at most `batchWait` ms later it reads whatever came. One wake-up and read
     /// then take dozens of messages where they took one or two; the broker, whose writes are
     /// acknowledged less often, sends fewer and larger TCP segments. A turn that finds less
-    /// than an eighth of `batchBytes` goes back to waking for every byte, so a lone message is
-    /// never held (and an idle connection does not wake every millisecond).
+    /// than an eighth of `batchBytes` goes back to waking for every byte: a message waits at
+    /// most `batchWait` for its batch, none after a quiet turn, and an idle connection does not
+    /// wake every millisecond.
     static let batchBytes: Int32 = 4096
     static let batchWait: Int32 = 1
 

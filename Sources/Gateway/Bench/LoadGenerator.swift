@@ -153,26 +153,20 @@ final class LoadGenerator: Sendable {
         let lat = Int((p.lat * 1e7).rounded()), lon = Int((p.lon * 1e7).rounded())
         let time = Int(baseTime) * 100 + k
         bytes.removeAll(keepingCapacity: true)
-        switch format {
-        case .json:
+        let json = format == .json
+        if json {
             bytes += #"{"lat":"#.utf8
-            Self.appendDecimal(lat, decimals: 7, to: &bytes)
-            bytes += #","lon":"#.utf8
-            Self.appendDecimal(lon, decimals: 7, to: &bytes)
-            bytes += #","time":"#.utf8
-            Self.appendDecimal(time, decimals: 2, to: &bytes)
-            bytes += #","accuracy":5}"#.utf8
-        case .owntracks:
+        } else {
             bytes += #"{"_type":"location","tid":"d"#.utf8
             Self.appendDecimal(d % 100, decimals: 0, to: &bytes)
             bytes += #"","lat":"#.utf8
-            Self.appendDecimal(lat, decimals: 7, to: &bytes)
-            bytes += #","lon":"#.utf8
-            Self.appendDecimal(lon, decimals: 7, to: &bytes)
-            bytes += #","tst":"#.utf8
-            Self.appendDecimal(time, decimals: 2, to: &bytes)
-            bytes += #","acc":5}"#.utf8
         }
+        Self.appendDecimal(lat, decimals: 7, to: &bytes)
+        bytes += #","lon":"#.utf8
+        Self.appendDecimal(lon, decimals: 7, to: &bytes)
+        bytes += json ? #","time":"#.utf8 : #","tst":"#.utf8
+        Self.appendDecimal(time, decimals: 2, to: &bytes)
+        bytes += json ? #","accuracy":5}"#.utf8 : #","acc":5}"#.utf8
     }
 
     /// Appends `units` / 10^`decimals` in decimal: trailing zeros of the fraction dropped, but
