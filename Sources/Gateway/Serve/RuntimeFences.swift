@@ -18,6 +18,8 @@ import Synchronization
 final class RuntimeFences: Service, Sendable {
     let name = "runtime-fences"
     let prefix: String
+    /// `PREFIX/fences/` (see ``isFenceTopic(_:prefix:)``).
+    private let topicPrefix: [UInt8]
     let client: MQTTClient
     let store: GatewayStore
     let warnings: Warnings
@@ -78,6 +80,7 @@ final class RuntimeFences: Service, Sendable {
         rebuildInterval: Double = 0.25, followInterval: Double = 1
     ) async {
         self.prefix = setup.config.output.prefix
+        topicPrefix = Array("\(prefix)/fences/".utf8)
         self.client = client
         self.store = store
         self.warnings = warnings
@@ -125,9 +128,20 @@ final class RuntimeFences: Service, Sendable {
     var filter: String { "\(prefix)/fences/+/+" }
 
     /// Whether `topic` is a runtime fence topic (`PREFIX/fences/LAYER/FENCE_ID`).
-    func handles(_ topic: String) -> Bool {
-        topic.hasPrefix(prefix + "/fences/") && topic.utf8.count > prefix.utf8.count + 8
-            && topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false).count == 2
+    func handles(_ topic: String) -> Bool { Self.isFenceTopic(topic, prefix: topicPrefix) }
+
+    /// Whether `topic` is `prefix` (`PREFIX/fences/` as UTF-8) and then LAYER/FENCE_ID.
+    /// Compared as bytes, as the broker compares topics: the network thread asks this of every
+    /// message, and building `PREFIX/fences/` for each cost more than the comparison.
+    static func isFenceTopic(_ topic: String, prefix topicPrefix: [UInt8]) -> Bool {
+        var topic = topic
+        return topic.withUTF8 { bytes in
+            guard bytes.count > topicPrefix.count, bytes.starts(with: topicPrefix) else { return false }
+            // LAYER/FENCE_ID: exactly one more level separator.
+            var separators = 0
+            for byte in bytes[topicPrefix.count...] where byte == UInt8(ascii: "/") { separators += 1 }
+            return separators == 1
+        }
     }
 
     // MARK: Messages
