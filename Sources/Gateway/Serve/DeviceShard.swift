@@ -320,10 +320,6 @@ final class DeviceShard: Sendable {
             item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
             slot.positionDirty = false
         }
-        let wall = WallClock.now()
-        for note in notes {
-            context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
-        }
         // Device state: when the inside set changes, else at most every stateInterval.
         var publish = forcePublish
         if changed || !notes.isEmpty {
@@ -334,6 +330,12 @@ final class DeviceShard: Sendable {
             }
         }
         if !publish, now - slot.lastPublished >= context.config.output.stateInterval { publish = true }
+        // The wall clock only for what is emitted (most updates emit nothing).
+        guard publish || !notes.isEmpty else { return item.state != nil ? item : nil }
+        let wall = WallClock.now()
+        for note in notes {
+            context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
+        }
         if publish {
             slot.lastPublished = now
             item.publication = (device: device, payload: payloadBytes(slot.monitor.stateJSON(updated: wall)))

@@ -58,18 +58,22 @@ public struct StableHash {
     /// 32 lowercase hex digits.
     func hex() -> String {
         let (a, b) = finish()
-        return StableHash.hex(a) + StableHash.hex(b)
+        return String(unsafeUninitializedCapacity: 32) { out in
+            StableHash.writeHex(a, to: out, at: 0)
+            StableHash.writeHex(b, to: out, at: 16)
+            return 32
+        }
     }
 
-    static func hex(_ value: UInt64) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes = [UInt8](repeating: 0, count: 16)
+    /// Writes the 16 hex digits of `value` at `out[start...]` (every event id is two of them:
+    /// written in place, one allocation instead of five).
+    private static func writeHex(_ value: UInt64, to out: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
         var v = value
-        for i in stride(from: 15, through: 0, by: -1) {
-            bytes[i] = digits[Int(v & 0xF)]
+        for i in stride(from: start + 15, through: start, by: -1) {
+            let nibble = UInt8(truncatingIfNeeded: v & 0xF)
+            out[i] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
             v >>= 4
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The persisted key of a (trigger, layer) pair.

@@ -73,13 +73,48 @@ public enum ISO8601Time {
         }
         let (y, m, d) = civilFromDays(Int(days))
         let second = Int(msOfDay / 1000), ms = Int(msOfDay % 1000)
-        func pad(_ v: Int, _ width: Int) -> String {
-            let digits = String(v)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        // Written into the string's own storage: every event and device state carries two to
+        // four of these, and building them from padded pieces allocated a dozen strings each.
+        return String(unsafeUninitializedCapacity: 40) { out in
+            var i = 0
+            func put(_ byte: UInt8) {
+                out[i] = byte
+                i += 1
+            }
+            func put(_ value: Int, width: Int) {
+                var count = 1
+                var rest = value
+                while rest >= 10 {
+                    rest /= 10
+                    count += 1
+                }
+                count = max(count, width)
+                rest = value
+                for k in stride(from: i + count - 1, through: i, by: -1) {
+                    out[k] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                    rest /= 10
+                }
+                i += count
+            }
+            if y < 0 { put(UInt8(ascii: "-")) }
+            put(abs(y), width: 4)
+            put(UInt8(ascii: "-"))
+            put(m, width: 2)
+            put(UInt8(ascii: "-"))
+            put(d, width: 2)
+            put(UInt8(ascii: "T"))
+            put(second / 3600, width: 2)
+            put(UInt8(ascii: ":"))
+            put(second / 60 % 60, width: 2)
+            put(UInt8(ascii: ":"))
+            put(second % 60, width: 2)
+            if milliseconds || ms != 0 {
+                put(UInt8(ascii: "."))
+                put(ms, width: 3)
+            }
+            put(UInt8(ascii: "Z"))
+            return i
         }
-        var out = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2))"
-        if milliseconds || ms != 0 { out += "." + pad(ms, 3) }
-        return out + "Z"
     }
 
     static func daysInMonth(_ y: Int, _ m: Int) -> Int {
