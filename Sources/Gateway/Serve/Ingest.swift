@@ -95,7 +95,8 @@ final class Ingest: Service, Sendable {
             counters.drop(.ownEcho)
             return nil
         }
-        let now = WallClock.now()
+        // Only for `input.maxFutureSkew` and the once-a-minute log: the coarse clock will do.
+        let now = WallClock.coarse()
         var drop: InputDrop?
         for feed in feeds {
             switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
