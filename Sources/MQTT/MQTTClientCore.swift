@@ -288,8 +288,8 @@ final class MQTTClientCore: @unchecked Sendable {
         if held || batched || events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
             read = readBurst(handle, calls: connecting ? 1 : Self.readCalls)
         }
-        if !held, read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {
-            adjustBatching(socket, took: BufferedReads.takenBytes(socket) - taken, batched: batched)
+        if read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {
+            adjustBatching(socket, took: BufferedReads.takenBytes(socket) - taken, batched: batched, held: held)
         }
         afterReads?()
         if read != success || mosquitto_socket(handle) < 0 { return read }
@@ -303,10 +303,12 @@ final class MQTTClientCore: @unchecked Sendable {
     }
 
     /// Begins batching after a turn that took `batchBytes` or more, ends it after one that took
-    /// less than an eighth of that (see `batchBytes`).
-    private func adjustBatching(_ socket: Int32, took: Int, batched: Bool) {
+    /// less than an eighth of that (see `batchBytes`). A turn that began with packets `held` in
+    /// the buffer may begin it (a flood that first came in short reads keeps every later turn
+    /// held until it ends) but not end it: what it took says little of the socket then.
+    private func adjustBatching(_ socket: Int32, took: Int, batched: Bool, held: Bool) {
         let begin = !batched && took >= Int(Self.batchBytes)
-        guard begin || (batched && took < Int(Self.batchBytes) / 8) else { return }
+        guard begin || (batched && !held && took < Int(Self.batchBytes) / 8) else { return }
         var lowWater: Int32 = begin ? Self.batchBytes : 1
         setsockopt(socket, SOL_SOCKET, SO_RCVLOWAT, &lowWater, socklen_t(MemoryLayout<Int32>.size))
         batching.store(begin, ordering: .relaxed)

@@ -207,4 +207,46 @@ extension MQTTIntegrationTests {
         #expect(await publisher.client.publish([lone]).allSatisfy { (try? $0.get()) != nil })
         #expect(await subscriber.waitMessages(sent.count + 1, timeout: .seconds(10)))
     }
+
+    /// The flood above, when the thread's first read of it is short: more packets than one turn
+    /// reads (64) but fewer than 4 KB. Every later turn then begins with packets still in the
+    /// buffer until the flood ends, and those turns must be able to begin batching too. Here
+    /// the thread holds on "hold" while 80 messages queue behind it, then on "70" (read in the
+    /// second turn) while the flood queues.
+    @Test func aFloodBehindAShortReadStillBatches() async throws {
+        let releases = ["hold": DispatchSemaphore(value: 0), "70": DispatchSemaphore(value: 0)]
+        let reached = Recorder<String>()
+        let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("short", qos: .atMostOnce) {
+            $0.client.setInlineHandler { message in
+                let text = String(decoding: message.payload, as: UTF8.self)
+                if let release = releases[text] {
+                    reached.append(text)
+                    release.wait()
+                }
+                return false
+            }
+            $0.collect()
+        }
+        defer { subscriber.stop(); publisher.stop(); _ = broker }
+        func send(_ payloads: [String]) async -> Int {
+            let messages = payloads.map { MQTTMessage(topic: "\(prefix)/s", payload: Array($0.utf8), qos: .atMostOnce) }
+            #expect(await publisher.client.publish(messages).allSatisfy { (try? $0.get()) != nil })
+            return messages.reduce(0) { $0 + 4 + $1.topic.utf8.count + $1.payload.count }  // QoS 0 PUBLISH
+        }
+        _ = await send(["hold"])
+        #expect(await poll { reached.all == ["hold"] })
+        let shortBytes = await send((0..<80).map(String.init))
+        try #require(shortBytes < 4096 - 64)
+        #expect(await poll { subscriber.client.unreadBytes >= shortBytes }, "\(subscriber.client.unreadBytes) of \(shortBytes) bytes")
+        releases["hold"]!.signal()
+        #expect(await poll { reached.all == ["hold", "70"] })
+        #expect(subscriber.client.readBatchesBegun == 0, "the first turn took less than 4 KB")
+        _ = await send((0..<5000).map { "f\($0)" })
+        let waiting = await poll(timeout: .seconds(20)) { subscriber.client.unreadBytes >= 32 * 1024 }
+        releases["70"]!.signal()
+        #expect(waiting, "\(subscriber.client.unreadBytes) bytes unread")
+        #expect(await subscriber.waitMessages(5081, timeout: .seconds(20)), "\(subscriber.messages.count) of 5081")
+        #expect(subscriber.client.readBatchesBegun >= 1)
+        #expect(await poll(timeout: .seconds(5)) { !subscriber.client.batchesReads }, "still batching when idle")
+    }
 }
