@@ -39,4 +39,18 @@ import Testing
             }
         }
     }
+
+    /// The raw pass-through's topics are as long and as deep as the feed's, but outside its
+    /// filter, so a gateway kept running between the phases does not take them.
+    @Test func rawTopicsAreOutsideTheFeed() throws {
+        for format in [PayloadFormat.json, .owntracks] {
+            let generator = LoadGenerator(devices: 3, fences: [], format: format, baseTime: 1_796_040_000)
+            let feed = try TopicFilter(generator.topicFilter), raw = try TopicFilter(generator.rawTopicFilter)
+            for (topic, rawTopic) in zip(generator.topics, generator.rawTopics) {
+                #expect(rawTopic.utf8.count == topic.utf8.count && rawTopic.split(separator: "/").count == topic.split(separator: "/").count)
+                #expect(feed.deviceID(in: topic) != nil && feed.deviceID(in: rawTopic) == nil)
+                #expect(raw.deviceID(in: rawTopic) != nil)
+            }
+        }
+    }
 }

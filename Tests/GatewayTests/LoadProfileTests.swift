@@ -88,6 +88,47 @@ import Testing
         #expect(report.json().contains(#""why":["bottleneck: no core was saturated"#))
     }
 
+    /// `--rounds`: the phases of the rounds pooled (the rate is that of the sums, the profile
+    /// averaged over the seconds), and each round's rates and ratio listed.
+    @Test func roundsArePooled() throws {
+        typealias Phase = EndToEndBenchmark.PhaseResult
+        func phase(sent: Int, seconds: Double, latencies: [Double], busy: Double, broker: Double) -> Phase {
+            var p = Phase()
+            p.sent = sent
+            p.received = sent
+            p.completionSeconds = seconds
+            p.latencies = latencies
+            p.cpuSeconds = seconds / 2
+            p.profile = LoadProfile(
+                seconds: seconds, cores: 2, machineBusy: busy, steal: 0, broker: Share(run: broker, wait: 0.1),
+                network: nil, gatewayOther: nil, bench: 0.3)
+            return p
+        }
+        let raws = [phase(sent: 800, seconds: 10, latencies: [0.003], busy: 0.9, broker: 0.9),
+                    phase(sent: 300, seconds: 5, latencies: [0.001, 0.002], busy: 0.6, broker: 0.6)]
+        let gateways = [phase(sent: 700, seconds: 10, latencies: [0.002], busy: 0.9, broker: 0.8),
+                        phase(sent: 330, seconds: 5, latencies: [0.004], busy: 0.9, broker: 0.5)]
+        let raw = Phase(pooling: raws), gateway = Phase(pooling: gateways)
+        #expect(raw.sent == 1100 && raw.received == 1100 && raw.completionSeconds == 15 && raw.cpuSeconds == 7.5)
+        #expect(raw.latencies == [0.001, 0.002, 0.003])
+        let profile = try #require(raw.profile)
+        #expect(profile.seconds == 15 && abs(profile.machineBusy - 0.8) < 1e-12 && abs(profile.broker!.run - 0.8) < 1e-12)
+        #expect(profile.network == nil)
+        var unfinished = raws[1]
+        unfinished.completionSeconds = nil
+        #expect(Phase(pooling: [raws[0], unfinished]).rate == nil)
+
+        var options = EndToEndBenchmark.Options()
+        options.rounds = 2
+        let report = EndToEndBenchmark.Report(
+            options: options, fenceCount: 10, raw: raw, gateway: gateway,
+            rounds: zip(raws, gateways).map { ($0.rate, $1.rate) }, loadAtStart: [], loadAtEnd: [])
+        #expect(abs(try #require(report.ratio) - 1030.0 / 1100) < 1e-12)
+        let lines = report.text().split(separator: "\n")
+        #expect(lines.contains("rounds (raw -> gateway updates/s, ratio): 80 -> 70 0.875; 60 -> 66 1.100"))
+        #expect(report.json().contains(#""rounds":[{"raw":80,"gateway":70,"ratio":0.875},{"raw":60,"gateway":66,"ratio":1.1}]"#))
+    }
+
     /// This process, read from /proc: the calling thread has run, and the machine has ticked.
     @Test func aSnapshotOfThisProcess() {
         var spin = 0.0

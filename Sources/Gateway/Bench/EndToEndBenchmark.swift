@@ -10,11 +10,14 @@ import Glibc
 /// side by side with the broker's own pass-through, in one run (issue 8).
 ///
 /// 1. a private `/usr/sbin/mosquitto` on a free loopback port (or `--broker HOST:PORT`);
-/// 2. raw phase: the load generator publishes for `--duration` seconds to a subscriber on the
-///    same topics, no gateway;
-/// 3. gateway phase: a real `geotrigger serve` child (this executable) with a generated config,
-///    generated fences and its database on; the same load; a subscriber takes the events and
-///    the gateway's status counters (`received`, `accepted`, dropped) every second.
+/// 2. a real `geotrigger serve` child (this executable) with a generated config, generated
+///    fences and its database on, left idle for its idle figures; a subscriber takes its
+///    events and its status counters (`received`, `accepted`, dropped) every 0.1 s;
+/// 3. raw phase: the load generator publishes for `--duration` seconds to a subscriber on
+///    topics outside the gateway's feed (the gateway idles);
+/// 4. gateway phase: the same load to the gateway's feed.
+/// With `--rounds K` the two phases alternate K times, the gateway kept running, and the
+/// figures are those of the rounds pooled.
 enum EndToEndBenchmark {
     static let benchmark = BenchCommand.Benchmark(
         name: "e2e", summary: "end to end through a real broker and geotrigger serve, against the broker alone",
@@ -28,8 +31,10 @@ enum EndToEndBenchmark {
         updates of N devices walking to and fro through F fences (polygons of 50 vertices, 60
         to 250 m across, over 40 x 40 km; deterministic; the devices out of step, so that their
         crossings spread over time, unless --lockstep), twice with the same generator:
-          raw      to a subscriber on the same topics (the broker's own pass-through);
-          gateway  to a real `geotrigger serve` child with a generated config and its database.
+          raw      to a subscriber (the broker's own pass-through), on topics as long as the
+                   feed's but outside it (the first level in capitals);
+          gateway  to a real `geotrigger serve` child with a generated config and its database,
+                   started (and idle) before the raw phase.
         Reports the sustained rate with none lost (the gateway's `received` / `accepted` status
         counters against what was sent), up to when the gateway took every update and its
         subscriber had every event (the raw rate: until the subscriber had every update), and
@@ -66,6 +71,12 @@ enum EndToEndBenchmark {
           --broker H:P      use this broker instead of a private one
           --wrap CMD        start the gateway under CMD, e.g. --wrap "valgrind --tool=callgrind"
                             (its figures are then those of CMD running the gateway)
+          --rounds K        alternate the raw and gateway phases K times (default 1), the
+                            gateway kept running (its devices go on from where they were); the
+                            rates, latencies and profile are those of the rounds pooled, the
+                            ratio that of the summed rates (updates over seconds), and each
+                            round's ratio is listed. A machine whose speed changes for minutes
+                            at a time then slows both sides alike.
           --skip-raw        no raw phase (no ratio)
           --keep            keep the work directory (config, fences, database, logs)
           --json            print one JSON summary line instead of the report
@@ -94,6 +105,7 @@ enum EndToEndBenchmark {
         var idle = 3.0
         var broker: (host: String, port: Int)?
         var wrap: [String] = []
+        var rounds = 1
         var skipRaw = false
         var keep = false
         var json = false
@@ -102,7 +114,7 @@ enum EndToEndBenchmark {
     static func options(_ arguments: [String]) throws -> Options {
         let args = try Arguments(
             arguments,
-            valued: ["devices", "fences", "fence-folder", "rate", "duration", "qos", "format", "publishers", "window", "idle", "broker", "wrap"],
+            valued: ["devices", "fences", "fence-folder", "rate", "duration", "qos", "format", "publishers", "window", "idle", "broker", "wrap", "rounds"],
             flags: ["skip-raw", "keep", "json", "lockstep"])
         var o = Options()
         func count(_ name: String, _ value: Int, minimum: Int) throws -> Int {
@@ -114,6 +126,7 @@ enum EndToEndBenchmark {
         o.fences = try count("fences", o.fences, minimum: 1)
         o.publishers = try count("publishers", o.publishers, minimum: 1)
         o.window = try count("window", o.window, minimum: 1)
+        o.rounds = try count("rounds", o.rounds, minimum: 1)
         o.fenceFolder = args["fence-folder"]
         if let rate = try args.number("rate") {
             guard rate > 0 else { throw UsageError("--rate expects updates per second > 0, got \(args["rate"]!)") }
@@ -205,20 +218,31 @@ enum EndToEndBenchmark {
         defer { for c in connections { c.publisher.disconnect() } }
         ChildProcess.disableNagle(towardsPort: port)
 
-        // Raw pass-through.
-        var raw: PhaseResult?
-        if !o.skipRaw && o.duration > 0 {
-            note("raw pass-through: publishing for \(format(o.duration, 0)) s")
-            raw = try await rawPhase(o, generator: generator, connections: connections, host: host, port: port, tag: tag, broker: broker)
-        }
-
-        // Gateway.
         note("gateway: starting geotrigger serve")
-        let gateway = try await gatewayPhase(
-            o, generator: generator, connections: connections, host: host, port: port, tag: tag, work: work,
-            fencesPath: fencesPath, broker: broker)
-        let report = Report(options: o, fenceCount: fences.count, raw: raw, gateway: gateway,
-                            loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage())
+        let child = try await GatewayChild(o, generator: generator, host: host, port: port, tag: tag, work: work, fencesPath: fencesPath)
+        defer { child.stop() }
+
+        var raws: [PhaseResult] = [], gateways: [PhaseResult] = []
+        var next = 0  // the gateway's next update: a whole step on from the last round's
+        for round in 0..<(o.duration > 0 ? o.rounds : 0) {
+            let of = o.rounds > 1 ? " (round \(round + 1) of \(o.rounds))" : ""
+            if !o.skipRaw {
+                note("raw pass-through: publishing for \(format(o.duration, 0)) s\(of)")
+                raws.append(
+                    try await rawPhase(o, round: round, generator: generator, connections: connections, host: host, port: port, tag: tag, broker: broker))
+            }
+            note("gateway: publishing for \(format(o.duration, 0)) s\(of)")
+            let result = try await child.load(o, round: round, from: next, generator: generator, connections: connections, broker: broker)
+            next += (result.sent + o.devices - 1) / o.devices * o.devices
+            gateways.append(result)
+        }
+        var gateway = PhaseResult(pooling: gateways)
+        gateway.startupSeconds = child.startupSeconds
+        gateway.idleResidentBytes = child.idleResidentBytes
+        gateway.peakResidentBytes = child.process.peakResidentBytes
+        let rounds = o.rounds > 1 ? gateways.indices.map { (raw: raws.indices.contains($0) ? raws[$0].rate : nil, gateway: gateways[$0].rate) } : []
+        let report = Report(options: o, fenceCount: fences.count, raw: raws.isEmpty ? nil : PhaseResult(pooling: raws), gateway: gateway,
+                            rounds: rounds, loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage())
         print(o.json ? report.json() : report.text())
         return ExitStatus.ok
     }
@@ -233,6 +257,10 @@ enum EndToEndBenchmark {
     static let warmUpSeconds = 1.0
 
     static func warmUp(_ o: Options) -> Double { o.duration >= 3 * warmUpSeconds ? warmUpSeconds : 0 }
+
+    /// When a phase of `round` starting at `start` counts latencies from (the first round's
+    /// warm-up apart; in later rounds every device is known).
+    static func measuredFrom(_ o: Options, round: Int, start: Double) -> Double { start + (round == 0 ? warmUp(o) : 0) }
 
     /// What one phase measured.
     struct PhaseResult: Sendable {
@@ -274,6 +302,41 @@ enum EndToEndBenchmark {
 
         var rate: Double? { completionSeconds.map { Double(sent) / $0 } }
 
+        init() {}
+
+        /// The rounds' results as one: counts, seconds and CPU times added (so the rate is that
+        /// of the sums), latencies merged, the profile averaged over the rounds' seconds.
+        init(pooling rounds: [PhaseResult]) {
+            for r in rounds {
+                sent += r.sent
+                publishSeconds += r.publishSeconds
+                received += r.received
+                accepted += r.accepted
+                dropped += r.dropped
+                events += r.events
+                eventsCounter += r.eventsCounter
+                latencies += r.latencies
+                warmUpLatencies += r.warmUpLatencies
+                toEmitted += r.toEmitted
+                fromEmitted += r.fromEmitted
+                cpuSeconds += r.cpuSeconds
+                benchCPUSeconds += r.benchCPUSeconds
+            }
+            func sum(_ values: [Double?]) -> Double? { values.contains { $0 == nil } ? nil : values.reduce(0) { $0 + $1! } }
+            completionSeconds = sum(rounds.map(\.completionSeconds))
+            brokerCPUSeconds = sum(rounds.map(\.brokerCPUSeconds))
+            eventsLagSeconds = rounds.compactMap(\.eventsLagSeconds).max()
+            let loads = rounds.filter { $0.loadRate != nil }
+            if !loads.isEmpty {
+                loadRate = loads.reduce(0) { $0 + $1.loadRate! * $1.publishSeconds } / max(1e-9, loads.reduce(0) { $0 + $1.publishSeconds })
+            }
+            profile = LoadProfile(pooling: rounds.compactMap(\.profile))
+            latencies.sort()
+            warmUpLatencies.sort()
+            toEmitted.sort()
+            fromEmitted.sort()
+        }
+
         /// Files the latency of an update published at `sent` with the warm-up's or with the
         /// measured ones (published from `measuredFrom` on); true for a measured one.
         @discardableResult
@@ -289,18 +352,19 @@ enum EndToEndBenchmark {
     }
 
     static func rawPhase(
-        _ o: Options, generator: LoadGenerator, connections: [LoadGenerator.Connection], host: String, port: Int, tag: String,
+        _ o: Options, round: Int, generator: LoadGenerator, connections: [LoadGenerator.Connection], host: String, port: Int, tag: String,
         broker: ChildProcess?
     ) async throws -> PhaseResult {
-        let subscriber = try BenchSubscriber(host: host, port: port, clientID: "geotrigger-e2e-raw-\(tag)", generator: generator, statusTopic: nil)
-        try await subscriber.start(filters: [generator.topicFilter], qos: o.qos)
+        let subscriber = try BenchSubscriber(
+            host: host, port: port, clientID: "geotrigger-e2e-raw-\(tag)-\(round)", generator: generator, statusTopic: nil)
+        try await subscriber.start(filters: [generator.rawTopicFilter], qos: o.qos)
         ChildProcess.disableNagle(towardsPort: port)
         let consumer = Task { await subscriber.consume() }
         defer { subscriber.client.stop() }
         let brokerCPU = broker?.cpuSeconds
         let benchCPU = ResourceUsage.cpuSeconds()
         let before = LoadProfile.Snapshot(gateway: nil, broker: broker?.pid)
-        let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
+        let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window, raw: true)
         let profile = LoadProfile(from: before, to: LoadProfile.Snapshot(gateway: nil, broker: broker?.pid))
         var lastCount = -1, lastProgress = MonotonicClock.now()
         while subscriber.count < run.sent, MonotonicClock.now() - lastProgress < 5 {
@@ -316,7 +380,7 @@ enum EndToEndBenchmark {
         // The broker's own latency: one connection's updates arrive in the order they were
         // sent, so with one publisher and none lost the n-th arrival is the n-th publish.
         if connections.count == 1, arrivals.count == run.sendTimes.count {
-            let measuredFrom = run.start + warmUp(o)
+            let measuredFrom = measuredFrom(o, round: round, start: run.start)
             for (arrival, sent) in zip(arrivals, run.sendTimes) {
                 result.record(latency: arrival - sent, sentAt: sent, measuredFrom: measuredFrom)
             }
@@ -331,139 +395,168 @@ enum EndToEndBenchmark {
         return result
     }
 
-    static func gatewayPhase(
-        _ o: Options, generator: LoadGenerator, connections: [LoadGenerator.Connection], host: String, port: Int, tag: String,
-        work: String, fencesPath: String, broker: ChildProcess?
-    ) async throws -> PhaseResult {
-        let gatewayID = "bench-\(tag)"
-        let prefix = "geotriggers"
-        let statusTopic = "\(prefix)/status/\(gatewayID)"
-        let config = """
-            // Written by geotrigger bench e2e.
-            {
-              gateway: { id: "\(gatewayID)", database: "gateway.db", fences: "\(fencesPath)" },
-              broker: { host: "\(host)", port: \(port), clientId: "geotrigger-\(gatewayID)" },
-              output: { prefix: "\(prefix)", statusInterval: 0.1 },
-              feeds: [ { name: "bench", topic: "\(generator.topicFilter)", format: "\(o.format.rawValue)" } ],
-            }
+    /// The gateway of the gateway phases: a `geotrigger serve` child, started once and kept for
+    /// every round, and the subscriber to its events and statuses.
+    final class GatewayChild {
+        let process: ChildProcess
+        let subscriber: BenchSubscriber
+        let consumer: Task<Void, Never>
+        let startupSeconds: Double
+        let idleResidentBytes: Int
 
-            """
-        let configPath = work + "/gateway.json5"
-        guard FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8)) else {
-            throw UsageError("cannot write \(configPath)")
-        }
-        let subscriber = try BenchSubscriber(
-            host: host, port: port, clientID: "geotrigger-e2e-events-\(tag)", generator: generator, statusTopic: statusTopic)
-        try await subscriber.start(filters: [statusTopic, "\(prefix)/events/#"], qos: .atLeastOnce)
-        ChildProcess.disableNagle(towardsPort: port)
-        let consumer = Task { await subscriber.consume() }
-        defer { subscriber.client.stop() }
+        /// Writes the config, subscribes, starts the gateway, waits until it reports started,
+        /// then `--idle` seconds for its idle RSS.
+        init(_ o: Options, generator: LoadGenerator, host: String, port: Int, tag: String, work: String, fencesPath: String) async throws {
+            let gatewayID = "bench-\(tag)"
+            let prefix = "geotriggers"
+            let statusTopic = "\(prefix)/status/\(gatewayID)"
+            let config = """
+                // Written by geotrigger bench e2e.
+                {
+                  gateway: { id: "\(gatewayID)", database: "gateway.db", fences: "\(fencesPath)" },
+                  broker: { host: "\(host)", port: \(port), clientId: "geotrigger-\(gatewayID)" },
+                  output: { prefix: "\(prefix)", statusInterval: 0.1 },
+                  feeds: [ { name: "bench", topic: "\(generator.topicFilter)", format: "\(o.format.rawValue)" } ],
+                }
 
-        let launched = MonotonicClock.now()
-        let command = o.wrap + [ChildProcess.currentExecutable(), "serve", "--config", configPath]
-        let gateway = try ChildProcess(command[0], Array(command.dropFirst()), logPath: work + "/gateway.log")
-        defer { gateway.stop() }
-        var result = PhaseResult()
-        do {
-            try await waitUntil("geotrigger serve reports started", timeout: o.wrap.isEmpty ? 120 : 1200) {
-                guard gateway.isRunning else { throw UsageError("geotrigger serve exited:\n\(gateway.logTail())") }
-                return subscriber.lastStatus?.status == "started"
+                """
+            let configPath = work + "/gateway.json5"
+            guard FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8)) else {
+                throw UsageError("cannot write \(configPath)")
             }
-        } catch {
-            throw UsageError("\(error)\n\(gateway.logTail())")
+            let subscriber = try BenchSubscriber(
+                host: host, port: port, clientID: "geotrigger-e2e-events-\(tag)", generator: generator, statusTopic: statusTopic)
+            try await subscriber.start(filters: [statusTopic, "\(prefix)/events/#"], qos: .atLeastOnce)
+            ChildProcess.disableNagle(towardsPort: port)
+            let consumer = Task { await subscriber.consume() }
+            let launched = MonotonicClock.now()
+            let command = o.wrap + [ChildProcess.currentExecutable(), "serve", "--config", configPath]
+            let process: ChildProcess
+            do {
+                process = try ChildProcess(command[0], Array(command.dropFirst()), logPath: work + "/gateway.log")
+            } catch {
+                subscriber.client.stop()
+                throw error
+            }
+            self.process = process
+            self.subscriber = subscriber
+            self.consumer = consumer
+            do {
+                try await waitUntil("geotrigger serve reports started", timeout: o.wrap.isEmpty ? 120 : 1200) {
+                    guard process.isRunning else { throw UsageError("geotrigger serve exited:\n\(process.logTail())") }
+                    return subscriber.lastStatus?.status == "started"
+                }
+                startupSeconds = MonotonicClock.now() - launched
+                try await Task.sleep(for: .milliseconds(Int(o.idle * 1000)))
+            } catch {
+                process.stop()
+                subscriber.client.stop()
+                throw UsageError("\(error)\n\(process.logTail())")
+            }
+            idleResidentBytes = process.residentBytes
         }
-        result.startupSeconds = MonotonicClock.now() - launched
-        try await Task.sleep(for: .milliseconds(Int(o.idle * 1000)))
-        result.idleResidentBytes = gateway.residentBytes
-        guard o.duration > 0 else {
-            result.peakResidentBytes = gateway.peakResidentBytes
+
+        func stop() {
+            process.stop()
+            subscriber.client.stop()
+        }
+
+        /// One gateway phase of `round`: publishes from update `first` on, then waits until the
+        /// gateway's counters show every update taken and the subscriber has every event it
+        /// counted. Counters and events are those of this round (the statuses' totals minus
+        /// what they were before it).
+        func load(
+            _ o: Options, round: Int, from first: Int, generator: LoadGenerator, connections: [LoadGenerator.Connection], broker: ChildProcess?
+        ) async throws -> PhaseResult {
+            var result = PhaseResult()
+            let gateway = process
+            // Wall clock minus monotonic clock, to place the events' `emitted` on the monotonic clock.
+            let clockOffset = WallClock.now() - MonotonicClock.now()
+            let base = subscriber.lastStatus
+            let baseEvents = subscriber.state.withLock { (events: $0.events.count, unmatched: $0.unmatchedEvents) }
+            func taken(_ s: BenchSubscriber.StatusSample) -> Int { s.accepted + s.dropped - (base.map { $0.accepted + $0.dropped } ?? 0) }
+            func eventsReceived() -> Int { subscriber.eventCount - baseEvents.events - baseEvents.unmatched }
+            let cpu = gateway.cpuSeconds
+            let brokerCPU = broker?.cpuSeconds
+            let benchCPU = ResourceUsage.cpuSeconds()
+            let before = LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid)
+            let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window, from: first)
+            result.profile = LoadProfile(from: before, to: LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid))
+
+            // Until the counters show everything taken and the subscriber has every committed event.
+            var lastDone = -1, lastProgress = MonotonicClock.now()
+            var doneAt: Double?
+            while MonotonicClock.now() - lastProgress < 15 {
+                try await Task.sleep(for: .milliseconds(50))
+                guard gateway.isRunning else { throw UsageError("geotrigger serve exited during the load:\n\(gateway.logTail())") }
+                guard let s = subscriber.lastStatus else { continue }
+                let done = taken(s) + eventsReceived()
+                if done != lastDone { lastDone = done; lastProgress = MonotonicClock.now() }
+                if taken(s) >= run.sent {
+                    if doneAt == nil { doneAt = s.time }
+                    // Two more statuses, so the events counter includes the last commits.
+                    if s.time >= doneAt! + 1.5, eventsReceived() >= s.events - (base?.events ?? 0) { break }
+                }
+            }
+            result.cpuSeconds = gateway.cpuSeconds - cpu
+            result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
+            result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
+            result.sent = run.sent
+            result.publishSeconds = run.seconds
+
+            let (statuses, events, unmatched) = subscriber.state.withLock {
+                ($0.statuses, $0.events[baseEvents.events...], $0.unmatchedEvents - baseEvents.unmatched)
+            }
+            if let last = statuses.last {
+                result.received = last.received - (base?.received ?? 0)
+                result.accepted = last.accepted - (base?.accepted ?? 0)
+                result.dropped = last.dropped - (base?.dropped ?? 0)
+                result.eventsCounter = last.events - (base?.events ?? 0)
+            }
+            // When did accepted + dropped reach `sent`? Interpolated between the two statuses around it
+            // (the gateway stops at `sent`, so in effect the first status that has it: the statuses
+            // come every 0.1 s, and every 1 s made the rate read up to a second short).
+            let during = statuses.filter { $0.time >= run.start }
+            if let b = during.firstIndex(where: { taken($0) >= run.sent }), result.received >= run.sent {
+                let sb = during[b]
+                var t = sb.time
+                if b > 0 {
+                    let sa = during[b - 1]
+                    let da = Double(taken(sa)), db = Double(taken(sb))
+                    if db > da { t = sa.time + (Double(run.sent) - da) / (db - da) * (sb.time - sa.time) }
+                }
+                // Answered when the subscriber also has every event, as the raw phase runs until
+                // its subscriber has every update: a gateway that takes updates faster by holding
+                // its events back is not faster.
+                let lastEvent = events.map(\.time).max() ?? t
+                result.eventsLagSeconds = max(0, lastEvent - t)
+                result.completionSeconds = max(t, lastEvent) - run.start
+            }
+            // The rate the counters rose at while the load ran (from 1 s in to its end).
+            let window = during.filter { $0.time >= run.start + 1 && $0.time <= run.end }
+            if let first = window.first, let last = window.last, last.time - first.time >= 1 {
+                result.loadRate = Double(taken(last) - taken(first)) / (last.time - first.time)
+            }
+            // Latency: each event's arrival minus the publish of the update it names.
+            result.events = events.count + unmatched
+            let devices = generator.tracks.count
+            let measuredFrom = EndToEndBenchmark.measuredFrom(o, round: round, start: run.start)
+            for e in events {
+                let i = e.step * devices + e.device - run.first
+                guard i >= 0, i < run.sendTimes.count,
+                    result.record(latency: e.time - run.sendTimes[i], sentAt: run.sendTimes[i], measuredFrom: measuredFrom),
+                    let emitted = e.emitted
+                else { continue }
+                let emittedMonotonic = emitted - clockOffset
+                result.toEmitted.append(emittedMonotonic - run.sendTimes[i])
+                result.fromEmitted.append(e.time - emittedMonotonic)
+            }
+            result.latencies.sort()
+            result.warmUpLatencies.sort()
+            result.toEmitted.sort()
+            result.fromEmitted.sort()
             return result
         }
-
-        note("gateway: publishing for \(format(o.duration, 0)) s")
-        // Wall clock minus monotonic clock, to place the events' `emitted` on the monotonic clock.
-        let clockOffset = WallClock.now() - MonotonicClock.now()
-        let cpu = gateway.cpuSeconds
-        let brokerCPU = broker?.cpuSeconds
-        let benchCPU = ResourceUsage.cpuSeconds()
-        let before = LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid)
-        let run = await generator.publish(on: connections, qos: o.qos, rate: o.rate, duration: o.duration, window: o.window)
-        result.profile = LoadProfile(from: before, to: LoadProfile.Snapshot(gateway: gateway.pid, broker: broker?.pid))
-
-        // Until the counters show everything taken and the subscriber has every committed event.
-        var lastDone = -1, lastProgress = MonotonicClock.now()
-        var doneAt: Double?
-        while MonotonicClock.now() - lastProgress < 15 {
-            try await Task.sleep(for: .milliseconds(50))
-            guard gateway.isRunning else { throw UsageError("geotrigger serve exited during the load:\n\(gateway.logTail())") }
-            guard let s = subscriber.lastStatus else { continue }
-            let done = s.accepted + s.dropped + subscriber.eventCount
-            if done != lastDone { lastDone = done; lastProgress = MonotonicClock.now() }
-            if s.accepted + s.dropped >= run.sent {
-                if doneAt == nil { doneAt = s.time }
-                // Two more statuses, so the events counter includes the last commits.
-                if s.time >= doneAt! + 1.5, subscriber.eventCount >= s.events { break }
-            }
-        }
-        result.cpuSeconds = gateway.cpuSeconds - cpu
-        result.brokerCPUSeconds = brokerCPU.map { broker!.cpuSeconds - $0 }
-        result.benchCPUSeconds = ResourceUsage.cpuSeconds() - benchCPU
-        result.peakResidentBytes = gateway.peakResidentBytes
-        result.sent = run.sent
-        result.publishSeconds = run.seconds
-
-        let (statuses, events, unmatched) = subscriber.state.withLock { ($0.statuses, $0.events, $0.unmatchedEvents) }
-        if let last = statuses.last {
-            result.received = last.received
-            result.accepted = last.accepted
-            result.dropped = last.dropped
-            result.eventsCounter = last.events
-        }
-        // When did accepted + dropped reach `sent`? Interpolated between the two statuses around it
-        // (the gateway stops at `sent`, so in effect the first status that has it: the statuses
-        // come every 0.1 s, and every 1 s made the rate read up to a second short).
-        let during = statuses.filter { $0.time >= run.start }
-        if let b = during.firstIndex(where: { $0.accepted + $0.dropped >= run.sent }), result.received >= run.sent {
-            let sb = during[b]
-            var t = sb.time
-            if b > 0 {
-                let sa = during[b - 1]
-                let da = Double(sa.accepted + sa.dropped), db = Double(sb.accepted + sb.dropped)
-                if db > da { t = sa.time + (Double(run.sent) - da) / (db - da) * (sb.time - sa.time) }
-            }
-            // Answered when the subscriber also has every event, as the raw phase runs until
-            // its subscriber has every update: a gateway that takes updates faster by holding
-            // its events back is not faster.
-            let lastEvent = events.map(\.time).max() ?? t
-            result.eventsLagSeconds = max(0, lastEvent - t)
-            result.completionSeconds = max(t, lastEvent) - run.start
-        }
-        // The rate the counters rose at while the load ran (from 1 s in to its end).
-        let window = during.filter { $0.time >= run.start + 1 && $0.time <= run.end }
-        if let first = window.first, let last = window.last, last.time - first.time >= 1 {
-            result.loadRate = Double(last.accepted + last.dropped - first.accepted - first.dropped) / (last.time - first.time)
-        }
-        // Latency: each event's arrival minus the publish of the update it names.
-        result.events = events.count + unmatched
-        let devices = generator.tracks.count
-        let measuredFrom = run.start + warmUp(o)
-        for e in events {
-            let i = e.step * devices + e.device
-            guard i >= 0, i < run.sendTimes.count,
-                result.record(latency: e.time - run.sendTimes[i], sentAt: run.sendTimes[i], measuredFrom: measuredFrom),
-                let emitted = e.emitted
-            else { continue }
-            let emittedMonotonic = emitted - clockOffset
-            result.toEmitted.append(emittedMonotonic - run.sendTimes[i])
-            result.fromEmitted.append(e.time - emittedMonotonic)
-        }
-        result.latencies.sort()
-        result.warmUpLatencies.sort()
-        result.toEmitted.sort()
-        result.fromEmitted.sort()
-        subscriber.client.stop()
-        await consumer.value
-        return result
     }
 
     // MARK: Set-up

@@ -11,6 +11,9 @@ extension EndToEndBenchmark {
         var fenceCount: Int
         var raw: PhaseResult?
         var gateway: PhaseResult
+        /// With `--rounds` above 1: each round's raw and gateway rates (the phases above are
+        /// their pools).
+        var rounds: [(raw: Double?, gateway: Double?)] = []
         var loadAtStart: [Double]
         var loadAtEnd: [Double]
 
@@ -85,6 +88,7 @@ extension EndToEndBenchmark {
                     + "QoS \(options.qos.rawValue), \(options.format.rawValue), "
                     + (options.rate.map { "\(g(Int($0))) updates/s" } ?? "as fast as possible") + ", \(f(options.duration, 0)) s per phase, "
                     + "\(options.publishers) publisher connection\(options.publishers == 1 ? "" : "s"), devices \(options.lockstep ? "in lockstep" : "out of step")"
+                    + (options.rounds > 1 ? ", \(options.rounds) rounds of both phases pooled" : "")
                     + (warmUp > 0 ? "; latencies after a \(f(warmUp, 0)) s warm-up" : ""))
             lines.append(
                 "machine: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores, load average \(loadAtStart.map { f($0, 2) }.joined(separator: " ")) at start, "
@@ -115,6 +119,12 @@ extension EndToEndBenchmark {
                         + warmUpSummary(gw.warmUpLatencies, "events")
                 }
                 lines.append(events)
+                if !rounds.isEmpty {
+                    lines.append("rounds (raw -> gateway updates/s, ratio): " + rounds.map { round in
+                        let ratio = round.raw.flatMap { r in round.gateway.map { f($0 / r, 3) } } ?? "-"
+                        return "\(round.raw.map { g(Int($0)) } ?? "-") -> \(round.gateway.map { g(Int($0)) } ?? "-") \(ratio)"
+                    }.joined(separator: "; "))
+                }
                 if let a50 = percentile(0.5, of: gw.toEmitted), let a99 = percentile(0.99, of: gw.toEmitted),
                     let b50 = percentile(0.5, of: gw.fromEmitted), let b99 = percentile(0.99, of: gw.fromEmitted)
                 {
@@ -181,6 +191,13 @@ extension EndToEndBenchmark {
                 "qos": .number(Double(options.qos.rawValue)), "format": .string(options.format.rawValue),
                 "rate": options.rate.map { .number($0) } ?? .null, "duration": .number(options.duration),
                 "publishers": .number(Double(options.publishers)), "lockstep": .bool(options.lockstep),
+                "rounds": .array(rounds.map { round in
+                    .object([
+                        "raw": round.raw.map { .number($0.rounded()) } ?? .null,
+                        "gateway": round.gateway.map { .number($0.rounded()) } ?? .null,
+                        "ratio": round.raw.flatMap { r in round.gateway.map { .number($0 / r) } } ?? .null,
+                    ])
+                }),
                 "warmUpSeconds": .number(warmUp),
                 "cores": .number(Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
                 "loadAverage": .object(["start": .array(loadAtStart.map { .number($0) }), "end": .array(loadAtEnd.map { .number($0) })]),

@@ -31,9 +31,11 @@ final class LoadGenerator: Sendable {
 
     /// What one publishing run did.
     struct Run: Sendable {
+        /// The number of the run's first update.
+        var first = 0
         /// Updates published (handed to libmosquitto).
         var sent: Int
-        /// Monotonic time of each update's publish, by update number.
+        /// Monotonic time of each update's publish, by update number from `first`.
         var sendTimes: [Double]
         var start: Double
         var end: Double
@@ -56,8 +58,13 @@ final class LoadGenerator: Sendable {
     /// Device ids as the gateway names them, and the topics they are published to.
     let deviceIDs: [String]
     let topics: [String]
-    /// The feed's topic filter (for the gateway config and the raw subscriber).
+    /// The feed's topic filter (for the gateway config).
     let topicFilter: String
+    /// The raw pass-through's topics and filter: the feed's with the first level in capitals
+    /// (MQTT topics are case-sensitive), as long and as deep, and outside the feed, so a
+    /// gateway kept running between the phases does not take them.
+    let rawTopics: [String]
+    let rawTopicFilter: String
     /// Fix time of step 0 (a day ago, whole seconds, so every fix time is in the past).
     let baseTime: Double
 
@@ -93,6 +100,12 @@ final class LoadGenerator: Sendable {
             topics = deviceIDs.map { "owntracks/\($0)" }
             topicFilter = "owntracks/+/+"
         }
+        func capitalFirstLevel(_ topic: String) -> String {
+            let level = topic.prefix { $0 != "/" }
+            return level.uppercased() + topic.dropFirst(level.count)
+        }
+        rawTopics = topics.map(capitalFirstLevel)
+        rawTopicFilter = capitalFirstLevel(topicFilter)
     }
 
     /// The centre of a fence's bounds and half its diagonal in metres.
@@ -212,17 +225,23 @@ final class LoadGenerator: Sendable {
     }
 
     /// Publishes updates round-robin over the devices on `connections` (device d on connection
-    /// d mod count) for `duration` seconds: `rate` updates per second, or as fast as the
-    /// connections take them (nil). At most `window` updates per connection are left with
-    /// libmosquitto (not yet written, or not yet acknowledged at QoS 1), so the publisher cannot
-    /// run ahead of the broker. Runs on its own thread (not the cooperative pool).
-    func publish(on connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int) async -> Run {
+    /// d mod count) for `duration` seconds, from update number `first` on (a whole step: `first`
+    /// is a multiple of the device count), to the feed's topics or, `raw`, to ``rawTopics``:
+    /// `rate` updates per second, or as fast as the connections take them (nil). At most
+    /// `window` updates per connection are left with libmosquitto (not yet written, or not yet
+    /// acknowledged at QoS 1), so the publisher cannot run ahead of the broker. Runs on its own
+    /// thread (not the cooperative pool).
+    func publish(
+        on connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int, from first: Int = 0, raw: Bool = false
+    ) async -> Run {
         await BenchThread.run { [self] in
-            publishLoop(connections, qos: qos, rate: rate, duration: duration, window: window)
+            publishLoop(connections, qos: qos, rate: rate, duration: duration, window: window, first: first, topics: raw ? rawTopics : topics)
         }
     }
 
-    private func publishLoop(_ connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int) -> Run {
+    private func publishLoop(
+        _ connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int, first: Int, topics: [String]
+    ) -> Run {
         let devices = tracks.count
         var sendTimes: [Double] = []
         sendTimes.reserveCapacity(Int((rate ?? 150_000) * duration * 1.05) + 1024)
@@ -231,7 +250,7 @@ final class LoadGenerator: Sendable {
         payload.reserveCapacity(256)
         let baseline = connections.map(\.done)
         let start = MonotonicClock.now()
-        var i = 0
+        var i = first
         var now = start
         var serviced = start
         loop: while true {
@@ -245,10 +264,10 @@ final class LoadGenerator: Sendable {
             }
             var due = i + 256
             if let rate {
-                due = min(due, Int(elapsed * rate) + 1)
+                due = min(due, first + Int(elapsed * rate) + 1)
                 if i >= due {
                     // Ahead of schedule: sleep until the next update is due.
-                    let wait = Double(i) / rate - elapsed
+                    let wait = Double(i - first) / rate - elapsed
                     if wait > 0 { usleep(UInt32(max(Self.minimumSleep, min(wait * 1e6, 100_000)))) }
                     continue
                 }
@@ -283,7 +302,7 @@ final class LoadGenerator: Sendable {
                 try? connection.publisher.service(timeout: 0.001)
             }
         }
-        return Run(sent: i, sendTimes: sendTimes, start: start, end: end)
+        return Run(first: first, sent: i - first, sendTimes: sendTimes, start: start, end: end)
     }
 }
 

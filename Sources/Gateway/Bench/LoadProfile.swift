@@ -156,6 +156,28 @@ extension LoadProfile {
     }
 }
 
+extension LoadProfile {
+    /// Several phases' profiles as one, each figure averaged over their seconds (nil when there
+    /// are none).
+    init?(pooling profiles: [LoadProfile]) {
+        guard let first = profiles.first else { return nil }
+        let seconds = profiles.reduce(0) { $0 + $1.seconds }
+        func mean(_ value: (LoadProfile) -> Double) -> Double { profiles.reduce(0) { $0 + value($1) * $1.seconds } / seconds }
+        func share(_ part: (LoadProfile) -> Share?) -> Share? {
+            guard profiles.allSatisfy({ part($0) != nil }) else { return nil }
+            return Share(run: mean { part($0)!.run }, wait: mean { part($0)!.wait })
+        }
+        self.seconds = seconds
+        cores = first.cores
+        machineBusy = mean(\.machineBusy)
+        steal = mean(\.steal)
+        broker = share(\.broker)
+        network = share(\.network)
+        gatewayOther = share(\.gatewayOther)
+        bench = mean(\.bench)
+    }
+}
+
 extension LoadProfile.Snapshot {
     /// Reads /proc for `gateway` and `broker` (either may be absent).
     init(gateway: pid_t?, broker: pid_t?) {
