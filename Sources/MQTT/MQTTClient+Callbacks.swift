@@ -60,11 +60,11 @@ func mqttOnPublish(
     _ properties: OpaquePointer?
 ) {
     guard let core = core(object) else { return }
-    core.onAcknowledgement(MQTTAcknowledgement(messageId: messageId, reasonCode: reasonCode))
+    core.currentDelegate.handle(.acknowledged(MQTTAcknowledgement(messageId: messageId, reasonCode: reasonCode)))
 }
 
 /// A message: copy topic, payload and the v5 request/response properties, then offer it to the
-/// inline handler, else queue it (waiting while the queue is full).
+/// delegate, else queue it (waiting while the queue is full).
 func mqttOnMessage(
     _ handle: OpaquePointer?, _ object: UnsafeMutableRawPointer?,
     _ message: UnsafePointer<mosquitto_message>?, _ properties: OpaquePointer?
@@ -99,10 +99,7 @@ func mqttOnMessage(
         topic: String(cString: topic), payload: payload,
         qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain,
         responseTopic: responseTopic, correlationData: correlationData)
-    core.lock.lock()
-    let handler = core.inlineHandler
-    core.lock.unlock()
-    if let handler, handler(received) { return }
+    if core.currentDelegate.take(received) { return }
     core.queue.push(received)
 }
 

@@ -87,8 +87,9 @@ public final class MQTTClient: @unchecked Sendable {
             throw MosquittoError(code: Int32(MOSQ_ERR_ERRNO.rawValue), message: String(cString: strerror(errno)), call: "eventfd")
         }
         let core = MQTTClientCore(
-            configuration: configuration, onConnectionEvent: onConnectionEvent,
-            onAcknowledgement: onAcknowledgement, eventContinuation: continuation, wakeFD: wakeFD)
+            configuration: configuration,
+            delegate: MQTTClosureDelegate(onConnectionEvent: onConnectionEvent, onAcknowledgement: onAcknowledgement),
+            eventContinuation: continuation, wakeFD: wakeFD)
         let unmanagedCore = Unmanaged.passRetained(core)
         guard let handle = mosquitto_new(configuration.clientId, configuration.cleanStart, unmanagedCore.toOpaque())
         else {
@@ -393,16 +394,24 @@ public final class MQTTClient: @unchecked Sendable {
     /// are not counted.
     public var unreadBytes: Int { max(0, Int(geotrigger_socket_unread_bytes(mosquitto_socket(handle)))) }
 
+    /// Installs the owner of the network thread's work (messages first, the end of each burst
+    /// of reads, acknowledgements and connection events), in place of the handlers given to
+    /// `init`, ``setInlineHandler(_:)`` and ``setAfterReads(_:)``. Set it before `start()`.
+    public func setDelegate(_ delegate: any MQTTClientDelegate) {
+        core.lock.lock()
+        core.delegate = delegate
+        core.lock.unlock()
+    }
+
     /// Offers every received message to `handler` on libmosquitto's network thread, before it
     /// is queued for `messages`: a message the handler takes (returns true) is not queued.
     /// This saves the thread hop per message (a wake-up of a waiting task) where the work is
     /// short and needs no `await`. The handler runs on a thread that is not Swift's, in arrival
     /// order; while it runs, nothing else is read from the broker, so it may block that thread
-    /// for back-pressure, as a full queue does. Set it before `start()`; nil removes it.
+    /// for back-pressure, as a full queue does. Set it before `start()`; nil removes it. For a
+    /// client without ``setDelegate(_:)`` (the closure API).
     public func setInlineHandler(_ handler: (@Sendable (MQTTMessage) -> Bool)?) {
-        core.lock.lock()
-        core.inlineHandler = handler
-        core.lock.unlock()
+        updateClosures { $0.with(inlineHandler: handler) }
     }
 
     /// Calls `handler` on the network thread in every turn of its loop, after the jobs of
@@ -410,10 +419,17 @@ public final class MQTTClient: @unchecked Sendable {
     /// turn), also when reading lost the connection, and before the turn writes what is queued:
     /// what it publishes goes out in the same turn. So work the inline handler gathers from a
     /// burst of messages can be finished once per burst. It takes effect from the next turn; nil
-    /// removes it.
+    /// removes it. For a client without ``setDelegate(_:)`` (the closure API).
     public func setAfterReads(_ handler: (@Sendable () -> Void)?) {
+        updateClosures { $0.with(afterReads: handler) }
+    }
+
+    private func updateClosures(_ change: (MQTTClosureDelegate) -> MQTTClosureDelegate) {
         core.lock.lock()
-        core.afterReads = handler
-        core.lock.unlock()
+        defer { core.lock.unlock() }
+        guard let closures = core.delegate as? MQTTClosureDelegate else {
+            preconditionFailure("MQTTClient: the closure handlers of a client that has a delegate")
+        }
+        core.delegate = change(closures)
     }
 }

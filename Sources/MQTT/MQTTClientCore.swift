@@ -17,8 +17,6 @@ final class MQTTClientCore: @unchecked Sendable {
 
     let configuration: MQTTConfiguration
     let queue: MessageQueue
-    let onConnectionEvent: @Sendable (MQTTConnectionEvent) -> Void
-    let onAcknowledgement: @Sendable (MQTTAcknowledgement) -> Void
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
     let lock = ConditionLock()
     /// The `struct mosquitto *`; set once by `MQTTClient.init` right after `mosquitto_new`.
@@ -40,14 +38,11 @@ final class MQTTClientCore: @unchecked Sendable {
     var failedAttempts = 0
     /// The network thread's kernel thread id, once it runs (0 before).
     var networkThreadID: Int32 = 0
-    /// Offered every message on the network thread before it is queued (see
-    /// `MQTTClient.setInlineHandler`). A plain property under `lock`: a closure kept in a
-    /// generic `Mutex` gains a reabstraction thunk on every `withLock` (its `inout` is written
-    /// back), and calls through it got slower with every message.
-    var inlineHandler: (@Sendable (MQTTMessage) -> Bool)?
-    /// Called on the network thread in every turn of the connection loop, after the reads (see
-    /// `MQTTClient.setAfterReads`). Under `lock`, like `inlineHandler`.
-    var afterReads: (@Sendable () -> Void)?
+    /// The owner of the network thread's work (see ``MQTTClientDelegate``). A plain property
+    /// under `lock`: a closure kept in a generic `Mutex` gains a reabstraction thunk on every
+    /// `withLock` (its `inout` is written back), and calls through it got slower with every
+    /// message.
+    var delegate: any MQTTClientDelegate
     /// The index in `configuration.endpoints` of the address of the current (or last) attempt.
     var endpointIndex = 0
     var thread: pthread_t?
@@ -75,16 +70,14 @@ final class MQTTClientCore: @unchecked Sendable {
 
     init(
         configuration: MQTTConfiguration,
-        onConnectionEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void,
-        onAcknowledgement: @escaping @Sendable (MQTTAcknowledgement) -> Void,
+        delegate: any MQTTClientDelegate,
         eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation,
         wakeFD: Int32
     ) {
         self.wakeFD = wakeFD
         self.configuration = configuration
         self.queue = MessageQueue(capacity: configuration.inboundCapacity)
-        self.onConnectionEvent = onConnectionEvent
-        self.onAcknowledgement = onAcknowledgement
+        self.delegate = delegate
         self.eventContinuation = eventContinuation
     }
 
@@ -145,9 +138,16 @@ final class MQTTClientCore: @unchecked Sendable {
         for job in left { job() }
     }
 
-    /// Tells the user: handler first, then the stream.
+    /// The delegate, read under `lock` (it may be replaced before `start()`).
+    var currentDelegate: any MQTTClientDelegate {
+        lock.lock()
+        defer { lock.unlock() }
+        return delegate
+    }
+
+    /// Tells the user: the delegate first, then the stream.
     func report(_ event: MQTTConnectionEvent) {
-        onConnectionEvent(event)
+        currentDelegate.handle(.connection(event))
         eventContinuation.yield(event)
     }
 
@@ -211,13 +211,13 @@ final class MQTTClientCore: @unchecked Sendable {
             repeat {
                 // Stopping: give the DISCONNECT up to 20 short turns (2 s) to go out, then
                 // leave anyway (a connection still pending to an unresponsive host).
-                let (stopping, connecting, afterReads): (Bool, Bool, (@Sendable () -> Void)?) =
-                    lock.withLock { (phase != .running, !connackSucceeded, self.afterReads) }
+                let (stopping, connecting, delegate): (Bool, Bool, any MQTTClientDelegate) =
+                    lock.withLock { (phase != .running, !connackSucceeded, self.delegate) }
                 if stopping {
                     stoppingTurns += 1
                     if stoppingTurns > 20 { break }
                 }
-                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting, afterReads: afterReads)
+                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting, delegate: delegate)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
             setLooping(false)
             lock.lock()
@@ -255,10 +255,10 @@ final class MQTTClientCore: @unchecked Sendable {
 
     /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
     /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
-    /// arrived, calls `afterReads` (also when reading lost the connection), writes what is
+    /// arrived, calls the delegate's `afterReads` (also when reading lost the connection), writes what is
     /// queued, and sends a PINGREQ when due. Returns libmosquitto's code: anything but success
     /// ends the connection.
-    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool, afterReads: (() -> Void)?) -> Int32 {
+    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool, delegate: any MQTTClientDelegate) -> Int32 {
         let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
@@ -291,7 +291,7 @@ final class MQTTClientCore: @unchecked Sendable {
         if read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {
             adjustBatching(socket, took: BufferedReads.takenBytes(socket) - taken, batched: batched, held: held)
         }
-        afterReads?()
+        delegate.afterReads()
         if read != success || mosquitto_socket(handle) < 0 { return read }
         // The jobs, the packets just read (PUBACKs for QoS 1) and `afterReads` may have queued
         // packets.

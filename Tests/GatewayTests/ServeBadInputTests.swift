@@ -106,7 +106,7 @@ extension ServeTests {
             let log = gateway.log
             for reason in [DropReason.notJSON, .invalidUTF8, .oversize, .missingField, .wrongType, .notFinite, .outOfRange,
                            .futureTime, .ignoredType, .badDeviceId] {
-                let lines = log.split(separator: "\n").filter { $0.contains("dropped input (\(reason.rawValue))") }
+                let lines = log.split(separator: "\n").filter { $0.contains("dropped input") && $0.contains(" reason=\(reason.rawValue)") }
                 #expect(lines.count == 1, "\(reason.rawValue): \(lines.count) log lines\n\(tail(log))")
             }
             #expect(gateway.terminate() == 0)

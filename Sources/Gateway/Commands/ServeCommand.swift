@@ -26,6 +26,6 @@ enum ServeCommand: Subcommand {
     static func run(_ arguments: [String]) async throws -> Int32 {
         let args = try Arguments(arguments, valued: ["config"], flags: [])
         guard args.positionals.isEmpty else { throw UsageError("serve takes no arguments besides options") }
-        return await GatewayServer.run(configFile: args["config"])
+        return await GatewayServer.serve(configFile: args["config"])
     }
 }

@@ -8,12 +8,25 @@ public final class GatewayCounters: Sendable {
     public let accepted = Atomic<Int>(0)
     public let events = Atomic<Int>(0)
     public let acked = Atomic<Int>(0)
+    /// Feed messages taken on the network thread and their approximate size on the wire (not
+    /// `received`, which also counts gpsd fixes and control messages).
+    public let feedMessages = Atomic<Int>(0)
+    public let feedBytes = Atomic<Int>(0)
     private let dropped = Mutex<[DropReason: Int]>([:])
 
     public init() {}
 
     public func drop(_ reason: DropReason, count: Int = 1) {
         dropped.withLock { $0[reason, default: 0] += count }
+    }
+
+    /// Feed messages the broker has sent that the network thread has not read yet, estimated
+    /// from the socket's `unreadBytes` and the mean size of the feed messages taken so far (for
+    /// the status's `queueDepth`: the updates waiting for the gateway now wait there).
+    public func unreadFeedMessages(unreadBytes: Int) -> Int {
+        let count = feedMessages.load(ordering: .relaxed)
+        guard count > 0 else { return 0 }
+        return unreadBytes / max(1, feedBytes.load(ordering: .relaxed) / count)
     }
 
     public func droppedCount(_ reason: DropReason) -> Int { dropped.withLock { $0[reason] ?? 0 } }

@@ -10,6 +10,8 @@ public final class ServiceGroup: Sendable {
     private let services: [any Service]
     private let logger: Logger
     private let onReload: (@Sendable () async -> Void)?
+    /// The running group's signals, and whether ``stop()`` was called (before or during ``run()``).
+    private let stopping = Mutex<(signals: SignalStream?, stopped: Bool)>((nil, false))
 
     public init(services: [any Service], logger: Logger, onReload: (@Sendable () async -> Void)? = nil) {
         self.services = services
@@ -22,6 +24,11 @@ public final class ServiceGroup: Sendable {
     public func run() async throws {
         let signals = SignalStream(signals: [SIGTERM, SIGINT, SIGHUP])
         defer { signals.cancel() }
+        let stopped = stopping.withLock { state in
+            state.signals = signals
+            return state.stopped
+        }
+        if stopped { signals.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in services {
                 group.addTask { [logger] in
@@ -33,14 +40,14 @@ public final class ServiceGroup: Sendable {
                     }
                 }
             }
-            group.addTask { [logger, onReload] in
+            group.addTask { [logger, onReload, signals] in
                 for await signal in signals.stream {
                     if signal == SIGHUP {
                         logger.notice("SIGHUP: reloading fences and triggers")
                         await onReload?()
                         continue
                     }
-                    logger.notice("signal \(signal == SIGTERM ? "SIGTERM" : "SIGINT"): shutting down")
+                    logger.notice("\(signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "stop()"): shutting down")
                     return
                 }
             }
@@ -54,6 +61,17 @@ public final class ServiceGroup: Sendable {
             }
             if let failure { throw failure }
         }
+    }
+}
+
+extension ServiceGroup {
+    /// Starts the ordered shutdown as SIGTERM does (for a group run in process, such as a test's).
+    public func stop() {
+        let signals = stopping.withLock { state in
+            state.stopped = true
+            return state.signals
+        }
+        signals?.stop()
     }
 }
 
@@ -77,6 +95,9 @@ final class SignalStream: Sendable {
         }
         self.sources = Mutex(sources)
     }
+
+    /// Ends the stream's wait as a termination signal would (0: not a signal).
+    func stop() { continuation.yield(0) }
 
     func cancel() {
         sources.withLock { for source in $0 { source.cancel() } }

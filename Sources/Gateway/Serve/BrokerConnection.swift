@@ -1,18 +1,30 @@
 import FoundationEssentials
 import MQTT
+import Synchronization
 
-/// One broker connection as a service: builds the libmosquitto client from the config,
-/// reacts to its connection events (log once per change, status warnings, `started` and the
-/// retained device states on every connect) and, last at shutdown, says `stopped` and disconnects.
+/// One broker connection: builds the libmosquitto client's settings from the config, turns
+/// its connection events into log lines (once per change) and status warnings for the
+/// client's delegate (``FeedPipeline``, ``UpstreamLink``), and, last at shutdown, runs
+/// `beforeStop` (the main broker's `stopped` status) and disconnects.
 final class BrokerConnection: Service, Sendable {
+    /// What a connection event changed for the gateway.
+    enum Change {
+        /// Connected (again): publish `started`, retained states, what waits.
+        case up
+        /// Lost, or the first attempts failed: the feeds' clocks pause (reported once).
+        case down
+    }
+
     let name: String
     let client: MQTTClient
     let warnings: Warnings
     let logger: Logger
     let label: String
-    private let onConnect: @Sendable () -> Void
-    private let onDown: @Sendable () async -> Void
-    private let onShutdown: @Sendable (MQTTClient) async -> Void
+    private let beforeStop: @Sendable (MQTTClient) async -> Void
+    /// Down since the last connect (a loss is reported once).
+    private let down = Atomic<Bool>(false)
+    /// Finished by ``shutdown()``: ``run()`` returns then.
+    private let stopped = BoundedQueue<Void>(capacity: 1)
 
     /// The libmosquitto settings of `broker` (`remote: true` for the upstream).
     static func configuration(_ config: GatewayConfig, remote: Bool, will: MQTTConfiguration.Will?) throws -> MQTTConfiguration {
@@ -40,67 +52,64 @@ final class BrokerConnection: Service, Sendable {
             inboundCapacity: 1024)
     }
 
-    init(
-        label: String, configuration: MQTTConfiguration, warnings: Warnings, logger: Logger,
-        onAcknowledgement: @escaping @Sendable (MQTTAcknowledgement) -> Void,
-        onConnect: @escaping @Sendable () -> Void,
-        onDown: @escaping @Sendable () async -> Void = {},
-        onShutdown: @escaping @Sendable (MQTTClient) async -> Void = { _ in }
-    ) throws {
-        self.onDown = onDown
+    /// `client` (made from ``configuration(_:remote:will:)``) as the `label` broker ("local" or
+    /// "remote"); `beforeStop` runs at shutdown while it is still connected.
+    init(label: String, client: MQTTClient, warnings: Warnings, logger: Logger,
+         beforeStop: @escaping @Sendable (MQTTClient) async -> Void = { _ in }) {
         self.name = "mqtt-\(label)"
         self.label = label
+        self.client = client
         self.warnings = warnings
         self.logger = logger
-        self.onConnect = onConnect
-        self.onShutdown = onShutdown
-        self.client = try MQTTClient(configuration, onAcknowledgement: onAcknowledgement)
+        self.beforeStop = beforeStop
     }
 
-    /// Follows the connection: `onConnect` on every connect, `onDown` once when a connection
-    /// is lost or the first attempts fail (so stale clocks pause while the feed is down).
-    func run() async throws {
-        var down = false
-        for await event in client.connectionEvents {
-            // With `hosts`, each attempt goes to the next address: name the one of this event.
-            let where_ = client.endpoint.description
-            switch event {
-            case .refused, .connectFailed, .disconnected(code: 1..., reason: _):
-                if !down {
-                    down = true
-                    await onDown()
-                }
-            default: break
-            }
-            switch event {
-            case .connected(let sessionPresent):
-                down = false
-                warnings.clear("mqtt-\(label)", resolved: "connected to the \(label) broker at \(where_)")
-                logger.info("connected", ["broker": where_, "session.present": "\(sessionPresent)"])
-                onConnect()
-            case .refused(let code, let reason):
-                // CONNACK 4/5 (v3.1.1) and 0x86/0x87 (v5): bad credentials or not authorized.
-                let section = label == "remote" ? "remote" : "broker"
-                let hint = [4, 5, 0x86, 0x87].contains(code) ? "; check \(section).username and \(section).passwordFile" : ""
-                warnings.set("mqtt-\(label)", "the \(label) broker at \(where_) refused the connection: \(reason) (code \(code))\(hint); retrying with backoff")
-            case .connectFailed(let error):
-                warnings.set("mqtt-\(label)", "cannot connect to the \(label) broker at \(where_): \(error); retrying with backoff")
-            case .disconnected(let code, let reason):
-                if code != 0 { warnings.set("mqtt-\(label)", "lost the \(label) broker at \(where_): \(reason); reconnecting") }
-            case .subscribed(let filters, let codes):
-                for (filter, code) in zip(filters, codes) where code >= 0x80 {
-                    warnings.set("subscribe-\(filter)", "the \(label) broker refused the subscription to \(filter) (reason 0x\(String(code, radix: 16)))")
-                }
-            case .reconnecting(let delay):
-                // The fault itself is a warning logged once; each retry only at debug level.
-                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-                logger.debug("next connection attempt to the \(label) broker at \(where_) in \(seconds) s")
-            }
+    /// Logs `event` and keeps the status warnings; returns what it changed. On the network
+    /// thread (the delegate's ``MQTTClientDelegate/handle(_:)``).
+    func record(_ event: MQTTConnectionEvent) -> Change? {
+        // With `hosts`, each attempt goes to the next address: name the one of this event.
+        let endpoint = client.endpoint.description
+        var change: Change?
+        switch event {
+        case .refused, .connectFailed, .disconnected(code: 1..., reason: _):
+            if !down.exchange(true, ordering: .relaxed) { change = .down }
+        default: break
         }
+        switch event {
+        case .connected(let sessionPresent):
+            down.store(false, ordering: .relaxed)
+            warnings.clear("mqtt-\(label)", resolved: "connected to the \(label) broker at \(endpoint)")
+            logger.info("connected", ["broker": endpoint, "session.present": "\(sessionPresent)"])
+            change = .up
+        case .refused(let code, let reason):
+            // CONNACK 4/5 (v3.1.1) and 0x86/0x87 (v5): bad credentials or not authorized.
+            let section = label == "remote" ? "remote" : "broker"
+            let hint = [4, 5, 0x86, 0x87].contains(code) ? "; check \(section).username and \(section).passwordFile" : ""
+            warnings.set("mqtt-\(label)", "the \(label) broker at \(endpoint) refused the connection: \(reason) (code \(code))\(hint); retrying with backoff")
+        case .connectFailed(let error):
+            warnings.set("mqtt-\(label)", "cannot connect to the \(label) broker at \(endpoint): \(error); retrying with backoff")
+        case .disconnected(let code, let reason):
+            if code != 0 { warnings.set("mqtt-\(label)", "lost the \(label) broker at \(endpoint): \(reason); reconnecting") }
+        case .subscribed(let filters, let codes):
+            for (filter, code) in zip(filters, codes) where code >= 0x80 {
+                warnings.set("subscribe-\(filter)", "the \(label) broker refused the subscription to \(filter) (reason 0x\(String(code, radix: 16)))")
+            }
+        case .reconnecting(let delay):
+            // The fault itself is a warning logged once; each retry only at debug level.
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            logger.debug("next connection attempt to the \(label) broker at \(endpoint) in \(seconds) s")
+        }
+        return change
+    }
+
+    /// The connection runs on the client's network thread: this only waits for ``shutdown()``.
+    func run() async throws {
+        while await stopped.next() != nil {}
     }
 
     func shutdown() async {
-        await onShutdown(client)
+        await beforeStop(client)
         client.stop()
+        stopped.finish()
     }
 }

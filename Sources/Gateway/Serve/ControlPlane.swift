@@ -1,14 +1,26 @@
+import GeotriggerCore
 import MQTT
 
 /// The dispatcher's control plane on the main broker: runtime fences
-/// (`PREFIX/fences/LAYER/FENCE_ID`) and queries (`PREFIX/query/GATEWAY_ID`). The ingest hands
-/// it every message first; it takes the ones on its topics.
-struct ControlPlane: Sendable {
+/// (`PREFIX/fences/LAYER/FENCE_ID`) and queries (`PREFIX/query/GATEWAY_ID`). ``FeedPipeline``
+/// leaves the messages on these topics in the client's queue; this service takes them there,
+/// in order, on a task (they need to `await`).
+final class ControlPlane: Service, Sendable {
+    let name = "control"
+    let client: MQTTClient
     let fences: RuntimeFences
     let queries: QueryService
+    let counters: GatewayCounters
+
+    init(client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters) {
+        self.client = client
+        self.fences = fences
+        self.queries = queries
+        self.counters = counters
+    }
 
     /// Subscribes to the control topics (again after every reconnect, by the client).
-    func subscribe(_ client: MQTTClient) throws {
+    func subscribe() throws {
         try client.subscribe(fences.filter, qos: .atLeastOnce)
         try client.subscribe(queries.topic, qos: .atLeastOnce)
     }
@@ -16,26 +28,35 @@ struct ControlPlane: Sendable {
     /// On every connect: subscribe to the fence topics afresh so the broker sends every
     /// retained fence again (a persistent v5 session would otherwise skip them), which makes
     /// the broker's retained store the source of truth after a restart or an outage.
-    func connected(_ client: MQTTClient) {
+    func connected() {
         try? client.unsubscribe(fences.filter)
         try? client.subscribe(fences.filter, qos: .atLeastOnce)
     }
 
-    /// Whether `topic` is a control topic (its messages go to ``take(_:)``).
+    /// Whether `topic` is a control topic (its messages are left to ``run()``).
     func handles(_ topic: String) -> Bool {
         topic == queries.topic || fences.handles(topic)
     }
 
-    /// Takes `message` if it is on a control topic; false leaves it to the feeds.
-    func take(_ message: MQTTMessage) async -> Bool {
-        if message.topic == queries.topic {
-            await queries.take(message)
-            return true
+    /// Takes the control messages from the client's queue.
+    func run() async throws {
+        for await message in client.messages {
+            counters.received.add(1, ordering: .relaxed)
+            if message.topic == queries.topic {
+                await queries.take(message)
+            } else if fences.handles(message.topic) {
+                fences.take(message)
+            }
         }
-        if fences.handles(message.topic) {
-            fences.take(message)
-            return true
+    }
+
+    func shutdown() async {
+        // Let what was received drain. The subscriptions stay in the broker's session: while
+        // the gateway is down the broker queues the feeds' QoS 1 updates for it, and the next
+        // start processes them (unsubscribing here would make the broker drop them).
+        let deadline = MonotonicClock.now() + 3
+        while client.inboundDepth > 0, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
         }
-        return false
     }
 }

@@ -97,8 +97,8 @@ final class DeviceShard: Sendable {
 
     /// Handles `update` now, on the calling thread, if its device's monitor is in memory or
     /// the device is new; a device whose state is in the store (or with updates still queued)
-    /// must go through the mailbox instead.
-    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool) -> Disposition {
+    /// must go through the mailbox instead. `inBurst`: see ``EventCommitter/enqueue(_:inBurst:)``.
+    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, inBurst: Bool = false) -> Disposition {
         state.withLock { s in
             if s.finished { return .stopped }
             let device = update.device
@@ -118,7 +118,8 @@ final class DeviceShard: Sendable {
                 deviceCount.store(s.slots.count + s.hibernated.count, ordering: .relaxed)
             }
             var mustWait = false
-            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]), mustWait: &mustWait)
+            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]),
+                   mustWait: &mustWait, inBurst: inBurst)
             return .handled(mustWait: mustWait)
         }
     }
@@ -208,8 +209,8 @@ final class DeviceShard: Sendable {
 
     /// Hands `item` to the committer; call with the lock held, so a device's steps reach it in
     /// order.
-    private func commit(_ item: EventCommitter.Item?, mustWait: inout Bool) {
-        if let item, context.committer.enqueue(item) { mustWait = true }
+    private func commit(_ item: EventCommitter.Item?, mustWait: inout Bool, inBurst: Bool = false) {
+        if let item, context.committer.enqueue(item, inBurst: inBurst) { mustWait = true }
     }
 
     /// An update that came through the mailbox: its device's state is read from the store

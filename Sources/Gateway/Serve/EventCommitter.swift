@@ -11,15 +11,15 @@ import Synchronization
 /// So an event and the state change that caused it are committed together, before the event
 /// is published (DESIGN.md "Durability").
 ///
-/// The commits run on the store's own queue, one at a time. Items handed over on the network
-/// thread of `networkClient` (the feed updates, taken there by ``Ingest``) are committed by that
-/// thread itself after its burst of reads (``MQTTClient/setAfterReads(_:)``), when the store's
-/// queue is idle (``GatewayStore/performAndWait(_:)``): then the commit costs no thread
-/// wake-up, and the fresh events are published in the same turn. Any other item, and those of a
-/// burst that finds the store busy, queue a job there (``GatewayStore/perform(_:)``): the
-/// first item while none is queued queues one, and a job that finds more pending when it ends
-/// queues the next. A task in between would cost two thread wake-ups per commit (to the task
-/// and back), more than a small commit itself.
+/// The commits run on the store's own queue, one at a time. Items that ``FeedPipeline`` hands
+/// over on the network thread (the feed updates) are committed by that thread itself after its
+/// burst of reads (``commitBurst()``), when the store's queue is idle
+/// (``GatewayStore/performAndWait(_:)``): then the commit costs no thread wake-up, and the
+/// fresh events are published in the same turn. Any other item, and those of a burst that
+/// finds the store busy, queue a job there (``GatewayStore/perform(_:)``): the first item while
+/// none is queued queues one, and a job that finds more pending when it ends queues the next.
+/// A task in between would cost two thread wake-ups per commit (to the task and back), more
+/// than a small commit itself.
 ///
 /// Only with `gateway.durability: normal`: a commit then writes the WAL without waiting for
 /// the disk (the writer's checkpoint, which syncs, is a store job of its own). With `full`
@@ -77,8 +77,8 @@ final class EventCommitter: Service, Sendable {
     /// `bench store` only: takes the committed outbox rows a publisher would get (there is no
     /// broker in the benchmark), so it can delete them as the acknowledgements would.
     let committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)?
-    /// The client whose network thread commits what it hands over itself (nil: none does).
-    let networkClient: MQTTClient?
+    /// Whether the network thread commits its bursts itself (`durability: normal`).
+    let commitsBursts: Bool
     /// Commits run by that network thread, and commit jobs queued on the store's queue.
     let networkThreadCommits = Atomic<Int>(0)
     let queuedCommits = Atomic<Int>(0)
@@ -91,8 +91,7 @@ final class EventCommitter: Service, Sendable {
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
         limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true,
-        committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)? = nil,
-        networkClient: MQTTClient? = nil
+        committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)? = nil
     ) {
         self.committedRows = committedRows
         self.store = store
@@ -104,16 +103,16 @@ final class EventCommitter: Service, Sendable {
         self.limit = limit
         self.retryCap = retryCap
         self.persist = persist
-        self.networkClient = store.options.durability == .normal ? networkClient : nil
-        self.networkClient?.setAfterReads { [self] in commitAfterReads() }
+        self.commitsBursts = store.options.durability == .normal
     }
 
     /// Hands over one step's results without waiting. True when too much is pending: the
     /// caller then waits with ``waitForRoom()`` or ``waitForRoomBlocking()``, after releasing
     /// what it holds (a shard hands over under its lock, so a device's steps stay in order).
-    func enqueue(_ item: Item) -> Bool {
-        // The network thread commits after its burst of reads (unless this fills the committer).
-        let deferred = networkClient?.isNetworkThread == true
+    /// `inBurst`: the caller is the network thread in a burst of reads, which ends with
+    /// ``commitBurst()`` (unless this fills the committer, nothing is queued now).
+    func enqueue(_ item: Item, inBurst: Bool = false) -> Bool {
+        let deferred = inBurst && commitsBursts
         let (mustWait, schedule): (Bool, Bool) = pending.withLock { p in
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
@@ -163,7 +162,6 @@ final class EventCommitter: Service, Sendable {
 
     func shutdown() async {
         await flush()
-        networkClient?.setAfterReads(nil)
         pending.withLock { $0.finished = true }
         stopped.finish()
     }
@@ -187,12 +185,13 @@ final class EventCommitter: Service, Sendable {
         while await stopped.next() != nil {}
     }
 
-    /// On `networkClient`'s network thread after each burst of reads: commits what is pending
-    /// right there when the store's queue is idle, else queues the commit behind the store's
-    /// jobs and goes on reading. Nothing when a commit is queued or running (it takes the items)
-    /// or the database is being retried (once a second).
-    private func commitAfterReads() {
-        guard pending.withLock({ p in !p.isEmpty && p.schedule() }) else { return }
+    /// On the network thread after each burst of reads (``FeedPipeline/afterReads()``): commits
+    /// what is pending right there when the store's queue is idle, else queues the commit
+    /// behind the store's jobs and goes on reading. Nothing when a commit is queued or running
+    /// (it takes the items), the database is being retried (once a second), or every commit is
+    /// the store queue's (`durability: full`).
+    func commitBurst() {
+        guard commitsBursts, pending.withLock({ p in !p.isEmpty && p.schedule() }) else { return }
         if store.isIdle {
             networkThreadCommits.add(1, ordering: .relaxed)
             store.performAndWait { store in self.commit(on: store) }

@@ -2,13 +2,30 @@ import FoundationEssentials
 import GeotriggerCore
 import MQTT
 import Store
-import Synchronization
 
-/// `geotrigger serve`: wires the broker connections, feeds, monitors, store and outboxes
-/// together and runs them until SIGTERM/SIGINT (SIGHUP reloads fences and triggers).
-enum GatewayServer {
+/// `geotrigger serve`: the gateway's parts wired together by ``build(_:configFile:logger:)``,
+/// which `serve` and the in-process tests call alike, then run until SIGTERM/SIGINT (or
+/// ``stop()``); SIGHUP reloads fences and triggers.
+///
+/// The services start in this order and stop in the reverse one (docs/architecture.md):
+/// broker connections, outboxes, committer, monitors, runtime fences, queries, journal
+/// retention, thread priorities, status, control plane, gpsd feeds.
+struct GatewayServer: Sendable {
+    let setup: GatewaySetup
+    let store: GatewayStore
+    let counters: GatewayCounters
+    let warnings: Warnings
+    let local: MQTTClient
+    let remote: MQTTClient?
+    let publishers: [OutboxDestination: OutboxPublisher]
+    let committer: EventCommitter
+    let pool: MonitorPool
+    let pipeline: FeedPipeline
+    let group: ServiceGroup
+    let logger: Logger
+
     /// Runs the gateway with the config file `configFile` (nil: defaults); returns the exit status.
-    static func run(configFile: String?, logger: Logger = Logger(label: "geotrigger")) async -> Int32 {
+    static func serve(configFile: String?, logger: Logger = Logger(label: "geotrigger")) async -> Int32 {
         let setup: GatewaySetup
         do {
             setup = try GatewaySetup.load(configFile: configFile)
@@ -22,19 +39,25 @@ enum GatewayServer {
             return ExitStatus.usage
         }
         do {
-            return try await serve(setup, configFile: configFile, logger: logger)
+            let server = try await build(setup, configFile: configFile, logger: logger)
+            try await server.run()
+            return ExitStatus.ok
         } catch let error as UsageError {
             logger.error(error.message)
             await publishFailedToStart(setup.config, problems: [error.message], logger: logger)
             return ExitStatus.usage
         } catch {
-            logger.error("cannot start: \(error)")
+            logger.error("cannot start", ["error": "\(error)"])
             await publishFailedToStart(setup.config, problems: ["\(error)"], logger: logger)
             return ExitStatus.failure
         }
     }
 
-    private static func serve(_ setup: GatewaySetup, configFile: String?, logger: Logger) async throws -> Int32 {
+    /// Builds every part of the gateway for `setup` (opening its database and subscribing its
+    /// clients, which are not started yet). `configFile` is read again on SIGHUP. `ownsProcess`:
+    /// the gateway is the whole process (`serve`), so it puts the process's other threads
+    /// below its network threads (``NetworkThreadPriority``); false in a test's process.
+    static func build(_ setup: GatewaySetup, configFile: String?, logger: Logger, ownsProcess: Bool = true) async throws -> GatewayServer {
         let config = setup.config
         let counters = GatewayCounters()
         let warnings = Warnings(logger: logger)
@@ -45,45 +68,20 @@ enum GatewayServer {
         let prefix = config.output.prefix
         let statusTopic = "\(prefix)/status/\(config.gateway.id)"
         let will = MQTTConfiguration.Will(topic: statusTopic, payload: StatusReporter.willPayload(), qos: .atLeastOnce, retain: true)
+        let local = try MQTTClient(try BrokerConnection.configuration(config, remote: false, will: will))
+        let remote = try config.remote.map { _ in try MQTTClient(try BrokerConnection.configuration(config, remote: true, will: nil)) }
 
-        // Acknowledgements arrive on libmosquitto's thread before the publishers exist to take them.
-        let publishersBox = Mutex<[OutboxDestination: OutboxPublisher]>([:])
-        let stateBox = Mutex<StatePublisher?>(nil)
-        let startedBox = Mutex<(@Sendable () -> Void)?>(nil)
-        let shutdownBox = Mutex<(@Sendable (MQTTClient) async -> Void)?>(nil)
-        let downBox = Mutex<(@Sendable () async -> Void)?>(nil)
-        let local = try BrokerConnection(
-            label: "local", configuration: try BrokerConnection.configuration(config, remote: false, will: will),
-            warnings: warnings, logger: logger,
-            onAcknowledgement: { ack in
-                if stateBox.withLock({ $0 })?.acknowledged(ack) == true { return }
-                publishersBox.withLock { $0[.local] }?.acknowledged(ack)
-            },
-            onConnect: { startedBox.withLock { $0 }?() },
-            onDown: { await downBox.withLock { $0 }?() },
-            onShutdown: { client in await shutdownBox.withLock { $0 }?(client) })
-        var remote: BrokerConnection?
-        if config.remote != nil {
-            remote = try BrokerConnection(
-                label: "remote", configuration: try BrokerConnection.configuration(config, remote: true, will: nil),
-                warnings: warnings, logger: logger,
-                onAcknowledgement: { ack in publishersBox.withLock { $0[.remote] }?.acknowledged(ack) },
-                onConnect: { publishersBox.withLock { $0[.remote] }?.connected() })
+        var publishers: [OutboxDestination: OutboxPublisher] = [:]
+        for (destination, client) in [(OutboxDestination.local, local), (.remote, remote)] {
+            guard let client else { continue }
+            publishers[destination] = OutboxPublisher(
+                destination: destination, client: client, store: store, window: config.outbox.inflight, counters: counters,
+                warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         }
-        var publishers: [OutboxDestination: OutboxPublisher] = [
-            .local: OutboxPublisher(destination: .local, client: local.client, store: store, window: config.outbox.inflight,
-                                    counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
-        ]
-        if let remote {
-            publishers[.remote] = OutboxPublisher(destination: .remote, client: remote.client, store: store, window: config.outbox.inflight,
-                                                  counters: counters, warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
-        }
-        publishersBox.withLock { $0 = publishers }
-        let statePublisher = StatePublisher(client: local.client, prefix: prefix, logger: logger)
-        stateBox.withLock { $0 = statePublisher }
+        let statePublisher = StatePublisher(client: local, prefix: prefix, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
-                                       publishers: publishers, statePublisher: statePublisher, networkClient: local.client)
-        let runtimeFences = await RuntimeFences(setup: setup, client: local.client, store: store, warnings: warnings, logger: logger)
+                                       publishers: publishers, statePublisher: statePublisher)
+        let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
@@ -93,67 +91,51 @@ enum GatewayServer {
         let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
                                initialStates: saved)
         runtimeFences.attach(pool)
-        let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local.client, pool: pool, store: store,
+        let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot })
-        let control = ControlPlane(fences: runtimeFences, queries: queries)
-        let networkThreads = [local.client, remote?.client].compactMap { $0 }
-        let maintenance = Maintenance(store: store, retentionDays: config.journal.retentionDays, logger: logger,
-                                      networkThreads: { networkThreads.map(\.networkThreadID) })
-        var feeds: [Ingest.Feed] = []
+        let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters)
+
+        var feeds: [FeedPipeline.Feed] = []
         var ownEcho: Set<String> = []
         for feed in config.feeds {
             switch feed {
             case .mqtt(let name, let topic, let format, let shard):
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
                                               maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew)
-                feeds.append(Ingest.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard))
+                feeds.append(FeedPipeline.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard))
             case .gpsd(_, _, _, _, let republish):
-                if republish { ownEcho.insert("owntracks/gateway/\(config.gateway.id)") }
+                if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }
             }
         }
-        let ingest = Ingest(client: local.client, feeds: feeds, pool: pool, counters: counters, logger: logger, ownEchoTopics: ownEcho,
-                            control: control)
-        try ingest.subscribe()
-        try control.subscribe(local.client)
-        let status = StatusReporter(
-            client: local.client, topic: statusTopic, interval: config.output.statusInterval, counters: counters, warnings: warnings,
-            gauges: { [pool] in
-                let c = maintenance.outboxCounts.withLock { $0 }
-                return (pool.queueDepth + local.client.inboundDepth + ingest.unreadMessages, pool.deviceCount, c.local, c.remote)
-            })
-
-        let localPublisher = publishers[.local]
-        // The MQTT feeds' stale clocks pause while the broker is down (DESIGN.md "Timing").
-        downBox.withLock { $0 = { await pool.broadcast(.pause(MonotonicClock.now())) } }
-        startedBox.withLock {
-            $0 = {
-                Task { await pool.broadcast(.resume(MonotonicClock.now())) }
-                control.connected(local.client)
-                status.publish("started")
-                statePublisher.republishAll()
-                localPublisher?.connected()
-            }
+        let status = StatusReporter(client: local, topic: statusTopic, interval: config.output.statusInterval, store: store,
+                                    counters: counters, warnings: warnings) {
+            (pool.queueDepth + local.inboundDepth + counters.unreadFeedMessages(unreadBytes: local.unreadBytes), pool.deviceCount)
         }
-        shutdownBox.withLock {
-            $0 = { client in
-                guard client.isConnected else { return }
-                status.publish("stopped")
-                // Let the broker take the last status before the clean disconnect.
-                try? await Task.sleep(for: .milliseconds(200))
-            }
+        let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { client in
+            guard client.isConnected else { return }
+            status.publish("stopped")
+            // Let the broker take the last status before the clean disconnect.
+            try? await Task.sleep(for: .milliseconds(200))
         }
-
-        var services: [any Service] = [local]
-        if let remote { services.append(remote) }
+        let pipeline = FeedPipeline(
+            connection: localConnection, feeds: feeds, pool: pool, committer: committer, statePublisher: statePublisher,
+            outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
+        try pipeline.install()
+        try control.subscribe()
+        var services: [any Service] = [localConnection]
+        if let remote, let outbox = publishers[.remote] {
+            let connection = BrokerConnection(label: "remote", client: remote, warnings: warnings, logger: logger)
+            remote.setDelegate(UpstreamLink(connection: connection, outbox: outbox))
+            services.append(connection)
+        }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, runtimeFences, queries, maintenance, status, ingest] as [any Service]
+        services += [committer, pool, runtimeFences, queries] as [any Service]
+        services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
+        if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
+        services += [status, control] as [any Service]
         // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
-        services += GPSDFeed.feeds(config, client: local.client, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
+        services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 
-        try local.client.start()
-        try remote?.client.start()
-        logger.notice("serving", ["gateway.id": config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fences.count })",
-                                  "devices.saved": "\(saved.count)", "version": GatewayVersion.current])
         let group = ServiceGroup(services: services, logger: logger) {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
@@ -168,6 +150,18 @@ enum GatewayServer {
                 warnings.set("reload", "reload failed, the previous fences and triggers stay: \(error)")
             }
         }
+        return GatewayServer(
+            setup: setup, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
+            publishers: publishers, committer: committer, pool: pool, pipeline: pipeline, group: group, logger: logger)
+    }
+
+    /// Starts the clients, runs every service until a termination signal or ``stop()``, then
+    /// closes the database.
+    func run() async throws {
+        try local.start()
+        try remote?.start()
+        logger.notice("serving", ["gateway.id": setup.config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fences.count })",
+                                  "devices.saved": "\(pool.savedCount)", "version": GatewayVersion.current])
         do {
             try await group.run()
         } catch {
@@ -180,8 +174,10 @@ enum GatewayServer {
                                   "store.events": "\(written.events)", "store.writerCheckpoints": "\(written.writerCheckpoints)",
                                   "commits.networkThread": "\(committer.networkThreadCommits.load(ordering: .relaxed))",
                                   "commits.queued": "\(committer.queuedCommits.load(ordering: .relaxed))"])
-        return ExitStatus.ok
     }
+
+    /// Shuts the gateway down as SIGTERM does (for in-process runs).
+    func stop() { group.stop() }
 
     /// Tells the broker (if it can be reached within a few seconds) that the gateway failed to
     /// start: a retained `failedToStart` status with the problems as warnings. Uses its own
@@ -204,56 +200,4 @@ enum GatewayServer {
         try? await Task.sleep(for: .milliseconds(300))
         logger.notice("published failedToStart to the broker")
     }
-}
-
-/// Journal retention, the outbox gauges of the status, and the threads' priorities (see
-/// ``ThreadPriorities``), refreshed periodically.
-final class Maintenance: Service, Sendable {
-    let name = "maintenance"
-    let store: GatewayStore
-    let retentionDays: Double
-    let logger: Logger
-    /// The MQTT network threads' ids (nil: not started yet), which keep their priority.
-    let networkThreads: @Sendable () -> [Int32?]
-    /// The outbox sizes for the status, refreshed a few times a second.
-    let outboxCounts = Mutex(OutboxCounts())
-    private let stopped = Atomic<Bool>(false)
-
-    init(store: GatewayStore, retentionDays: Double, logger: Logger, networkThreads: @escaping @Sendable () -> [Int32?]) {
-        self.store = store
-        self.retentionDays = retentionDays
-        self.logger = logger
-        self.networkThreads = networkThreads
-    }
-
-    func run() async throws {
-        var nextRetention = 0.0
-        var nextPriorities = 0.0
-        while !stopped.load(ordering: .relaxed) {
-            let counts = await store.outboxCounts
-            outboxCounts.withLock { $0 = counts }
-            let now = MonotonicClock.now()
-            if now >= nextPriorities {
-                nextPriorities = now + 2
-                // Only once every network thread runs: one not started yet must not be lowered.
-                let exempt = networkThreads()
-                if !exempt.isEmpty, !exempt.contains(nil) {
-                    let lowered = ThreadPriorities.lowerAll(except: exempt.compactMap { $0 })
-                    if lowered > 0 { logger.debug("lowered the priority of \(lowered) threads below the MQTT network threads") }
-                }
-            }
-            if now >= nextRetention {
-                nextRetention = now + 3600
-                do {
-                    let removed = try await store.applyRetention(days: retentionDays, now: WallClock.now())
-                    if removed > 0 { logger.info("journal retention removed \(removed) events older than \(retentionDays) days") }
-                } catch {
-                    logger.warning("journal retention failed: \(error)")
-                }
-            }
-            try? await Task.sleep(for: .milliseconds(250))
-        }
-    }
-
-    func shutdown() async { stopped.store(true, ordering: .relaxed) }
 }

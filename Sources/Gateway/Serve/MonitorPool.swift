@@ -9,11 +9,16 @@ final class MonitorPool: Service, Sendable {
     let name = "monitors"
     let shards: [DeviceShard]
     let tickInterval: Double
+    /// How many devices' monitor states the previous run saved.
+    let savedCount: Int
     private let committer: EventCommitter
     private let stopping = Atomic<Bool>(false)
 
     /// Monitor states saved by the previous run, restored when the pool starts.
     private let initialStates: Mutex<[String: [UInt8]]>
+    /// The feeds' connection going down and up (``feedsDown(at:)``), in the order it happened.
+    private let connectionChanges: AsyncStream<DeviceShard.Work>
+    private let connectionContinuation: AsyncStream<DeviceShard.Work>.Continuation
 
     init(
         context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, initialStates: [String: [UInt8]] = [:],
@@ -25,7 +30,9 @@ final class MonitorPool: Service, Sendable {
         self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, saved: $0) }
         self.committer = context.committer
         self.initialStates = Mutex(initialStates)
+        self.savedCount = initialStates.count
         self.tickInterval = tickInterval
+        (connectionChanges, connectionContinuation) = AsyncStream.makeStream(of: DeviceShard.Work.self)
     }
 
     func shard(for device: String) -> DeviceShard {
@@ -46,11 +53,12 @@ final class MonitorPool: Service, Sendable {
         }
     }
 
-    /// The same from a thread that is not Swift's (libmosquitto's network thread): blocks that
-    /// thread instead of waiting, which holds back the broker as a full inbound queue would.
-    func submitBlocking(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) {
+    /// The same from libmosquitto's network thread in a burst of reads (``FeedPipeline``), which
+    /// commits what the burst handed over at its end: blocks that thread instead of waiting,
+    /// which holds back the broker as a full inbound queue would.
+    func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) {
         let shard = shard(for: update.device)
-        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks) {
+        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, inBurst: true) {
         case .handled(let mustWait):
             if mustWait { committer.waitForRoomBlocking() }
         case .mustQueue:
@@ -60,6 +68,14 @@ final class MonitorPool: Service, Sendable {
             break
         }
     }
+
+    /// The feeds' broker connection went down: every device's gateway clocks (`staleAfter`,
+    /// silence) stop (DESIGN.md "Timing"). Callable from any thread, without waiting; the
+    /// shards take the changes in the order they were reported.
+    func feedsDown(at now: Double) { connectionContinuation.yield(.pause(now)) }
+
+    /// The feeds' broker connection is back: the clocks go on where ``feedsDown(at:)`` stopped them.
+    func feedsUp(at now: Double) { connectionContinuation.yield(.resume(now)) }
 
     /// Stops `device`'s gateway clocks (`staleAfter`, silence) while its own feed is down.
     func pause(device: String, at now: Double) async {
@@ -104,6 +120,9 @@ final class MonitorPool: Service, Sendable {
                 group.addTask { await shard.run() }
             }
             group.addTask { [self] in
+                for await change in connectionChanges { await broadcast(change) }
+            }
+            group.addTask { [self] in
                 let saved = initialStates.withLock { s in defer { s = [:] }; return s }
                 let now = MonotonicClock.now()
                 for (device, state) in saved { await restore(device: device, state: state, now: now) }
@@ -120,6 +139,7 @@ final class MonitorPool: Service, Sendable {
     func shutdown() async {
         await barrier()
         stopping.store(true, ordering: .relaxed)
+        connectionContinuation.finish()
         for shard in shards { shard.finish() }
     }
 }

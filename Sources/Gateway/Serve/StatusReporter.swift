@@ -1,5 +1,6 @@
 import GeotriggerCore
 import MQTT
+import Store
 import Synchronization
 
 /// The retained gateway status `PREFIX/status/GATEWAY_ID` (DESIGN.md "Outputs"): `started` on
@@ -13,14 +14,19 @@ final class StatusReporter: Service, Sendable {
     let counters: GatewayCounters
     let warnings: Warnings
     let since: Double
-    private let gauges: @Sendable () -> (queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int)
+    /// Where the outbox sizes are read (a few times a second, for the payload).
+    let store: GatewayStore?
+    private let gauges: @Sendable () -> (queueDepth: Int, devices: Int)
+    private let outboxCounts = Mutex(OutboxCounts())
     private let status = Mutex("starting")
     private let stopped = Atomic<Bool>(false)
 
+    /// `gauges`: the queue depth and device count of the moment (called from any thread).
     init(
-        client: MQTTClient, topic: String, interval: Double, counters: GatewayCounters, warnings: Warnings,
-        gauges: @escaping @Sendable () -> (queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int)
+        client: MQTTClient, topic: String, interval: Double, store: GatewayStore?, counters: GatewayCounters, warnings: Warnings,
+        gauges: @escaping @Sendable () -> (queueDepth: Int, devices: Int)
     ) {
+        self.store = store
         self.client = client
         self.topic = topic
         self.interval = interval
@@ -36,10 +42,11 @@ final class StatusReporter: Service, Sendable {
     /// The status payload for `status`.
     func payload(_ status: String) -> [UInt8] {
         let g = gauges()
+        let outbox = outboxCounts.withLock { $0 }
         return payloadBytes(.object([
             "status": .string(status),
             "warnings": .array(warnings.texts.map { .string($0) }),
-            "counters": counters.json(queueDepth: g.queueDepth, devices: g.devices, outboxLocal: g.outboxLocal, outboxRemote: g.outboxRemote),
+            "counters": counters.json(queueDepth: g.queueDepth, devices: g.devices, outboxLocal: outbox.local, outboxRemote: outbox.remote),
             "since": .string(ISO8601Time.format(since, milliseconds: true)),
             "version": .string(GatewayVersion.current),
         ]))
@@ -54,9 +61,15 @@ final class StatusReporter: Service, Sendable {
 
     func run() async throws {
         var next = MonotonicClock.now() + interval
+        var nextCounts = 0.0
         while !stopped.load(ordering: .relaxed) {
             try? await Task.sleep(for: .milliseconds(100))
             let now = MonotonicClock.now()
+            if let store, now >= nextCounts {
+                nextCounts = now + 0.25
+                let counts = await store.outboxCounts
+                outboxCounts.withLock { $0 = counts }
+            }
             guard now >= next, !stopped.load(ordering: .relaxed) else { continue }
             next = now + interval
             if client.isConnected { publish(status.withLock { $0 }) }

@@ -1,0 +1,37 @@
+import MQTT
+import Synchronization
+
+/// Keeps every thread of the process below the MQTT network threads (``ThreadPriorities``):
+/// every 2 s, once each client's network thread runs, since threads appear later (the pool
+/// grows, a store job runs on a new worker). A change to the whole process, so a service of
+/// its own.
+final class NetworkThreadPriority: Service, Sendable {
+    let name = "thread-priorities"
+    let clients: [MQTTClient]
+    let logger: Logger
+    private let stopped = Atomic<Bool>(false)
+
+    init(clients: [MQTTClient], logger: Logger) {
+        self.clients = clients
+        self.logger = logger
+    }
+
+    func run() async throws {
+        var next = 0.0
+        while !stopped.load(ordering: .relaxed) {
+            let now = MonotonicClock.now()
+            if now >= next {
+                next = now + 2
+                // Only once every network thread runs: one not started yet must not be lowered.
+                let exempt = clients.map(\.networkThreadID)
+                if !exempt.isEmpty, !exempt.contains(nil) {
+                    let lowered = ThreadPriorities.lowerAll(except: exempt.compactMap { $0 })
+                    if lowered > 0 { logger.debug("lowered thread priorities below the MQTT network threads", ["threads": "\(lowered)"]) }
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+}

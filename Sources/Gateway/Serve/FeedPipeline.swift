@@ -1,0 +1,163 @@
+import GeotriggerCore
+import MQTT
+
+/// The owner of what runs on the main broker's network thread (libmosquitto's, see
+/// ``MQTTClientDelegate``): installed on the client once, before it starts.
+///
+/// - Every received message is offered here first. A feed message is decoded, counted (drops
+///   logged at most once per reason per minute) and handed to its device's monitor right here
+///   (``MonitorPool/submitInBurst(_:receivedAt:trackerID:owntracks:)``): no hop to a task per
+///   update. Control-plane messages (runtime fences, queries), which need to `await`, are left
+///   in the client's queue for ``ControlPlane/run()``: so a query or a fence change is handled
+///   after the feed messages that arrived before it, but a feed message that arrives after it
+///   may be handled first.
+/// - After each burst of reads it commits what the burst decided (``EventCommitter/commitBurst()``),
+///   and the fresh events go out in the same turn.
+/// - Acknowledgements go to the state publisher or the local outbox, whichever sent the
+///   message.
+/// - Connection events: logged and kept as warnings by the ``BrokerConnection``; on a loss
+///   the monitors' clocks pause; on every connect they go on, the control topics are
+///   subscribed afresh, `started` is published, then the retained device states, and the
+///   outbox delivers what waits.
+final class FeedPipeline: MQTTClientDelegate {
+    /// One MQTT feed of the config.
+    struct Feed: Sendable {
+        var name: String
+        var filter: String
+        var decoder: LocationDecoder
+        var owntracks: Bool
+        /// `feeds[].shard`: only these devices are taken, the others ignored (not drops).
+        var shard: FeedShard? = nil
+    }
+
+    let connection: BrokerConnection
+    let feeds: [Feed]
+    let pool: MonitorPool
+    let committer: EventCommitter
+    let statePublisher: StatePublisher
+    let outbox: OutboxPublisher?
+    let control: ControlPlane?
+    let status: StatusReporter?
+    let counters: GatewayCounters
+    let logger: Logger
+    /// The topics the gateway republishes its own position to: never ingested back.
+    let ownEchoTopics: Set<String>
+    private let limiter = LogLimiter(interval: 60)
+
+    init(connection: BrokerConnection, feeds: [Feed], pool: MonitorPool, committer: EventCommitter,
+         statePublisher: StatePublisher, outbox: OutboxPublisher?, control: ControlPlane?, status: StatusReporter?,
+         counters: GatewayCounters, logger: Logger, ownEchoTopics: Set<String>) {
+        self.connection = connection
+        self.feeds = feeds
+        self.pool = pool
+        self.committer = committer
+        self.statePublisher = statePublisher
+        self.outbox = outbox
+        self.control = control
+        self.status = status
+        self.counters = counters
+        self.logger = logger
+        self.ownEchoTopics = ownEchoTopics
+    }
+
+    var client: MQTTClient { connection.client }
+
+    /// Subscribes every feed's filter (the client subscribes again after each reconnect) and
+    /// takes the client's network thread from now on.
+    func install() throws {
+        client.setDelegate(self)
+        for feed in feeds { try client.subscribe(feed.filter, qos: .atLeastOnce) }
+    }
+
+    // MARK: On the network thread
+
+    /// Takes every message that is not the control plane's. Blocks the network thread while
+    /// the committer is full (back-pressure to the broker).
+    func take(_ message: MQTTMessage) -> Bool {
+        if let control, control.handles(message.topic) { return false }
+        counters.received.add(1, ordering: .relaxed)
+        counters.feedMessages.add(1, ordering: .relaxed)
+        // Fixed header, topic length and the v5 properties' length: about 5 bytes.
+        counters.feedBytes.add(message.topic.utf8.count + message.payload.count + 5, ordering: .relaxed)
+        if let update = decode(message) {
+            pool.submitInBurst(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
+        }
+        return true
+    }
+
+    func afterReads() { committer.commitBurst() }
+
+    func handle(_ event: MQTTClientEvent) {
+        switch event {
+        case .acknowledged(let ack):
+            if statePublisher.acknowledged(ack) { return }
+            outbox?.acknowledged(ack)
+        case .connection(let change):
+            switch connection.record(change) {
+            case .down?:
+                pool.feedsDown(at: MonotonicClock.now())
+            case .up?:
+                pool.feedsUp(at: MonotonicClock.now())
+                control?.connected()
+                status?.publish("started")
+                statePublisher.republishAll()
+                outbox?.connected()
+            case nil:
+                break
+            }
+        }
+    }
+
+    /// The update in `message` for its feed; nil when it is dropped (counted and logged) or
+    /// belongs to another gateway's shard.
+    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: Bool)? {
+        if ownEchoTopics.contains(message.topic) {
+            counters.drop(.ownEcho)
+            return nil
+        }
+        // Only for `input.maxFutureSkew` and the once-a-minute log: the coarse clock will do.
+        let now = WallClock.coarse()
+        var drop: InputDrop?
+        for feed in feeds {
+            switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
+            case .success(let decoded):
+                if let shard = feed.shard, !shard.contains(decoded.update.device) { return nil }
+                return (decoded.update, decoded.trackerID, feed.owntracks)
+            case .failure(let failure):
+                // A topic that does not match this feed may match the next one.
+                if failure.reason == .badDeviceId, feed.decoder.topicFilter.deviceID(in: message.topic) == nil { continue }
+                drop = failure
+            }
+            break
+        }
+        let failure = drop ?? InputDrop(.badDeviceId, "topic '\(message.topic)' matches no feed")
+        counters.drop(failure.reason)
+        if limiter.allow(failure.reason.rawValue, now: now) {
+            logger.warning("dropped input (logged at most once a minute per reason)",
+                           ["mqtt.topic": message.topic, "reason": failure.reason.rawValue, "detail": failure.detail])
+        }
+        return nil
+    }
+}
+
+/// The owner of the upstream broker's network thread (delivery `remote` and `both`): its
+/// acknowledgements go to the remote outbox, which delivers what waits on every connect.
+final class UpstreamLink: MQTTClientDelegate {
+    let connection: BrokerConnection
+    let outbox: OutboxPublisher
+
+    init(connection: BrokerConnection, outbox: OutboxPublisher) {
+        self.connection = connection
+        self.outbox = outbox
+    }
+
+    func take(_ message: MQTTMessage) -> Bool { false }
+    func afterReads() {}
+
+    func handle(_ event: MQTTClientEvent) {
+        switch event {
+        case .acknowledged(let ack): outbox.acknowledged(ack)
+        case .connection(let change): if connection.record(change) == .up { outbox.connected() }
+        }
+    }
+}
