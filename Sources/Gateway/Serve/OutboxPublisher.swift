@@ -14,11 +14,13 @@ import Synchronization
 /// goes on), counts it and raises a warning; it is tried again after a restart. Events that
 /// could not be committed (database fault) are published from memory instead, up to a cap.
 ///
-/// Events just committed to the stream are handed to libmosquitto by a job on the network
-/// thread that the committer queues (``notifyCommitted(rows:)``), when nothing that ``run()``
-/// hands over can come before them (the usual case): one thread hop from the commit to the
-/// publish instead of two. Everything else (database reads, the table, acknowledgements,
-/// settling) is ``run()``'s, and while it hands messages over, fresh ones wait for it.
+/// The bookkeeping is ``OutboxWindow``'s, a state machine held in one `Mutex`; this class only
+/// feeds it and performs what it returns (publishes, reads, commits, warnings). Events just
+/// committed to the stream are handed to libmosquitto by a job on the network thread that the
+/// committer queues (``notifyCommitted(rows:)``), when nothing that ``run()`` hands over can
+/// come before them (the usual case): one thread hop from the commit to the publish instead
+/// of two. Everything else (database reads, the table, acknowledgements, settling) is
+/// ``run()``'s, and while it hands messages over, fresh ones wait for it.
 final class OutboxPublisher: Service, Sendable {
     enum Signal: Sendable {
         /// Rows were committed that are only in the database (read them back).
@@ -59,13 +61,8 @@ final class OutboxPublisher: Service, Sendable {
     private let signals: BoundedQueue<Signal>
     private let committedPending = Atomic<Bool>(false)
     private let freshPending = Atomic<Bool>(false)
-    /// Rows just committed, in sequence order: published without reading them back while
-    /// everything before them has been handed over (the usual case), else read from the database.
-    private let freshRows = Mutex<[OutboxRow]>([])
-    /// What was handed over and is in flight: ``run()``'s, and the fresh-row job's on the
-    /// network thread while ``run()`` is not handing messages over (``Progress/pumping``).
-    private let progress = Mutex(Progress())
-    private let volatileQueue = Mutex<[VolatileMessage]>([])
+    /// The cursor, the window, what waits in memory and what is due to be committed.
+    private let machine: Mutex<OutboxWindow>
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
     /// Events kept in memory (database fault) that were dropped past the cap, since start.
@@ -91,13 +88,24 @@ final class OutboxPublisher: Service, Sendable {
         self.logger = logger
         self.volatileCap = volatileCap
         self.signals = BoundedQueue(capacity: window + 1024)
+        self.machine = Mutex(OutboxWindow(
+            destination: destination, window: window, volatileCap: volatileCap, progressInterval: Self.progressInterval))
+    }
+
+    /// Feeds the machine under its lock and publishes how many messages are in flight.
+    private func withWindow<Result: Sendable>(_ body: (inout OutboxWindow) -> Result) -> Result {
+        machine.withLock { window in
+            let result = body(&window)
+            inflightCount.store(window.inflightCount, ordering: .relaxed)
+            return result
+        }
     }
 
     /// Rows were committed to this destination's outbox, with their sequences: they can go out
     /// without a database read (which would wait behind the next group commit).
     func notifyCommitted(rows: [OutboxRow]) {
         guard !rows.isEmpty else { return notifyCommitted() }
-        freshRows.withLock { $0.append(contentsOf: rows) }
+        withWindow { $0.freshRowsCommitted(rows) }
         client.perform { [self] in publishFresh() }
     }
 
@@ -109,31 +117,19 @@ final class OutboxPublisher: Service, Sendable {
     }
 
     /// On the network thread (or the committer's, with no connection loop): hands the fresh
-    /// stream events to libmosquitto, in order and within the window, when the stream was
-    /// read to its end and ``run()`` is not handing anything over; otherwise, and for fresh
-    /// table rows, leaves them to ``run()``.
+    /// stream events to libmosquitto when the machine says so (``OutboxWindow/takeFresh()``),
+    /// under its lock (each publish only queues the message); otherwise leaves them to ``run()``.
     private func publishFresh() {
-        let noVolatile = volatileQueue.withLock { $0.isEmpty }
-        let leftForRun: Bool = progress.withLock { p in
-            guard !p.pumping, !p.blocked, p.stream.exhausted, noVolatile else { return true }
-            let (rows, tableRowsLeft): ([OutboxRow], Bool) = freshRows.withLock { fresh in
-                let rows = fresh.filter { $0.source == .journal }
-                fresh.removeAll { $0.source == .journal }
-                return (rows, !fresh.isEmpty)
+        let wakeRun: Bool = withWindow { window in
+            var action = window.takeFresh()
+            if case .publish(let messages) = action {
+                action = window.freshPublished(messages.map { message in
+                    try? client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
+                })
             }
-            let handed = p.stream.handed
-            let due = rows.filter { $0.sequence > handed }
-            let room = max(0, window - p.inflight.count)
-            let sending = due.prefix(room)
-            let results = sending.map { row in
-                Result { try client.publish(topic: row.message.topic, payload: row.message.payload, qos: MQTTQoS(row.message.qos)) }
-            }
-            Self.record(sending, results: results, into: &p)
-            if p.blocked || due.count > room { p.stream.exhausted = false }
-            inflightCount.store(p.inflight.count, ordering: .relaxed)
-            return tableRowsLeft || !p.stream.exhausted
+            return action == .wakeRun
         }
-        if leftForRun { signalFresh() }
+        if wakeRun { signalFresh() }
     }
 
     /// New rows were committed to this destination's outbox (read them from the database).
@@ -149,7 +145,7 @@ final class OutboxPublisher: Service, Sendable {
     /// waking ``run()`` for each burst of acknowledgements was a pool thread's wake-up per
     /// event. Table rows, refusals, and room that a backlog waits for go to ``run()``.
     func acknowledged(_ ack: MQTTAcknowledgement) {
-        if ack.isSuccess, takeStreamAcknowledgement(ack) {
+        if withWindow({ $0.takeAcknowledgementOnArrival(ack) }) {
             counters.acked.add(1, ordering: .relaxed)
             acknowledgementsTakenOnArrival.add(1, ordering: .relaxed)
             armProgressTimer(at: Self.progressInterval)
@@ -161,32 +157,15 @@ final class OutboxPublisher: Service, Sendable {
         }
     }
 
-    /// Takes a successful acknowledgement of a stream event off the in-flight table when
-    /// neither source has more to hand over and nothing is blocked (else ``run()`` must see the
-    /// room it leaves). False when it is not such an acknowledgement.
-    private func takeStreamAcknowledgement(_ ack: MQTTAcknowledgement) -> Bool {
-        guard volatileQueue.withLock({ $0.isEmpty }) else { return false }
-        return progress.withLock { p in
-            guard case .journal(let sequence)? = p.inflight[ack.messageId], p.stream.exhausted, p.table.exhausted, !p.blocked
-            else { return false }
-            p.inflight.removeValue(forKey: ack.messageId)
-            p.inflightStream.remove(sequence)
-            inflightCount.store(p.inflight.count, ordering: .relaxed)
-            return true
-        }
-    }
-
     /// The broker connection came up: deliver whatever waits.
     func connected() { _ = signals.trySend(.connected) }
 
     /// Publishes events that could not be committed, from memory (oldest dropped past the cap).
     func publishVolatile(_ messages: [VolatileMessage]) {
-        let dropped: Int = volatileQueue.withLock { queue in
-            queue.append(contentsOf: messages)
-            let excess = max(0, queue.count - volatileCap)
-            if excess > 0 { queue.removeFirst(excess) }
-            return excess
+        let kept = messages.map {
+            OutboxMessage(destination: destination, eventID: "", topic: $0.topic, payload: $0.payload, qos: $0.qos)
         }
+        let dropped = withWindow { $0.keepVolatile(kept) }
         if dropped > 0 {
             let total = volatileDropped.add(dropped, ordering: .relaxed).newValue
             warnings.set("outbox-\(destination.rawValue)-volatile",
@@ -204,104 +183,39 @@ final class OutboxPublisher: Service, Sendable {
         signals.finish()
     }
 
-    /// What a message handed to libmosquitto was.
-    private enum Handed {
-        /// Published from memory (the database refused it): nothing to remove.
-        case volatile
-        /// An outbox table row.
-        case table(Int64)
-        /// An event of the stream on the journal, by its journal sequence.
-        case journal(Int64)
-
-        /// For the log.
-        var place: String {
-            switch self {
-            case .volatile: "memory"
-            case .table(let sequence): "outbox row \(sequence)"
-            case .journal(let sequence): "journal row \(sequence)"
-            }
-        }
-    }
-
-    /// How far one source (the outbox table, the stream) was handed over.
-    private struct SourceProgress {
-        /// The last sequence handed over.
-        var handed: Int64 = 0
-        /// The last read found nothing beyond it.
-        var exhausted = false
-    }
-
-    /// The pump's bookkeeping, owned by ``run()``.
-    private struct Progress {
-        var inflight: [Int32: Handed] = [:]  // message id -> what it was
-        /// Journal sequences of the stream's messages in flight.
-        var inflightStream = Set<Int64>()
-        var table = SourceProgress()
-        var stream = SourceProgress()
-
-        subscript(source: OutboxSource) -> SourceProgress {
-            get { source == .table ? table : stream }
-            set {
-                if source == .table { table = newValue } else { stream = newValue }
-            }
-        }
-        /// A publish failed (QoS 0 without a connection): wait for a connect.
-        var blocked = false
-        /// Table rows not to send again in this run (events the broker refused, moved there).
-        var skip = Set<Int64>()
-        /// The stream position last committed as settled.
-        var settled: Int64 = 0
-        /// A refused stream event that could not be moved to the table: never settled past.
-        var settleBefore: Int64?
-        /// Acknowledgements, settling and refused events to commit (kept until committed).
-        var work = StoreBatch()
-        /// ``run()`` is handing messages over (it may await between them): fresh rows wait.
-        var pumping = false
-    }
-
     func run() async throws {
         let settled = await store.settledStream(destination)
-        progress.withLock { $0.settled = settled }
+        withWindow { $0.start(settled: settled) }
         var batch: [Signal] = []
-        var nextProgressCommit = 0.0
         await pump()
         while let first = await signals.next() {
             batch.removeAll(keepingCapacity: true)
             batch.append(first)
             signals.drain(upTo: 4096, into: &batch)
-            var refused: [Int64] = []  // stream events the broker refused
-            var failures: [(Handed, MQTTAcknowledgement)] = []
-            progress.withLock { p in
+            let refusals: [(OutboxWindow.Handed, MQTTAcknowledgement)] = withWindow { window in
+                var refusals: [(OutboxWindow.Handed, MQTTAcknowledgement)] = []
                 for signal in batch {
                     switch signal {
                     case .committed:
                         committedPending.store(false, ordering: .releasing)
-                        p.table.exhausted = false
-                        p.stream.exhausted = false
+                        window.committed()
                     case .fresh:
                         freshPending.store(false, ordering: .releasing)
                     case .connected:
-                        p.table.exhausted = false
-                        p.stream.exhausted = false
-                        p.blocked = false
+                        window.connected()
                     case .progressDue:
                         break
                     case .acknowledged(let ack):
-                        guard let handed = p.inflight.removeValue(forKey: ack.messageId) else { continue }
-                        if case .journal(let sequence) = handed { p.inflightStream.remove(sequence) }
-                        if ack.isSuccess {
-                            if case .table(let sequence) = handed { p.work.acknowledge(destination, sequence: sequence) }
-                            counters.acked.add(1, ordering: .relaxed)
-                            continue
+                        switch window.acknowledged(ack) {
+                        case .unknown: break
+                        case .delivered: counters.acked.add(1, ordering: .relaxed)
+                        case .refused(let handed): refusals.append((handed, ack))
                         }
-                        // Kept: a table row stays; a stream event moves to the table (in full), so
-                        // the stream can go on past it. Either is sent again after a restart.
-                        if case .journal(let sequence) = handed { refused.append(sequence) }
-                        failures.append((handed, ack))
                     }
                 }
+                return refusals
             }
-            for (handed, ack) in failures {
+            for (handed, ack) in refusals {
                 let count = failedCount.add(1, ordering: .relaxed).newValue
                 let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
                 warnings.set("outbox-\(destination.rawValue)-refused",
@@ -312,14 +226,9 @@ final class OutboxPublisher: Service, Sendable {
             // Hand out what the acknowledgements made room for first: committing them waits
             // for the store's thread, behind the next group commit.
             await pump()
-            let now = MonotonicClock.now()
-            if refused.isEmpty, now < nextProgressCommit {
-                armProgressTimer(at: nextProgressCommit - now)
-            } else if await commitProgress(refused: refused) {
-                nextProgressCommit = now + Self.progressInterval
-            }
+            await commitProgress(final: false)
         }
-        await commitProgress(refused: [])
+        await commitProgress(final: true)
     }
 
     /// Sends `progressDue` after `delay` seconds, unless a timer runs already.
@@ -334,162 +243,65 @@ final class OutboxPublisher: Service, Sendable {
     }
 
     /// Commits acknowledgements, refused stream events (as table rows, not sent again in this
-    /// run) and how far the stream is settled: every stream message below the oldest in
-    /// flight, or every one handed over when none is. On failure all of it is kept for the
-    /// next try (until then a restart sends those events again, with the same ids). False when
-    /// there was nothing to commit.
-    @discardableResult
-    private func commitProgress(refused: [Int64]) async -> Bool {
-        for sequence in refused {
-            // Still in the stream (it is not settled past while in flight): read it back.
-            let row: OutboxRow?
-            do {
-                row = try await store.outboxStream(destination, after: sequence - 1, limit: 1).first
-            } catch {
-                // The stream then stays before it for this run: it is sent again after a restart.
-                logger.warning("could not read the refused \(destination.rawValue) event of journal row \(sequence): \(error)")
-                progress.withLock { $0.settleBefore = min($0.settleBefore ?? sequence, sequence) }
-                continue
+    /// run) and how far the stream is settled, when due (``OutboxWindow/progressDue(now:final:)``).
+    /// On failure all of it is kept for the next try.
+    private func commitProgress(final: Bool) async {
+        var action = withWindow { $0.progressDue(now: MonotonicClock.now(), final: final) }
+        while true {
+            switch action {
+            case .none:
+                return
+            case .armTimer(let delay):
+                return armProgressTimer(at: delay)
+            case .readRefused(let sequence):
+                // Still in the stream (it is not settled past while in flight): read it back.
+                do {
+                    let row = try await store.outboxStream(destination, after: sequence - 1, limit: 1).first
+                    action = withWindow { $0.refusedRead(row) }
+                } catch {
+                    // The stream then stays before it for this run: it is sent again after a restart.
+                    logger.warning("could not read the refused \(destination.rawValue) event of journal row \(sequence): \(error)")
+                    action = withWindow { $0.refusedReadFailed() }
+                }
+            case .commit(let work):
+                do {
+                    let receipt = try await store.submit(work)
+                    // The refused events' new rows (the batch queues nothing else).
+                    withWindow { $0.progressCommitted(outboxSequences: receipt.outboxSequences) }
+                } catch {
+                    logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
+                    withWindow { $0.progressCommitFailed() }
+                }
+                return
             }
-            guard let row, row.sequence == sequence else { continue }  // dropped by the cap meanwhile
-            var message = row.message
-            message.payloadInJournal = false
-            progress.withLock { $0.work.enqueue(message) }
         }
-        // Only this task changes `work`: it stays as taken here until the commit ends.
-        let work: StoreBatch = progress.withLock { p in
-            let settled = min(p.inflightStream.min().map { $0 - 1 } ?? p.stream.handed, (p.settleBefore ?? .max) - 1)
-            if settled > p.settled { p.work.settle(destination, through: settled) }
-            return p.work
-        }
-        guard !work.isEmpty else { return false }
-        do {
-            let receipt = try await store.submit(work)
-            progress.withLock { p in
-                // The refused events' new rows (the batch queues nothing else).
-                p.skip.formUnion(receipt.outboxSequences)
-                if let committed = work.settled[destination] { p.settled = max(p.settled, committed) }
-                p.work = StoreBatch()
-            }
-        } catch {
-            logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
-        }
-        return true
     }
 
-    /// Hands events to libmosquitto until the window is full or nothing waits: events kept in
-    /// memory, then outbox table rows, then the stream on the journal. They are published on the
-    /// network thread (``MQTTClient/publish(_:)``), a batch at a time. Fresh rows wait for it
-    /// meanwhile (``Progress/pumping``), so that nothing overtakes what it reads.
+    /// Hands events to libmosquitto as the machine asks (``OutboxWindow/startPump()``) until
+    /// the window is full or nothing waits: events kept in memory, then outbox table rows, then
+    /// the stream on the journal. They are published on the network thread
+    /// (``MQTTClient/publish(_:)``), a batch at a time. Fresh rows wait for it meanwhile.
     private func pump() async {
-        progress.withLock { $0.pumping = true }
-        defer {
-            progress.withLock { p in
-                p.pumping = false
-                inflightCount.store(p.inflight.count, ordering: .relaxed)
-            }
-        }
+        var action = withWindow { $0.startPump() }
         while true {
-            let room = progress.withLock { window - $0.inflight.count }
-            guard room > 0 else { break }
-            let messages: [VolatileMessage] = volatileQueue.withLock { queue in
-                defer { queue.removeFirst(min(room, queue.count)) }
-                return Array(queue.prefix(room))
-            }
-            guard !messages.isEmpty else { break }
-            let results = await client.publish(messages.map { MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos)) })
-            var failed: [VolatileMessage] = []
-            progress.withLock { p in
-                for (message, result) in zip(messages, results) {
-                    if case .success(let id) = result { p.inflight[id] = .volatile } else { failed.append(message) }
-                }
-            }
-            if !failed.isEmpty {
-                volatileQueue.withLock { $0.insert(contentsOf: failed, at: 0) }
-                break
-            }
-        }
-        // Messages just committed: while the database holds nothing older of their source that
-        // is not handed over (exhausted), they are the next ones and go out from memory;
-        // otherwise they are dropped here and read from the database in order.
-        let fresh = freshRows.withLock { rows in
-            defer { rows.removeAll(keepingCapacity: true) }
-            return rows
-        }
-        for source in [OutboxSource.table, .journal] {
-            let (rows, room): ([OutboxRow], Int) = progress.withLock { p in
-                guard p[source].exhausted else { return ([], 0) }
-                let handed = p[source].handed
-                return (fresh.filter { $0.source == source && $0.sequence > handed }, max(0, window - p.inflight.count))
-            }
-            guard !rows.isEmpty else { continue }
-            await hand(rows.prefix(room))
-            progress.withLock { p in
-                if p.blocked || rows.count > room { p[source].exhausted = false }
-            }
-        }
-        for source in [OutboxSource.table, .journal] {
-            while true {
-                let next: (after: Int64, limit: Int)? = progress.withLock { p in
-                    guard !p[source].exhausted, !p.blocked, p.inflight.count < window else { return nil }
-                    return (p[source].handed, window - p.inflight.count)
-                }
-                guard let next else { break }
-                let rows: [OutboxRow]
+            switch action {
+            case .done:
+                return
+            case .publish(let messages):
+                let results = await client.publish(messages.map {
+                    MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos))
+                })
+                action = withWindow { $0.published(results.map { try? $0.get() }) }
+            case .read(let source, let after, let limit):
                 do {
-                    rows = source == .table ? try await store.outbox(destination, after: next.after, limit: next.limit)
-                                            : try await store.outboxStream(destination, after: next.after, limit: next.limit)
+                    let rows = source == .table ? try await store.outbox(destination, after: after, limit: limit)
+                                                : try await store.outboxStream(destination, after: after, limit: limit)
+                    action = withWindow { $0.read(rows) }
                 } catch {
                     logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
-                    return
-                }
-                if rows.isEmpty {
-                    progress.withLock { $0[source].exhausted = true }
-                    break
-                }
-                await hand(rows[...])
-            }
-        }
-    }
-
-    /// Publishes queued messages in order (refused ones moved to the table are only passed
-    /// over), up to the first that fails: QoS 0 without a connection, which blocks the pump
-    /// until the next connect; that one and the rest are read again then.
-    private func hand(_ rows: ArraySlice<OutboxRow>) async {
-        let (blocked, skip) = progress.withLock { ($0.blocked, $0.skip) }
-        guard !blocked, !rows.isEmpty else { return }
-        let sending = rows.filter { !Self.passedOver($0, skip: skip) }
-        let results = sending.isEmpty ? [] : await client.publish(sending.map {
-            MQTTMessage(topic: $0.message.topic, payload: $0.message.payload, qos: MQTTQoS($0.message.qos))
-        })
-        progress.withLock { Self.record(rows, results: results, into: &$0) }
-    }
-
-    /// A table row the broker refused earlier in this run: not sent again.
-    private static func passedOver(_ row: OutboxRow, skip: Set<Int64>) -> Bool {
-        row.source == .table && skip.contains(row.sequence)
-    }
-
-    /// Records what publishing `rows` gave (`results`: one per row not passed over, in order):
-    /// each message id in flight, and how far each source was handed over, up to the first
-    /// failure, which blocks handing over until the next connect.
-    private static func record(_ rows: ArraySlice<OutboxRow>, results: [Result<Int32, any Error>], into p: inout Progress) {
-        var next = results.makeIterator()
-        for row in rows {
-            if !passedOver(row, skip: p.skip) {
-                guard case .success(let id)? = next.next() else {
-                    p.blocked = true
-                    return
-                }
-                switch row.source {
-                case .table:
-                    p.inflight[id] = .table(row.sequence)
-                case .journal:
-                    p.inflight[id] = .journal(row.sequence)
-                    p.inflightStream.insert(row.sequence)
+                    action = withWindow { $0.readFailed() }
                 }
             }
-            p[row.source].handed = row.sequence
         }
     }
 }
