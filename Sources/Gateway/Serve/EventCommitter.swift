@@ -251,9 +251,7 @@ final class EventCommitter: Service, Sendable {
                 warnings.set("database", databaseWarning(error))
                 // Events go out now, from memory; state and journal are tried again.
                 for (destination, publisher) in publishers {
-                    let messages = batch.outbox.filter { $0.destination == destination }.map {
-                        OutboxPublisher.VolatileMessage(topic: $0.topic, payload: $0.payload, qos: $0.qos)
-                    }
+                    let messages = batch.outbox.filter { $0.destination == destination }
                     if !messages.isEmpty { publisher.publishVolatile(messages) }
                 }
                 retry.stateChanges = batch.stateChanges

@@ -40,13 +40,6 @@ final class OutboxPublisher: Service, Sendable {
     /// acknowledged in the last interval are sent again, with the same ids.
     static let progressInterval = 0.1
 
-    /// An event published from memory because the database refused it.
-    struct VolatileMessage: Sendable {
-        var topic: String
-        var payload: [UInt8]
-        var qos: Int
-    }
-
     let name: String
     let destination: OutboxDestination
     let client: MQTTClient
@@ -160,12 +153,10 @@ final class OutboxPublisher: Service, Sendable {
     /// The broker connection came up: deliver whatever waits.
     func connected() { _ = signals.trySend(.connected) }
 
-    /// Publishes events that could not be committed, from memory (oldest dropped past the cap).
-    func publishVolatile(_ messages: [VolatileMessage]) {
-        let kept = messages.map {
-            OutboxMessage(destination: destination, eventID: "", topic: $0.topic, payload: $0.payload, qos: $0.qos)
-        }
-        let dropped = withWindow { $0.keepVolatile(kept) }
+    /// Publishes events of this destination that could not be committed, from memory (oldest
+    /// dropped past the cap).
+    func publishVolatile(_ messages: [OutboxMessage]) {
+        let dropped = withWindow { $0.keepVolatile(messages) }
         if dropped > 0 {
             let total = volatileDropped.add(dropped, ordering: .relaxed).newValue
             warnings.set("outbox-\(destination.rawValue)-volatile",
@@ -176,8 +167,8 @@ final class OutboxPublisher: Service, Sendable {
 
     func shutdown() async {
         // Give the in-flight events a moment to be acknowledged, then stop.
-        let deadline = ResourceUsage.now() + 5
-        while inflightCount.load(ordering: .relaxed) > 0, client.isConnected, ResourceUsage.now() < deadline {
+        let deadline = MonotonicClock.now() + 5
+        while inflightCount.load(ordering: .relaxed) > 0, client.isConnected, MonotonicClock.now() < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
         signals.finish()
