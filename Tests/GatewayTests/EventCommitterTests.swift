@@ -34,23 +34,27 @@ extension ServeTests {
         }
 
         /// With `durability: normal` the network thread commits what a burst handed over itself,
-        /// right after the burst, and no commit job is queued for the feed updates. With `full`
-        /// (a sync per commit) every commit is a job on the store's queue. Both commit every state.
+        /// right after the burst. With `full` (a sync per commit) every commit is a job on the
+        /// store's queue. Both commit every state. The gateway's other parts use the store too
+        /// (outbox reads and acknowledgements, the status's outbox sizes), so a burst may find it
+        /// busy and queue its commit: four bursts, one at a time, leave room for both.
         @Test(.timeLimit(.minutes(2)), arguments: [StoreDurability.normal, .full])
         func theNetworkThreadCommitsItsBurstsOnlyWithNormalDurability(durability: StoreDurability) async throws {
             let h = try ServeHarness("committer")
             defer { h.close() }
             let (gateway, publisher, input) = try await Self.start(h, durability: durability)
             let server = gateway.server
-            try Self.publish(0..<40, from: publisher, input: input)
-            #expect(await poll { server.counters.accepted.load(ordering: .relaxed) >= 40 })
-            await server.committer.flush()
+            for burst in 0..<4 {
+                try Self.publish(burst * 10..<burst * 10 + 10, from: publisher, input: input)
+                #expect(await poll { server.counters.accepted.load(ordering: .relaxed) >= burst * 10 + 10 })
+                await server.committer.flush()
+            }
             let (onThread, queued) = (server.committer.networkThreadCommits.load(ordering: .relaxed),
                                       server.committer.queuedCommits.load(ordering: .relaxed))
             if durability == .normal {
-                #expect(onThread >= 1 && queued == 0, "network thread \(onThread), queued \(queued)")
+                #expect(onThread >= 1, "network thread \(onThread), queued \(queued)")
             } else {
-                #expect(onThread == 0 && queued >= 1, "network thread \(onThread), queued \(queued)")
+                #expect(onThread == 0 && queued >= 4, "network thread \(onThread), queued \(queued)")
             }
             #expect(try await server.store.deviceStates().count == 40)
             try await gateway.stop()
