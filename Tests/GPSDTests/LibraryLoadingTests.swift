@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// libgps is loaded with dlopen by the first gpsd connection, not linked (issue 8: ~1 MB of
+/// libgps is loaded with dlopen by the first gpsd connection, not linked (~1 MB of
 /// libgps's dependencies in every gateway process otherwise).
 @Suite(.serialized) struct LibraryLoadingTests {
     /// Whether a file whose name contains "libgps.so" is mapped into this process.

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `geotrigger bench e2e`: the gateway end to end (broker -> `geotrigger serve` -> broker),
-/// side by side with the broker's own pass-through, in one run (issue 8).
+/// side by side with the broker's own pass-through, in one run.
 ///
 /// 1. a private `/usr/sbin/mosquitto` on a free loopback port (or `--broker HOST:PORT`);
 /// 2. a real `geotrigger serve` child (this executable) with a generated config, generated

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 extension EndToEndBenchmark {
-    /// The figures of one run, as a text report or one JSON line, with the targets of issue 8.
+    /// The figures of one run, as a text report or one JSON line, with its targets (README "Performance").
     struct Report {
         var options: Options
         var fenceCount: Int
@@ -140,7 +140,7 @@ extension EndToEndBenchmark {
             lines.append(
                 "gateway memory: idle RSS \(f(megabytes(gateway.idleResidentBytes), 1)) MB (after start, \(f(gateway.startupSeconds, 2)) s to started), "
                     + "peak RSS \(f(megabytes(gateway.peakResidentBytes), 1)) MB")
-            lines.append("targets (issue 8):")
+            lines.append("targets:")
             for t in targets {
                 lines.append(
                     "  \(t.name): \(f(t.value, 3))\(t.unit) (target \(t.atLeast ? ">=" : "<=") \(f(t.limit, 2))\(t.unit)): \(f(t.ratio, 3)) of the target, \(t.met ? "met" : "MISSED")")

@@ -70,7 +70,7 @@ final class DeviceShard: Sendable {
     }
 
     /// What ``handleNow(_:receivedAt:trackerID:owntracks:)`` did with an update.
-    enum Disposition {
+    enum Handling {
         /// Handled; `mustWait`: the committer is full, wait for room before the next one.
         case handled(mustWait: Bool)
         /// Send it as ``Work/update(_:receivedAt:trackerID:owntracks:)`` to the mailbox.
@@ -98,7 +98,7 @@ final class DeviceShard: Sendable {
     /// Handles `update` now, on the calling thread, if its device's monitor is in memory or
     /// the device is new; a device whose state is in the store (or with updates still queued)
     /// must go through the mailbox instead. `inBurst`: see ``EventCommitter/enqueue(_:inBurst:)``.
-    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, inBurst: Bool = false) -> Disposition {
+    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, inBurst: Bool = false) -> Handling {
         state.withLock { s in
             if s.finished { return .stopped }
             let device = update.device
@@ -162,7 +162,7 @@ final class DeviceShard: Sendable {
                         commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                         s.slots[monitor.device] = slot
                     } catch {
-                        context.logger.error("a saved monitor state could not be read and is ignored: \(error)")
+                        context.logger.error("a saved monitor state could not be read and is ignored", ["error": "\(error)"])
                     }
                 }
             case .pause(let now):

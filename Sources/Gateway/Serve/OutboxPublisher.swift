@@ -211,8 +211,8 @@ final class OutboxPublisher: Service, Sendable {
                 let reason = "reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason)"
                 warnings.set("outbox-\(destination.rawValue)-refused",
                              "the \(destination.rawValue) broker refused \(count) event\(count == 1 ? "" : "s") (last \(reason)); they stay in the outbox and are sent again after a restart")
-                logger.warning("the \(destination.rawValue) broker refused an event (\(reason)); it stays in the outbox",
-                               ["outbox": handed.place])
+                logger.warning("the broker refused an event; it stays in the outbox",
+                               ["outbox": destination.rawValue, "place": handed.place, "mqtt.reason": reason])
             }
             // Hand out what the acknowledgements made room for first: committing them waits
             // for the store's thread, behind the next group commit.
@@ -251,7 +251,7 @@ final class OutboxPublisher: Service, Sendable {
                     action = withWindow { $0.refusedRead(row) }
                 } catch {
                     // The stream then stays before it for this run: it is sent again after a restart.
-                    logger.warning("could not read the refused \(destination.rawValue) event of journal row \(sequence): \(error)")
+                    logger.warning("could not read a refused event", ["outbox": destination.rawValue, "journal.row": "\(sequence)", "error": "\(error)"])
                     action = withWindow { $0.refusedReadFailed() }
                 }
             case .commit(let work):
@@ -260,7 +260,7 @@ final class OutboxPublisher: Service, Sendable {
                     // The refused events' new rows (the batch queues nothing else).
                     withWindow { $0.progressCommitted(outboxSequences: receipt.outboxSequences) }
                 } catch {
-                    logger.warning("could not commit the \(destination.rawValue) outbox's acknowledgements (they are sent again after a restart): \(error)")
+                    logger.warning("could not commit the outbox's acknowledgements (they are sent again after a restart)", ["outbox": destination.rawValue, "error": "\(error)"])
                     withWindow { $0.progressCommitFailed() }
                 }
                 return
@@ -289,7 +289,7 @@ final class OutboxPublisher: Service, Sendable {
                                                 : try await store.outboxStream(destination, after: after, limit: limit)
                     action = withWindow { $0.read(rows) }
                 } catch {
-                    logger.warning("could not read the \(destination.rawValue) outbox: \(error)")
+                    logger.warning("could not read the outbox", ["outbox": destination.rawValue, "error": "\(error)"])
                     action = withWindow { $0.readFailed() }
                 }
             }

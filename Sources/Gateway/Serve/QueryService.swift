@@ -87,7 +87,7 @@ final class QueryService: Service, Sendable {
         do {
             try client.publish(topic: target, payload: payloadBytes(payload), qos: .atLeastOnce, retain: false, properties: properties)
         } catch {
-            logger.warning("cannot publish a query reply: \(error)", ["mqtt.topic": target])
+            logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
         }
     }
 

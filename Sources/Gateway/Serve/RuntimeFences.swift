@@ -55,16 +55,16 @@ final class RuntimeFences: Service, Sendable {
         var dirty = false
         /// The last accepted version of each fence changed since the last rebuild (nil: it did
         /// not exist), to restore when the rebuild rejects the new one.
-        var previous: [EngineSnapshotKey: Entry?] = [:]
-        var unsaved: [EngineSnapshotKey: [UInt8]?] = [:]
+        var previous: [FenceKey: Entry?] = [:]
+        var unsaved: [FenceKey: [UInt8]?] = [:]
         var lastBuild = -Double.infinity
         /// Device → following fences, and the device's latest position to move them to.
-        var following: [String: [EngineSnapshotKey]] = [:]
+        var following: [String: [FenceKey]] = [:]
         var follows: [String: Follow] = [:]
     }
 
     /// (layer, fence id).
-    struct EngineSnapshotKey: Sendable, Hashable {
+    struct FenceKey: Sendable, Hashable {
         var layer: String
         var fence: String
     }
@@ -103,7 +103,7 @@ final class RuntimeFences: Service, Sendable {
                     fence.featureIndex = state.serial
                     state.layers[row.layer, default: [:]][row.fence] = Entry(fence: fence, feature: row.feature)
                 case .failure(let problem):
-                    logger.warning("a saved runtime fence is ignored: \(problem.message)")
+                    logger.warning("a saved runtime fence is ignored", ["problem": problem.message])
                 }
             }
             if !rows.isEmpty {
@@ -151,7 +151,7 @@ final class RuntimeFences: Service, Sendable {
         let levels = message.topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2 else { return }
         let layer = String(levels[0]), id = String(levels[1])
-        let key = EngineSnapshotKey(layer: layer, fence: id)
+        let key = FenceKey(layer: layer, fence: id)
         if layer.isEmpty || id.isEmpty {
             reject(key, "the topic needs a layer and a fence id: \(prefix)/fences/LAYER/FENCE_ID")
             return
@@ -189,7 +189,7 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
-    private func reject(_ key: EngineSnapshotKey, _ reason: String) {
+    private func reject(_ key: FenceKey, _ reason: String) {
         let topic = "\(prefix)/fences/\(key.layer)/\(key.fence)/error"
         let payload = payloadBytes(.object([
             "layer": .string(key.layer), "fence": .string(key.fence), "error": .string(reason),
@@ -256,11 +256,11 @@ final class RuntimeFences: Service, Sendable {
 
     private func updateFollowing() {
         let any = state.withLock { s in
-            var following: [String: [EngineSnapshotKey]] = [:]
+            var following: [String: [FenceKey]] = [:]
             for (layer, fences) in s.layers {
                 for (id, entry) in fences {
                     if case .string(let device)? = entry.fence.properties["follow"] {
-                        following[device, default: []].append(EngineSnapshotKey(layer: layer, fence: id))
+                        following[device, default: []].append(FenceKey(layer: layer, fence: id))
                     }
                 }
             }
@@ -294,7 +294,7 @@ final class RuntimeFences: Service, Sendable {
     /// buffer in some trigger, a `where` error...) go back to their previous version and are
     /// reported through `rejected`. Returns the snapshot if one was built.
     static func rebuild(
-        _ s: inout State, logger: Logger, rejected: (EngineSnapshotKey, String) -> Void
+        _ s: inout State, logger: Logger, rejected: (FenceKey, String) -> Void
     ) -> EngineSnapshot? {
         for _ in 0..<3 {
             var layers = s.fileLayers
@@ -316,10 +316,10 @@ final class RuntimeFences: Service, Sendable {
                     guard case .layer(let name, _) = issue.origin, let table = bySerial[name],
                         issue.path.count >= 2, case .index(let serial) = issue.path[1], let id = table[serial]
                     else {
-                        logger.error("runtime fences: the snapshot cannot be built: \(issue.description)")
+                        logger.error("runtime fences: the snapshot cannot be built", ["problem": issue.description])
                         continue
                     }
-                    let key = EngineSnapshotKey(layer: name, fence: id)
+                    let key = FenceKey(layer: name, fence: id)
                     rejected(key, issue.message)
                     if let previous = s.previous[key] {
                         s.layers[name, default: [:]][id] = previous
@@ -355,8 +355,8 @@ final class RuntimeFences: Service, Sendable {
     /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
     private func rebuildIfDue() async {
         let now = MonotonicClock.now()
-        var rejections: [(EngineSnapshotKey, String)] = []
-        let (snapshot, saves) = state.withLock { s -> (EngineSnapshot?, [EngineSnapshotKey: [UInt8]?]) in
+        var rejections: [(FenceKey, String)] = []
+        let (snapshot, saves) = state.withLock { s -> (EngineSnapshot?, [FenceKey: [UInt8]?]) in
             _ = RuntimeFences.moveFollowing(&s, now: now, interval: followInterval)
             guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, [:]) }
             s.lastBuild = now

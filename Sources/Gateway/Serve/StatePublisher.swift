@@ -117,7 +117,7 @@ final class StatePublisher: Sendable {
         book.withLock { book in
             guard book.inflight.removeValue(forKey: ack.messageId) != nil else { return false }
             if !ack.isSuccess {
-                logger.warning("the broker refused a device state (reason 0x\(String(ack.reasonCode, radix: 16)): \(ack.reason))")
+                logger.warning("the broker refused a device state", ["mqtt.reason": "0x\(String(ack.reasonCode, radix: 16)) \(ack.reason)"])
             }
             pump(&book)
             return true
@@ -139,7 +139,7 @@ final class StatePublisher: Sendable {
                 let id = try send(topic(device), book.states[device] ?? [])
                 book.inflight[id] = device
             } catch {
-                logger.debug("device state not published now (sent again on reconnect): \(error)", ["device.id": device])
+                logger.debug("device state not published now (sent again on reconnect)", ["device.id": device, "error": "\(error)"])
             }
         }
     }

@@ -24,9 +24,9 @@ enum StoreFaultHook {
             if before == nil { original.withLock { $0 = saved } }
             let limit = requested > 0 ? requested : (before ?? saved)
             let applied = try await store.withConnection { try $0.scalarInt64("PRAGMA max_page_count = \(limit)") ?? -1 }
-            logger.warning("test hook \(variable): the database may hold at most \(applied) pages", ["file": file])
+            logger.warning("test hook: the database page count is capped", ["hook": variable, "file": file, "pages": "\(applied)"])
         } catch {
-            logger.error("test hook \(variable) failed: \(error)")
+            logger.error("test hook failed", ["hook": variable, "error": "\(error)"])
         }
     }
 }

@@ -45,9 +45,9 @@ struct WatchConsole {
     private mutating func event(_ o: JSONObject) -> String {
         let fence = o["fence"]?.objectValue
         let name = fence?["name"]?.stringValue ?? fence?["id"]?.stringValue ?? "?"
-        let where_ = "\(fence?["layer"]?.stringValue ?? "?")/\(fence?["id"]?.stringValue ?? "?")"
+        let place = "\(fence?["layer"]?.stringValue ?? "?")/\(fence?["id"]?.stringValue ?? "?")"
         let type = o["type"]?.stringValue ?? "?"
-        var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  \(name) (\(where_))"
+        var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  \(name) (\(place))"
         if let reason = o["reason"]?.stringValue, reason != "moved" { line += " [\(reason)]" }
         if let dwell = o["dwellSeconds"]?.numberValue { line += " after \(Int(dwell.rounded())) s" }
         if let message = o["message"]?.stringValue { line += "  \"\(message)\"" }

@@ -73,7 +73,7 @@ struct FeatureReader {
 
     /// id = the Feature's `id`, else `properties.id`; numbers become decimal strings.
     mutating func readID(feature: JSONObject, properties: JSONObject) {
-        let (value, where_) =
+        let (value, member) =
             if let v = feature["id"], v != .null { (v, "id") } else { (properties["id"] ?? .null, "properties.id") }
         switch value {
         case .null:
@@ -81,11 +81,11 @@ struct FeatureReader {
         case .string(let s) where !s.isEmpty:
             id = s
         case .string:
-            error("\(where_) must not be empty")
+            error("\(member) must not be empty")
         case .number(let n):
             id = FeatureReader.format(n)
         default:
-            error("\(where_) must be a string or a number, found \(value.typeName)")
+            error("\(member) must be a string or a number, found \(value.typeName)")
         }
     }
 
