@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layout (see README "Code layout"):
+// Layout (see docs/architecture.md "Modules"):
 // - C* targets: system libraries from Debian packages, only a module map and shim.h each.
 // - GeotriggerCore: the pure core (JSON/JSON5 reader, fence layers, geometry, index, Arcade,
 //   triggers and monitors). No C imports and no I/O; time is injected.
