@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -10,18 +11,29 @@ import TestSupport
 /// shuts it down as SIGTERM does.
 final class InProcessGateway: Sendable {
     let server: GatewayServer
-    private let running: Task<Void, any Error>
+    private let running = Mutex<Task<Void, any Error>?>(nil)
 
-    /// Builds the gateway of `configFile` and starts it.
-    init(configFile: String) async throws {
+    /// Builds the gateway of `configFile` and, if `start`, starts it (else ``start()`` does, so
+    /// a test can commit rows to its store before the clients and services start).
+    init(configFile: String, start: Bool = true) async throws {
         let setup = try GatewaySetup.load(configFile: configFile)
         server = try await GatewayServer.build(setup, configFile: configFile, logger: Logger(label: "in-process"), ownsProcess: false)
-        running = Task { [server] in try await server.run() }
+        if start { self.start() }
     }
 
-    /// Shuts the gateway down and waits for it (its database is closed then).
+    /// Starts the clients and runs the services (``GatewayServer/run()``); once only.
+    func start() {
+        running.withLock { task in
+            precondition(task == nil, "the gateway was started already")
+            task = Task { [server] in try await server.run() }
+        }
+    }
+
+    /// Shuts the gateway down and waits for it (its database is closed then; also when it was
+    /// never started).
     func stop() async throws {
         server.stop()
-        try await running.value
+        guard let task = running.withLock({ $0 }) else { return await server.store.close() }
+        try await task.value
     }
 }
