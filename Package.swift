@@ -6,6 +6,7 @@ import PackageDescription
 // - GeotriggerCore: the pure core (JSON/JSON5 reader, fence layers, geometry, index, Arcade,
 //   triggers and monitors). No C imports and no I/O; time is injected.
 // - MQTT, GPSD, Store: one thin wrapper per C library; the only modules importing C*.
+// - ReadInterposition: the process-wide `read`/`close` for MQTT's buffered reads.
 // - Gateway: wires feeds -> monitors -> delivery and implements every command.
 // - geotrigger: the thin @main.
 let package = Package(
@@ -24,10 +25,12 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "GeotriggerCore"),
+        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        // The process's `read` and `close` (for MQTT's BufferedReads): a change to the whole
+        // process, linked only by the executable and the MQTT tests, which export both symbols
+        // so that libmosquitto binds to them.
         .target(
-            name: "MQTT", dependencies: ["CMosquitto"],
-            // BufferedReads defines `read` and `close` for libmosquitto to bind to: every binary
-            // linking MQTT exports them (release builds with a static stdlib did anyway).
+            name: "ReadInterposition", dependencies: ["MQTT"],
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=read", "-Xlinker", "--export-dynamic-symbol=close"])
             ]),
@@ -36,12 +39,12 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: ["GeotriggerCore", "MQTT", "GPSD", "Store"]),
-        .executableTarget(name: "geotrigger", dependencies: ["Gateway"]),
+        .executableTarget(name: "geotrigger", dependencies: ["Gateway", "ReadInterposition"]),
         // Fixtures live in Tests/Fixtures and are found through #filePath (no resource bundles).
         // Test plumbing (real brokers, certificates, polling); never a product dependency.
         .target(name: "TestSupport", dependencies: ["MQTT"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["GeotriggerCore"]),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "ReadInterposition", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store"]),
         // Run by StoreTests as a separate process (kill -9) and for store measurements.
         .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),

@@ -3,11 +3,13 @@ import Synchronization
 import Glibc
 #endif
 
-/// Buffered reads for libmosquitto's plain TCP sockets.
+/// Buffered reads for libmosquitto's plain TCP sockets, in a process whose `read` and `close`
+/// are this type's (the `ReadInterposition` target, which only the `geotrigger` executable and
+/// the MQTT tests link; ``isInterposed`` tells). Elsewhere sockets are never registered.
 ///
 /// libmosquitto reads every incoming packet with three or more `read()` calls: the fixed
 /// header's first byte, each byte of the remaining length, then the rest. For a feed of small
-/// PUBLISH packets those calls are most of the network thread's kernel time. This process
+/// PUBLISH packets those calls are most of the network thread's kernel time. The process
 /// defines `read` and `close` itself (libmosquitto's calls bind to them); a socket registered
 /// here is read a buffer (`capacity` bytes) at a time, and libmosquitto's reads are served
 /// from that buffer until it is empty: one system call for all the packets that had arrived.
@@ -30,7 +32,7 @@ public enum BufferedReads {
     /// Serves buffered reads on `fd` until `unregister(_:)` or its `close`. False when
     /// every slot is taken (the socket then keeps the plain `read`).
     @discardableResult
-    public static func register(_ fd: Int32) -> Bool {
+    @_spi(BufferedReads) public static func register(_ fd: Int32) -> Bool {
         guard fd >= 0 else { return false }
         unregister(fd)
         for (index, slot) in registry.slots.enumerated() {
@@ -45,7 +47,7 @@ public enum BufferedReads {
     }
 
     /// Back to the plain `read` on `fd`, dropping any bytes still held for it.
-    public static func unregister(_ fd: Int32) {
+    @_spi(BufferedReads) public static func unregister(_ fd: Int32) {
         guard fd >= 0, registry.active.load(ordering: .acquiring) > 0 else { return }
         for slot in registry.slots.prefix(registry.used.load(ordering: .acquiring)) where slot.fd.load(ordering: .acquiring) == fd {
             slot.reset()
@@ -57,13 +59,13 @@ public enum BufferedReads {
 
     /// Reads from registered sockets into their buffers since the process started (all
     /// sockets): fewer than the reads they served.
-    public static var socketReads: Int { registry.socketReads.load(ordering: .relaxed) }
+    @_spi(BufferedReads) public static var socketReads: Int { registry.socketReads.load(ordering: .relaxed) }
 
     /// Reads served from the buffers since the process started (all sockets).
-    public static var servedReads: Int { registry.servedReads.load(ordering: .relaxed) }
+    @_spi(BufferedReads) public static var servedReads: Int { registry.servedReads.load(ordering: .relaxed) }
 
     /// Whether `fd` is read through a buffer.
-    public static func isRegistered(_ fd: Int32) -> Bool { registry.slot(for: fd) != nil }
+    @_spi(BufferedReads) public static func isRegistered(_ fd: Int32) -> Bool { registry.slot(for: fd) != nil }
 
     /// One socket's buffer: what the last read from the socket took, and how far it has been
     /// served. Its bytes and positions are touched only by the thread that reads the socket
@@ -118,11 +120,18 @@ public enum BufferedReads {
 
     static let registry = Registry()
 
+    /// Whether this process's `read` is ``read(_:_:_:)`` (the executable links
+    /// `ReadInterposition`): the first `read` the dynamic linker finds is not the C library's.
+    public static let isInterposed: Bool = {
+        let first = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "read")  // RTLD_DEFAULT
+        return first != nil && first != unsafeBitCast(registry.plainRead, to: UnsafeMutableRawPointer?.self)
+    }()
+
     /// `read(2)` for libmosquitto: see the type's documentation. At most what the buffer holds
     /// (libmosquitto reads on until it has the packet); when it is empty, one read from the
     /// socket fills it, and what that read says (0 at the end of the stream, -1 with `errno`
     /// such as EAGAIN) is the answer.
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    @_spi(BufferedReads) public static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
         guard let slot = registry.slot(for: fd), let buffer, count > 0, let bytes = slot.bytes else {
             return registry.plainRead(fd, buffer, count)
         }
@@ -148,33 +157,20 @@ public enum BufferedReads {
 
     /// Bytes read from `fd` since it was registered (0 for an unregistered descriptor). Only
     /// for the thread that reads it.
-    public static func takenBytes(_ fd: Int32) -> Int {
+    @_spi(BufferedReads) public static func takenBytes(_ fd: Int32) -> Int {
         registry.slot(for: fd)?.taken ?? 0
     }
 
     /// Bytes taken from `fd` and not served yet (0 for an unregistered descriptor): while
     /// there are any, the socket's readiness says nothing about what is left to read.
-    public static func heldBytes(_ fd: Int32) -> Int {
+    @_spi(BufferedReads) public static func heldBytes(_ fd: Int32) -> Int {
         guard let slot = registry.slot(for: fd) else { return 0 }
         return slot.length - slot.position
     }
 
     /// `close(2)`: a registered descriptor is unregistered first.
-    static func close(_ fd: Int32) -> Int32 {
+    @_spi(BufferedReads) public static func close(_ fd: Int32) -> Int32 {
         unregister(fd)
         return registry.plainClose(fd)
     }
-}
-
-/// The process's `read`: libmosquitto's (and every other) `read` call lands here. Public so
-/// that neither the optimizer nor the linker drops it.
-@_cdecl("read")
-public func geotriggerRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    BufferedReads.read(fd, buffer, count)
-}
-
-/// The process's `close`: see `BufferedReads`.
-@_cdecl("close")
-public func geotriggerClose(_ fd: Int32) -> Int32 {
-    BufferedReads.close(fd)
 }

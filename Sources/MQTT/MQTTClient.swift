@@ -378,7 +378,8 @@ public final class MQTTClient: @unchecked Sendable {
     public var inboundDepth: Int { core.queue.depth }
 
     /// Whether the current connection's socket is read through a buffer (``BufferedReads``;
-    /// ``MQTTConfiguration/bufferedReads`` and no TLS). False while not connected.
+    /// ``MQTTConfiguration/bufferedReads``, no TLS, and a process that links
+    /// `ReadInterposition`). False while not connected.
     public var readsBuffered: Bool { BufferedReads.isRegistered(mosquitto_socket(handle)) }
 
     /// Whether the network thread batches its reads now: messages came faster than it turned,

@@ -263,7 +263,7 @@ final class MQTTClientCore: @unchecked Sendable {
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
         // A new connection's socket (its close unregistered the last one).
-        if configuration.bufferedReads, configuration.tls == nil, !BufferedReads.isRegistered(socket) {
+        if configuration.bufferedReads, configuration.tls == nil, BufferedReads.isInterposed, !BufferedReads.isRegistered(socket) {
             BufferedReads.register(socket)
             batching.store(false, ordering: .relaxed)  // a new socket wakes for every byte
         }

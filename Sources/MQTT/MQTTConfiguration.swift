@@ -136,7 +136,8 @@ public struct MQTTConfiguration: Sendable, Equatable {
     public var inboundCapacity: Int
     /// Read a plain TCP connection a buffer at a time: one system call for the packets that
     /// arrived together, instead of libmosquitto's three or more per packet
-    /// (``BufferedReads``). Ignored with TLS.
+    /// (``BufferedReads``). Ignored with TLS, and in a process that does not link
+    /// `ReadInterposition`.
     public var bufferedReads = true
 
     /// A configuration with the defaults of DESIGN.md's `broker` section.

@@ -1,5 +1,5 @@
 import Foundation
-import MQTT
+@_spi(BufferedReads) import MQTT
 import Testing
 import TestSupport
 
