@@ -16,7 +16,7 @@ extension DurabilityIntegrationTests {
         func fullDatabaseWarnsPublishesFromMemoryAndRecovers() async throws {
             let broker = try MosquittoProcess(.init(maxQueuedMessages: 1_000_000))
             defer { broker.stop() }
-            let id = DurabilityRig.unique("gw-full")
+            let id = unique("gw-full")
             let fences = try TemporaryDirectory(prefix: "fences")
             let limitFile = try fences.write("page-limit", "1\n")  // clamped to the size at start
             let gateway = try GatewayUnderTest(config: """
@@ -28,9 +28,9 @@ extension DurabilityIntegrationTests {
                 """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
             let statusTopic = "geotriggers/status/\(id)"
             let subscriber = try await DurabilityRig.subscriber(
-                port: broker.port, clientId: DurabilityRig.unique("dispatch"), filter: "geotriggers/#")
+                port: broker.port, clientId: unique("dispatch"), filter: "geotriggers/#")
             defer { subscriber.stop() }
-            let publisher = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("devices"))
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("devices"))
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())
@@ -97,11 +97,11 @@ extension DurabilityIntegrationTests {
             let remote = try MosquittoProcess(.init(persistence: true, maxQueuedMessages: 1_000_000))
             defer { remote.stop() }
             let remoteSubscriber = try await DurabilityRig.subscriber(
-                port: remote.port, clientId: DurabilityRig.unique("upstream-dispatch"), filter: "geotriggers/#")
+                port: remote.port, clientId: unique("upstream-dispatch"), filter: "geotriggers/#")
             defer { remoteSubscriber.stop() }
             remote.stop()
 
-            let id = DurabilityRig.unique("gw-cap")
+            let id = unique("gw-cap")
             let fences = try TemporaryDirectory(prefix: "fences")
             let limitFile = try fences.write("page-limit", "1\n")
             let gateway = try GatewayUnderTest(config: """
@@ -116,9 +116,9 @@ extension DurabilityIntegrationTests {
                 """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
             let statusTopic = "geotriggers/status/\(id)"
             let localSubscriber = try await DurabilityRig.subscriber(
-                port: local.port, clientId: DurabilityRig.unique("dispatch"), filter: "geotriggers/status/#")
+                port: local.port, clientId: unique("dispatch"), filter: "geotriggers/status/#")
             defer { localSubscriber.stop() }
-            let publisher = try MQTTProbe(port: local.port, clientId: DurabilityRig.unique("devices"))
+            let publisher = try MQTTProbe(port: local.port, clientId: unique("devices"))
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())

@@ -25,7 +25,7 @@ extension DurabilityIntegrationTests {
             defer { local.stop() }
             let remote = try MosquittoProcess(.init(persistence: true, maxQueuedMessages: 1_000_000))
             defer { remote.stop() }
-            let id = DurabilityRig.unique("gw-delivery")
+            let id = unique("gw-delivery")
             let directory = try TemporaryDirectory(prefix: "fences")
             let gateway = try GatewayUnderTest(config: """
                 {
@@ -43,12 +43,12 @@ extension DurabilityIntegrationTests {
                 """)
             let statusTopic = "geotriggers/status/\(id)"
             let localSubscriber = try await DurabilityRig.subscriber(
-                port: local.port, clientId: DurabilityRig.unique("local-dispatch"), filter: "geotriggers/#")
+                port: local.port, clientId: unique("local-dispatch"), filter: "geotriggers/#")
             defer { localSubscriber.stop() }
             let remoteSubscriber = try await DurabilityRig.subscriber(
-                port: remote.port, clientId: DurabilityRig.unique("remote-dispatch"), filter: "geotriggers/#")
+                port: remote.port, clientId: unique("remote-dispatch"), filter: "geotriggers/#")
             defer { remoteSubscriber.stop() }
-            let publisher = try MQTTProbe(port: local.port, clientId: DurabilityRig.unique("devices"))
+            let publisher = try MQTTProbe(port: local.port, clientId: unique("devices"))
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())
@@ -144,7 +144,7 @@ extension DurabilityIntegrationTests {
                     topic write devices/#
                     """))
             defer { broker.stop() }
-            let id = DurabilityRig.unique("gw-acl")
+            let id = unique("gw-acl")
             let directory = try TemporaryDirectory(prefix: "fences")
             let gateway = try GatewayUnderTest(config: """
                 {
@@ -161,9 +161,9 @@ extension DurabilityIntegrationTests {
             let statusTopic = "geotriggers/status/\(id)"
             let login: (inout MQTTConfiguration) -> Void = { $0.username = "dispatch"; $0.password = "dispatch-secret" }
             let subscriber = try await DurabilityRig.subscriber(
-                port: broker.port, clientId: DurabilityRig.unique("dispatch"), filter: "geotriggers/#", configure: login)
+                port: broker.port, clientId: unique("dispatch"), filter: "geotriggers/#", configure: login)
             defer { subscriber.stop() }
-            let publisher = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("devices"), configure: login)
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("devices"), configure: login)
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())

@@ -27,9 +27,6 @@ enum DurabilityRig {
         return folder
     }
 
-    /// A name no other test uses: `base-XXXXXXXX`.
-    static func unique(_ base: String) -> String { "\(base)-\(UUID().uuidString.prefix(8).lowercased())" }
-
     /// A persistent-session subscriber on `port` that collects `filter` at QoS 1.
     static func subscriber(port: Int, clientId: String, filter: String,
                            configure: (inout MQTTConfiguration) -> Void = { _ in }) async throws -> MQTTProbe {

@@ -95,7 +95,7 @@ extension DurabilityIntegrationTests {
         func run(_ drive: Drive, kills: [Int]) async throws -> RunResult {
             let broker = try MosquittoProcess(.init(maxQueuedMessages: 1_000_000))
             defer { broker.stop() }
-            let id = DurabilityRig.unique("gw-kill")
+            let id = unique("gw-kill")
             let gateway = try GatewayUnderTest(config: """
                 {
                   gateway: { id: "\(id)", database: "gw.db", fences: "\(DurabilityRig.fencesFolder)" },
@@ -104,9 +104,9 @@ extension DurabilityIntegrationTests {
                 }
                 """)
             let subscriber = try await DurabilityRig.subscriber(
-                port: broker.port, clientId: DurabilityRig.unique("dispatch"), filter: "geotriggers/#")
+                port: broker.port, clientId: unique("dispatch"), filter: "geotriggers/#")
             defer { subscriber.stop() }
-            let publisher = try MQTTProbe(port: broker.port, clientId: DurabilityRig.unique("devices"))
+            let publisher = try MQTTProbe(port: broker.port, clientId: unique("devices"))
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())

@@ -58,7 +58,7 @@ import Testing
             broker = try MosquittoProcess()
             directory = try TemporaryDirectory(prefix: "gpsd-feed")
             gpsdPort = try FreePort.next()
-            probe = try MQTTProbe(port: broker.port, clientId: "gpsd-feed-probe-\(UUID().uuidString.prefix(8))") {
+            probe = try MQTTProbe(port: broker.port, clientId: unique("gpsd-feed-probe")) {
                 $0.cleanStart = true
             }
             probe.collect()

@@ -7,11 +7,6 @@ import TestSupport
 /// time (2 loaded cores); each test has its own broker, client ids and topic prefix.
 @Suite(.serialized) struct MQTTIntegrationTests {}
 
-/// A name no other test uses: `base-XXXXXXXX`.
-func unique(_ base: String) -> String {
-    "\(base)-\(UUID().uuidString.prefix(8).lowercased())"
-}
-
 /// The `MQTTConnectionEvent`s a probe saw, for failure messages.
 func describe(_ probe: MQTTProbe) -> String {
     probe.events.all.map { "\($0)" }.joined(separator: "\n")
