@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MQTT"], path: "Tests/TestSupport"),
         .testTarget(name: "CoreTests", dependencies: ["GeotriggerCore"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "ReadInterposition", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
         // Run by StoreTests as a separate process (kill -9) and for store measurements.
         .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "TestSupport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Finds a program of this package built next to the test bundle (`swift build --build-tests`
 /// builds every executable), falling back to `.build/debug`.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import Store
 
 /// `geotrigger events`, run as the real binary against a journal written by ``GatewayStore``.

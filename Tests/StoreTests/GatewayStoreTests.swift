@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import Store
 
 /// A journal event for tests; the payload is a small JSON object naming it.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Store
 
 /// Schema versions 3 to 5 (journal without per-event random indexes, then without the
