@@ -33,11 +33,10 @@ private final class ControlPlaneRig: @unchecked Sendable {
     }
 
     func startGateway() async throws {
-        let before = dispatcher.messages.all.filter { $0.topic == "geotriggers/status/gw-t" && $0.payloadText.contains("\"started\"") }.count
+        let statusTopic = GatewayStatus.topic(gatewayID: "gw-t")
+        let before = dispatcher.statusCount(statusTopic, saying: "started")
         gateway = try GatewayProcess(["serve", "--config", config], directory: directory.path, logFile: directory.file("gw.log"))
-        let up = await poll {
-            dispatcher.messages.all.filter { $0.topic == "geotriggers/status/gw-t" && $0.payloadText.contains("\"started\"") }.count > before
-        }
+        let up = await poll { dispatcher.statusCount(statusTopic, saying: "started") > before }
         #expect(up, "gateway did not start: \(gateway?.log ?? "")")
     }
 
@@ -157,7 +156,7 @@ struct ControlPlaneTests {
         #expect(bad.payloadText.contains("expected a position"))
         #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/fences/jobs/other/error" && $0.payloadText.contains("differs from the topic") } })
         #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/fences/zones/clash/error" && $0.payloadText.contains("file layer") } })
-        #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/status/gw-t" && $0.payloadText.contains("runtime fence jobs/bad rejected") } })
+        #expect(await poll { rig.dispatcher.statuses(on: GatewayStatus.topic(gatewayID: "gw-t")).contains { $0.warnings.contains { $0.contains("runtime fence jobs/bad rejected") } } })
         // A Point without any buffer fails in the snapshot build: error, and the previous version stays.
         try rig.publishFence("jobs", "keep", pointFence(lat: baseLat, lon: baseLon, buffer: 30))
         #expect(await poll { (try? await rig.fenceIDs("jobs")) == ["keep"] })

@@ -26,7 +26,7 @@ extension DurabilityIntegrationTests {
                   output: { statusInterval: 1 },
                 }
                 """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
-            let statusTopic = "geotriggers/status/\(id)"
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
             let subscriber = try await DurabilityRig.subscriber(
                 port: broker.port, clientId: unique("dispatch"), filter: "geotriggers/#")
             defer { subscriber.stop() }
@@ -34,7 +34,7 @@ extension DurabilityIntegrationTests {
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())
-            func status() -> StatusView? { subscriber.latestStatus(topic: statusTopic).map(StatusView.init) }
+            func status() -> GatewayStatus? { subscriber.lastStatus(statusTopic) }
             func events() -> [WalkEvent] { subscriber.receivedEvents.deduplicated.expectedForm(trigger: "garden-sections") }
 
             let walk = SectionWalk.make(devices: 4, updates: 80, dwell: 2...4, seed: 0x6_0005,
@@ -114,7 +114,7 @@ extension DurabilityIntegrationTests {
                   triggers: [ { name: "upstream", fences: ["garden-sections"], delivery: "remote" } ],
                 }
                 """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
-            let statusTopic = "geotriggers/status/\(id)"
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
             let localSubscriber = try await DurabilityRig.subscriber(
                 port: local.port, clientId: unique("dispatch"), filter: "geotriggers/status/#")
             defer { localSubscriber.stop() }
@@ -122,7 +122,7 @@ extension DurabilityIntegrationTests {
             defer { publisher.stop() }
             try publisher.client.start()
             #expect(await publisher.waitConnected())
-            func status() -> StatusView? { localSubscriber.latestStatus(topic: statusTopic).map(StatusView.init) }
+            func status() -> GatewayStatus? { localSubscriber.lastStatus(statusTopic) }
 
             let walk = SectionWalk.make(devices: 2, updates: 30, dwell: 2...3, seed: 0x6_0006,
                                         start: (Date().timeIntervalSince1970 - 3600).rounded())

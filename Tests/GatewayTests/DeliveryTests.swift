@@ -41,7 +41,7 @@ extension DurabilityIntegrationTests {
                   ],
                 }
                 """)
-            let statusTopic = "geotriggers/status/\(id)"
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
             let localSubscriber = try await DurabilityRig.subscriber(
                 port: local.port, clientId: unique("local-dispatch"), filter: "geotriggers/#")
             defer { localSubscriber.stop() }
@@ -57,7 +57,7 @@ extension DurabilityIntegrationTests {
                                         start: (Date().timeIntervalSince1970 - 3600).rounded())
             try gateway.start()
             #expect(await poll(timeout: .seconds(60)) {
-                localSubscriber.latestStatus(topic: statusTopic).map { StatusView(object: $0).status == "started" } ?? false
+                localSubscriber.lastStatus(statusTopic)?.status == "started"
             }, "the gateway did not start\n\(gateway.logTail)")
             // The remote connection is up when its first event arrives; wait for phase A's.
             let phaseA = 0..<20, phaseB = 20..<80, phaseC = 80..<100
@@ -81,10 +81,10 @@ extension DurabilityIntegrationTests {
             let liveAfter = Date().timeIntervalSince(stoppedAt)
             #expect(liveLocal && liveAfter < Self.outage, "local events were not live during the remote outage (\(liveAfter) s)")
             #expect(await poll(timeout: .seconds(10)) {
-                guard let status = localSubscriber.latestStatus(topic: statusTopic).map(StatusView.init) else { return false }
+                guard let status = localSubscriber.lastStatus(statusTopic) else { return false }
                 return status.outbox("remote") > 0 && status.warnings.contains { $0.contains("remote broker") }
-            }, "the status did not show the remote backlog and warning: \(String(describing: localSubscriber.latestStatus(topic: statusTopic)))")
-            let remoteBacklog = localSubscriber.latestStatus(topic: statusTopic).map { StatusView(object: $0).outbox("remote") } ?? -1
+            }, "the status did not show the remote backlog and warning: \(String(describing: localSubscriber.lastStatus(statusTopic)))")
+            let remoteBacklog = localSubscriber.lastStatus(statusTopic)?.outbox("remote") ?? -1
             let remaining = Self.outage - Date().timeIntervalSince(stoppedAt)
             if remaining > 0 { try await Task.sleep(for: .milliseconds(Int(remaining * 1000))) }
             try remote.start()
@@ -121,9 +121,9 @@ extension DurabilityIntegrationTests {
             // The remote stream in the local stream's order.
             #expect(remoteEvents.filter { $0.trigger == "to-both" }.map(\.id) == localEvents.filter { $0.trigger == "to-both" }.map(\.id))
             #expect(await poll(timeout: .seconds(20)) {
-                guard let status = localSubscriber.latestStatus(topic: statusTopic).map(StatusView.init) else { return false }
+                guard let status = localSubscriber.lastStatus(statusTopic) else { return false }
                 return status.outbox("remote") == 0 && status.outbox("local") == 0 && !status.warnings.contains { $0.contains("remote broker") }
-            }, "the outboxes did not drain: \(String(describing: localSubscriber.latestStatus(topic: statusTopic)))")
+            }, "the outboxes did not drain: \(String(describing: localSubscriber.lastStatus(statusTopic)))")
             #expect(gateway.terminate() == 0, "\(gateway.logTail)")
         }
 
@@ -158,7 +158,7 @@ extension DurabilityIntegrationTests {
                 }
                 """)
             try gateway.directory.write("gateway.password", "gateway-secret\n")
-            let statusTopic = "geotriggers/status/\(id)"
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
             let login: (inout MQTTConfiguration) -> Void = { $0.username = "dispatch"; $0.password = "dispatch-secret" }
             let subscriber = try await DurabilityRig.subscriber(
                 port: broker.port, clientId: unique("dispatch"), filter: "geotriggers/#", configure: login)
@@ -174,7 +174,7 @@ extension DurabilityIntegrationTests {
             #expect(expected.count >= 4)
             try gateway.start()
             #expect(await poll(timeout: .seconds(60)) {
-                subscriber.latestStatus(topic: statusTopic).map { StatusView(object: $0).status == "started" } ?? false
+                subscriber.lastStatus(statusTopic)?.status == "started"
             }, "the gateway did not start\n\(gateway.logTail)")
             try await walk.drive.publish(0..<20, through: publisher.client)
 
@@ -182,11 +182,11 @@ extension DurabilityIntegrationTests {
                 subscriber.receivedEvents.deduplicated.expectedForm(trigger: "accepted").count >= expected.count
             }, "the accepted trigger's events did not arrive\n\(gateway.logTail)")
             let shown = await poll(timeout: .seconds(30)) {
-                guard let status = subscriber.latestStatus(topic: statusTopic).map(StatusView.init) else { return false }
+                guard let status = subscriber.lastStatus(statusTopic) else { return false }
                 return status.outbox("local") == expected.count
                     && status.warnings.contains { $0.contains("0x87") && $0.contains("\(expected.count)") }
             }
-            #expect(shown, "status: \(String(describing: subscriber.latestStatus(topic: statusTopic)))")
+            #expect(shown, "status: \(String(describing: subscriber.lastStatus(statusTopic)))")
             #expect(subscriber.receivedEvents.filter { $0.trigger == "refused" }.isEmpty)
             #expect(gateway.terminate() == 0, "\(gateway.logTail)")
             // Still there after a clean stop: the refused events wait in the outbox, and the

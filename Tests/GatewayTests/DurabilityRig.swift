@@ -234,24 +234,6 @@ extension Array where Element == ReceivedEvent {
 extension MQTTProbe {
     /// The events collected so far (messages that are not events are skipped).
     var receivedEvents: [ReceivedEvent] { messages.all.compactMap(ReceivedEvent.init) }
-
-    /// The latest retained or live gateway status collected on `topic`, parsed.
-    func latestStatus(topic: String) -> [String: Any]? {
-        guard let last = messages.all.last(where: { $0.topic == topic }) else { return nil }
-        return try? JSONSerialization.jsonObject(with: Data(last.payload)) as? [String: Any]
-    }
-}
-
-/// A gateway status payload, read for the test's questions.
-struct StatusView {
-    var object: [String: Any]
-    var status: String { object["status"] as? String ?? "" }
-    var warnings: [String] { object["warnings"] as? [String] ?? [] }
-    var counters: [String: Any] { object["counters"] as? [String: Any] ?? [:] }
-    func counter(_ key: String) -> Int { (counters[key] as? NSNumber)?.intValue ?? -1 }
-    func outbox(_ destination: String) -> Int {
-        ((counters["outbox"] as? [String: Any])?[destination] as? NSNumber)?.intValue ?? -1
-    }
 }
 
 /// One gateway (the real binary) with its config, database and log in a directory; restarted

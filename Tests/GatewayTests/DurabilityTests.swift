@@ -111,7 +111,7 @@ extension DurabilityIntegrationTests {
             try publisher.client.start()
             #expect(await publisher.waitConnected())
 
-            let statusTopic = "geotriggers/status/\(id)"
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
             try gateway.start()
             try await waitUntilTakingUpdates(gateway, subscriber: subscriber, publisher: publisher, statusTopic: statusTopic)
 
@@ -130,8 +130,8 @@ extension DurabilityIntegrationTests {
                     // then could not repair them. A gateway slowed by other suites once lost
                     // whole visits that way.
                     let caughtUp = await poll(timeout: .seconds(30), interval: .milliseconds(100)) {
-                        guard let status = subscriber.latestStatus(topic: statusTopic).map(StatusView.init) else { return false }
-                        let since = status.object["since"] as? String
+                        guard let status = subscriber.lastStatus(statusTopic) else { return false }
+                        let since = status.since
                         guard status.status == "started", since != previousSince,
                               status.counter("received") >= sentToThisProcess else { return false }
                         previousSince = since
@@ -175,8 +175,8 @@ extension DurabilityIntegrationTests {
             let taking = try await poll(timeout: .seconds(60), interval: .milliseconds(500)) {
                 fix += 1
                 try publisher.client.publish(topic: "devices/warm-up/location", payload: "{\"lat\":34.40,\"lon\":-119.60,\"time\":\(fix)}")
-                guard let status = subscriber.latestStatus(topic: statusTopic) else { return false }
-                return StatusView(object: status).counter("accepted") >= 1
+                guard let status = subscriber.lastStatus(statusTopic) else { return false }
+                return status.counter("accepted") >= 1
             }
             #expect(taking, "the gateway never took an update\n\(gateway.logTail)")
         }

@@ -29,7 +29,7 @@ extension ServeTests {
                 extra: "feeds: [{ name: \"fleet\", topic: \"\(input)/+/location\", format: \"json\" }],"))
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try await InProcessGateway(configFile: config)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok)
             return (gateway, try await h.probe("publisher"), input)
         }
 

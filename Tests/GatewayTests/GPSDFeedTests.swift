@@ -120,19 +120,13 @@ import Testing
         }
 
         /// The latest status payload.
-        var status: [String: Any] {
-            messages("geotriggers/status/\(GPSDFeedTests.gatewayID)").last.flatMap(Harness.object) ?? [:]
-        }
+        var status: GatewayStatus? { probe.lastStatus(GatewayStatus.topic(gatewayID: GPSDFeedTests.gatewayID)) }
 
-        var warnings: [String] { status["warnings"] as? [String] ?? [] }
+        var warnings: [String] { status?.warnings ?? [] }
 
-        func counter(_ name: String) -> Int {
-            ((status["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue ?? -1
-        }
+        func counter(_ name: String) -> Int { status?.counter(name) ?? -1 }
 
-        func dropped(_ reason: String) -> Int {
-            (((status["counters"] as? [String: Any])?["dropped"] as? [String: Any])?[reason] as? NSNumber)?.intValue ?? -1
-        }
+        func dropped(_ reason: String) -> Int { status?.dropped(reason) ?? -1 }
 
         /// The end of the gateway's log, for failure messages.
         var logTail: String { gateway.log.split(separator: "\n").suffix(30).joined(separator: "\n") }
@@ -186,7 +180,7 @@ import Testing
                 return accepted >= fixes - 20 && accepted == h.counter("received")
                     && !h.warnings.contains { $0.contains("gpsd at 127.0.0.1:\(h.gpsdPort) is not reachable") }
             }
-            #expect(settled, "status \(h.status)")
+            #expect(settled, "status \(h.status.map(\.description) ?? "none")")
             #expect(h.counter("accepted") <= fixes)
             #expect(h.dropped("futureTime") == 0)
             #expect(h.warnings.contains { $0.contains("ahead of the system clock") && $0.contains("used anyway") }, "\(h.warnings)")
@@ -278,7 +272,7 @@ import Testing
             let back = await poll(timeout: .seconds(90)) { h.events.count >= 6 }
             #expect(back, "events \(h.seen)\n\(h.logTail)")
             #expect(h.seen == Self.outbound + Self.inbound)
-            let cleared = await poll(timeout: .seconds(30)) { !h.status.isEmpty && !h.warnings.contains { $0.contains(lost) } }
+            let cleared = await poll(timeout: .seconds(30)) { h.status != nil && !h.warnings.contains { $0.contains(lost) } }
             #expect(cleared, "\(h.warnings)")
             // Logged once for the outage, however many attempts failed.
             let log = h.gateway.log

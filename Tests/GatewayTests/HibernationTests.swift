@@ -18,7 +18,7 @@ extension ServeTests {
             extra: #"triggers: [ { name: "sections", fences: ["garden-sections"] } ],"#))
         let gateway = try harness.startGateway(config: config, environment: ["GEOTRIGGER_LOG_LEVEL": "debug"])
         let subscriber = try await harness.probe("sub", subscribe: [harness.eventsFilter(), harness.statusTopic])
-        #expect(await poll { subscriber.lastStatus(harness.statusTopic)?["status"]?.stringValue == "started" }, "\(gateway.log)")
+        #expect(await poll { subscriber.lastStatus(harness.statusTopic)?.status == "started" }, "\(gateway.log)")
         let publisher = try await harness.probe("pub", cleanStart: true)
         let topic = "devices/h1/location"
         let t0 = fixTimeBase(secondsAgo: 300)

@@ -65,7 +65,7 @@ import TestSupport
         }
 
         func startedCount(_ k: Int) -> Int {
-            watcher.messages.all.filter { $0.topic == "geotriggers/status/gw-\(k)" && $0.payloadText.contains(#""status":"started""#) }.count
+            watcher.statusCount(GatewayStatus.topic(gatewayID: "gw-\(k)"), saying: "started")
         }
 
         /// Publishes rounds `range` of the drive (QoS 1).
@@ -88,7 +88,7 @@ import TestSupport
             "events \(events.total) of \(expected.values.reduce(0, +))\n"
                 + gateways.enumerated().map { offset, gateway in
                     // The counters say whether updates were dropped (outOfOrder, duplicate) or never received.
-                    let counters = watcher.latestStatus(topic: "geotriggers/status/gw-\(offset)").map(StatusView.init)?.counters
+                    let counters = watcher.lastStatus(GatewayStatus.topic(gatewayID: "gw-\(offset)"))?.counters
                     return "--- gw-\(offset) counters \(counters.map { "\($0)" } ?? "none")\n" + (gateway?.log.suffix(2000) ?? "")
                 }.joined(separator: "\n")
                 + "\n" + cluster.logs
@@ -144,13 +144,11 @@ import TestSupport
         // documented window (README "Durability"), which a gateway slowed by other suites
         // showed here as a lost visit twice, the second time with a two-poll check that could
         // read one stale status twice.
-        let statusTopic = "geotriggers/status/gw-1"
+        let statusTopic = GatewayStatus.topic(gatewayID: "gw-1")
         let statusesBefore = setup.watcher.messages.all.filter { $0.topic == statusTopic }.count
         #expect(await poll(timeout: .seconds(60), interval: .milliseconds(500)) {
             let fresh = setup.watcher.messages.all.filter { $0.topic == statusTopic }.dropFirst(statusesBefore).suffix(3)
-            let received = fresh.compactMap { message in
-                (try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any]).map { StatusView(object: $0).counter("received") }
-            }
+            let received = fresh.compactMap { GatewayStatus($0)?.counter("received") }
             return received.count == 3 && received[0] > 0 && Set(received).count == 1
         }, "gw-1 kept taking updates:\n\(setup.gateways[1]!.log.suffix(2000))")
         let devicesOf = { (gateway: String) in Set(setup.events.byGateway[gateway]?.keys.map(\.device) ?? []) }

@@ -31,7 +31,7 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
 
             let t0 = fixTimeBase()
             let now = Date().timeIntervalSince1970
@@ -90,11 +90,11 @@ extension ServeTests {
 
             let reasons = badInputs.map(\.reason)
             let settled = await watcher.waitStatus(h.statusTopic) { status in
-                status.counter("received") == Double(published) && status.counter("accepted") == Double(valid)
-                    && status.counter("events") == Double(expectedEvents)
+                status.counter("received") == published && status.counter("accepted") == valid
+                    && status.counter("events") == expectedEvents
                     && reasons.allSatisfy { status.dropped($0.rawValue) == 2 }
             }
-            let statusText = settled.status.map { JSONValue.object($0).serialized() } ?? "none"
+            let statusText = settled.status.map(\.description) ?? "none"
             #expect(settled.ok, "status: \(statusText)\n\(tail(gateway.log))")
             #expect(gateway.isRunning)
             #expect(await poll { receivedEvents(watcher, prefix: h.prefix).count == expectedEvents })

@@ -46,11 +46,11 @@ extension ServeTests {
                 "watcher", subscribe: [h.eventsFilter(), h.statusTopic, "\(h.prefix)/devices/#"])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             let t0 = fixTimeBase()
             try await Self.prepare(h, watcher: watcher, publisher: publisher, t0: t0)
             let idleState = try #require(watcher.received(on: h.stateTopic("idle")).last)
-            let startedBefore = watcher.received(on: h.statusTopic).filter { json($0)?.statusText == "started" }.count
+            let startedBefore = watcher.statusCount(h.statusTopic, saying: "started")
             let mark = watcher.messages.count
 
             h.broker.stop()
@@ -66,7 +66,7 @@ extension ServeTests {
 
             // Reconnected by itself: `started` again (the watcher's session kept its subscription).
             let restarted = await poll(timeout: .seconds(90)) {
-                watcher.received(on: h.statusTopic).filter { json($0)?.statusText == "started" }.count > startedBefore
+                watcher.statusCount(h.statusTopic, saying: "started") > startedBefore
             }
             #expect(restarted, "no new started status\n\(tail(gateway.log))\n\(tail(h.brokerLog))")
             // Resubscribed: the update sent during the outage gives its events.
@@ -95,7 +95,7 @@ extension ServeTests {
                 "watcher", subscribe: [h.eventsFilter(), h.statusTopic, "\(h.prefix)/devices/#"])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             let t0 = fixTimeBase()
             try await Self.prepare(h, watcher: watcher, publisher: publisher, t0: t0)
             let walkerState = try #require(watcher.received(on: h.stateTopic("walker")).last)
@@ -112,7 +112,7 @@ extension ServeTests {
             let late = try await h.probe(
                 "late", subscribe: [h.eventsFilter(), h.statusTopic, "\(h.prefix)/devices/#"], cleanStart: true)
             let back = await poll(timeout: .seconds(90)) {
-                late.lastStatus(h.statusTopic)?.statusText == "started"
+                late.lastStatus(h.statusTopic)?.status == "started"
                     && late.received(on: walkerState.topic).contains { $0.payload == walkerState.payload }
                     && late.received(on: idleState.topic).contains { $0.payload == idleState.payload }
             }

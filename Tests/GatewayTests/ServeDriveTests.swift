@@ -59,7 +59,7 @@ extension ServeTests {
                 "watcher", subscribe: [h.eventsFilter(), h.statusTopic, "owntracks/+/+/event"])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            let started = await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }
+            let started = await watcher.waitStatus(h.statusTopic) { $0.status == "started" }
             #expect(started.ok, "no started status:\n\(tail(gateway.log))")
 
             // The script: fix times from a whole-second base in the past.
@@ -134,9 +134,9 @@ extension ServeTests {
             // (no outbox rows left), so no further event can still come.
             let settled = await watcher.waitStatus(h.statusTopic) {
                 $0.counter("accepted") == 10 && $0.counter("events") == 14
-                    && $0["counters"]?.objectValue?["outbox"]?.objectValue?["local"] == .number(0)
+                    && $0.outbox("local") == 0
             }
-            #expect(settled.ok, "status: \(settled.status.map { JSONValue.object($0).serialized() } ?? "none")\n\(tail(gateway.log))")
+            #expect(settled.ok, "status: \(settled.status.map(\.description) ?? "none")\n\(tail(gateway.log))")
             #expect(await poll(timeout: .seconds(30)) { receivedEvents(watcher, prefix: h.prefix).count >= 14 })
             let after = Date().timeIntervalSince1970
 
@@ -196,7 +196,7 @@ extension ServeTests {
             #expect(late.received(on: h.statusTopic).first?.retain == true)
             let status = try #require(late.lastStatus(h.statusTopic))
             #expect(status.keys == ["status", "warnings", "counters", "since", "version"])
-            #expect(status.statusText == "started")
+            #expect(status.status == "started")
             #expect(status.counter("accepted") == 10 && status.counter("events") == 14 && status.counter("devices") == 3)
             #expect(status["counters"]?.objectValue?.keys == ["received", "accepted", "dropped", "events", "acked", "queueDepth", "devices", "outbox"])
             #expect(DropReason.allCases.allSatisfy { status.dropped($0.rawValue) == 0 })
@@ -230,9 +230,9 @@ extension ServeTests {
             let replayPrefix = "\(h.prefix)-replay"
             let replayID = "\(h.gatewayID)-replay"
             let replayConfig = try h.write("replay.json5", configText(gatewayID: replayID, prefix: replayPrefix, database: "replay.db"))
-            let replayWatcher = try await h.probe("replay-watcher", subscribe: ["\(replayPrefix)/events/#", "\(replayPrefix)/status/\(replayID)"])
+            let replayWatcher = try await h.probe("replay-watcher", subscribe: ["\(replayPrefix)/events/#", GatewayStatus.topic(prefix: replayPrefix, gatewayID: replayID)])
             let replay = try h.startGateway(config: replayConfig, log: "replay.log")
-            #expect(await replayWatcher.waitStatus("\(replayPrefix)/status/\(replayID)") { $0.statusText == "started" }.ok)
+            #expect(await replayWatcher.waitStatus(GatewayStatus.topic(prefix: replayPrefix, gatewayID: replayID)) { $0.status == "started" }.ok)
             for step in steps { try publisher.client.publish(topic: step.topic, payload: step.payload, qos: .atLeastOnce) }
             #expect(await poll(timeout: .seconds(60)) { receivedEvents(replayWatcher, prefix: replayPrefix).count >= 14 },
                     "replay events: \(receivedEvents(replayWatcher, prefix: replayPrefix).count)\n\(tail(replay.log))")

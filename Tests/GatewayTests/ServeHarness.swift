@@ -127,7 +127,7 @@ final class ServeHarness: @unchecked Sendable {
 
     // MARK: Topics
 
-    var statusTopic: String { "\(prefix)/status/\(gatewayID)" }
+    var statusTopic: String { GatewayStatus.topic(prefix: prefix, gatewayID: gatewayID) }
     func eventsFilter(prefix: String? = nil) -> String { "\(prefix ?? self.prefix)/events/#" }
     func stateTopic(_ device: String, prefix: String? = nil) -> String { "\(prefix ?? self.prefix)/devices/\(device)/state" }
 }
@@ -145,33 +145,6 @@ extension MQTTProbe {
 
     /// The messages whose topic starts with `prefix`.
     func received(under prefix: String) -> [MQTTMessage] { messages.all.filter { $0.topic.hasPrefix(prefix) } }
-
-    /// The last status payload received on `topic`.
-    func lastStatus(_ topic: String) -> JSONObject? { received(on: topic).last.flatMap(json) }
-
-    /// Waits until the last status on `topic` satisfies `condition`; returns it (or the last one seen).
-    func waitStatus(
-        _ topic: String, timeout: Duration = .seconds(60), where condition: (JSONObject) -> Bool
-    ) async -> (ok: Bool, status: JSONObject?) {
-        let ok = await poll(timeout: timeout) { lastStatus(topic).map(condition) ?? false }
-        return (ok, lastStatus(topic))
-    }
-}
-
-extension JSONObject {
-    /// `counters.NAME` of a status payload.
-    func counter(_ name: String) -> Double? { self["counters"]?.objectValue?[name]?.numberValue }
-
-    /// `counters.dropped.REASON` of a status payload.
-    func dropped(_ reason: String) -> Double? {
-        self["counters"]?.objectValue?["dropped"]?.objectValue?[reason]?.numberValue
-    }
-
-    /// `status` of a status payload.
-    var statusText: String? { self["status"]?.stringValue }
-
-    /// `warnings` of a status payload.
-    var warningTexts: [String] { self["warnings"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
 }
 
 // MARK: - Writing location updates

@@ -20,14 +20,14 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic])
             let publisher = try await h.probe("publisher")
             let first = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(first.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(first.log))")
             let t0 = fixTimeBase()
             let topic = "\(h.prefix)-in/devices/walker/location"
             try publisher.client.publish(topic: topic, payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0))
             try publisher.client.publish(topic: topic, payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10))
             #expect(await poll { receivedEvents(watcher, prefix: h.prefix).count == 1 }, "\(tail(first.log))")
             #expect(first.terminate() == 0)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "stopped" }.ok)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "stopped" }.ok)
 
             // While it is down: the broker keeps these for the gateway's session.
             let ids = [
@@ -37,8 +37,8 @@ extension ServeTests {
             #expect(await publisher.waitAcknowledged(ids))
 
             let second = try h.startGateway(config: configPath, log: "gateway-2.log")
-            let processed = await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" && $0.counter("accepted") == 2 }
-            #expect(processed.ok, "status \(processed.status.map { JSONValue.object($0).serialized() } ?? "none")\n\(tail(second.log))")
+            let processed = await watcher.waitStatus(h.statusTopic) { $0.status == "started" && $0.counter("accepted") == 2 }
+            #expect(processed.ok, "status \(processed.status.map(\.description) ?? "none")\n\(tail(second.log))")
             let expected = [
                 "sections walker garden-sections/meadow enter", "sections walker garden-sections/meadow exit",
                 "sections walker garden-sections/desert enter", "sections walker garden-sections/desert exit",
@@ -56,13 +56,13 @@ extension ServeTests {
             let configPath = try h.write("gw.json5", h.config())
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             gateway.signal(SIGTERM)
             #expect(gateway.waitForExit(timeout: 30) == 0, "\(tail(gateway.log))")
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "stopped" }.ok)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "stopped" }.ok)
             let late = try await h.probe("late", subscribe: [h.statusTopic], cleanStart: true)
             let retained = await late.waitStatus(h.statusTopic) { _ in true }
-            #expect(retained.status?.statusText == "stopped")
+            #expect(retained.status?.status == "stopped")
             #expect(late.received(on: h.statusTopic).first?.retain == true)
             #expect(gateway.log.contains("SIGTERM"))
         }
@@ -76,7 +76,7 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try h.startGateway(config: configPath)
             defer { _ = gateway.terminate() }
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             /// (name, nice) of each thread of the gateway, from /proc/PID/task/TID/stat.
             func threads() -> [(name: String, nice: Int)] {
                 let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(gateway.pid)/task")) ?? []
@@ -106,12 +106,12 @@ extension ServeTests {
             let configPath = try h.write("gw.json5", h.config())
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             gateway.kill()
-            let offline = await watcher.waitStatus(h.statusTopic) { $0.statusText == "offline" }
+            let offline = await watcher.waitStatus(h.statusTopic) { $0.status == "offline" }
             #expect(offline.ok)
             #expect(offline.status?.keys == ["status"])
-            #expect(!watcher.received(on: h.statusTopic).contains { json($0)?.statusText == "stopped" })
+            #expect(!watcher.received(on: h.statusTopic).contains { GatewayStatus($0)?.status == "stopped" })
         }
 
         /// Writes `fleet.geojson` of `folder` without the feature `id`.
@@ -137,7 +137,7 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic, "\(h.prefix)/devices/#"])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             let t0 = fixTimeBase()
             // d1 in the depot (two updates), d2 at the east job site, d3 in the meadow.
             try publisher.client.publish(topic: "\(input)/d1/location", payload: Payload.json(lat: 34.4288197, lon: -119.6932719, time: t0 + 5, accuracy: 8))
@@ -184,16 +184,16 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
 
             let sections = "\(fences)/garden-sections.geojson"
             let original = try String(contentsOfFile: sections, encoding: .utf8)
             try String(original.prefix(original.count / 2)).write(toFile: sections, atomically: true, encoding: .utf8)
             gateway.signal(SIGHUP)
             let warned = await watcher.waitStatus(h.statusTopic) { status in
-                status.warningTexts.contains { $0.contains("reload failed") && $0.contains("garden-sections.geojson") }
+                status.warnings.contains { $0.contains("reload failed") && $0.contains("garden-sections.geojson") }
             }
-            #expect(warned.ok, "status \(warned.status.map { JSONValue.object($0).serialized() } ?? "none")\n\(tail(gateway.log))")
+            #expect(warned.ok, "status \(warned.status.map(\.description) ?? "none")\n\(tail(gateway.log))")
             #expect(gateway.isRunning)
 
             // Still the old set: the meadow of the broken file still gives its enter.
@@ -205,7 +205,7 @@ extension ServeTests {
 
             try original.write(toFile: sections, atomically: true, encoding: .utf8)
             gateway.signal(SIGHUP)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.warningTexts.isEmpty }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.warnings.isEmpty }.ok, "\(tail(gateway.log))")
             #expect(gateway.terminate() == 0)
         }
 
@@ -219,9 +219,9 @@ extension ServeTests {
             let gateway = try h.startGateway(config: configPath)
             #expect(gateway.waitForExit(timeout: 60) == 2, "\(tail(gateway.log))")
             #expect(gateway.log.contains("colour"), "\(tail(gateway.log))")
-            let failed = await watcher.waitStatus(h.statusTopic, timeout: .seconds(30)) { $0.statusText == "failedToStart" }
+            let failed = await watcher.waitStatus(h.statusTopic, timeout: .seconds(30)) { $0.status == "failedToStart" }
             #expect(failed.ok, "\(tail(gateway.log))")
-            #expect(failed.status?.warningTexts.contains { $0.contains("gw.json5") && $0.contains("colour") } == true)
+            #expect(failed.status?.warnings.contains { $0.contains("gw.json5") && $0.contains("colour") } == true)
         }
 
         /// A broken fence file at start: exit 2 and `failedToStart` naming the file.
@@ -236,9 +236,9 @@ extension ServeTests {
             let gateway = try h.startGateway(config: configPath)
             #expect(gateway.waitForExit(timeout: 60) == 2, "\(tail(gateway.log))")
             #expect(gateway.log.contains("broken.geojson"), "\(tail(gateway.log))")
-            let failed = await watcher.waitStatus(h.statusTopic, timeout: .seconds(30)) { $0.statusText == "failedToStart" }
+            let failed = await watcher.waitStatus(h.statusTopic, timeout: .seconds(30)) { $0.status == "failedToStart" }
             #expect(failed.ok, "\(tail(gateway.log))")
-            #expect(failed.status?.warningTexts.contains { $0.contains("broken.geojson") } == true)
+            #expect(failed.status?.warnings.contains { $0.contains("broken.geojson") } == true)
         }
     }
 }

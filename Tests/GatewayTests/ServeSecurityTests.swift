@@ -45,7 +45,7 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic], configure: credentials)
             let publisher = try await h.probe("publisher", configure: credentials)
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             try await Self.expectEnter(h, watcher: watcher, publisher: publisher, gateway: gateway)
             #expect(gateway.terminate() == 0)
         }
@@ -67,7 +67,7 @@ extension ServeTests {
             let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(), h.statusTopic])
             let publisher = try await h.probe("publisher")
             let gateway = try h.startGateway(config: configPath)
-            #expect(await watcher.waitStatus(h.statusTopic) { $0.statusText == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
             try await Self.expectEnter(h, watcher: watcher, publisher: publisher, gateway: gateway)
             #expect(gateway.log.contains("connected broker=127.0.0.1:\(tlsPort)"))
             #expect(gateway.terminate() == 0)

@@ -37,7 +37,7 @@ import TestSupport
         try probe.client.start()
         defer { probe.stop() }
         #expect(await probe.waitSubscribed("tour/events/#"))
-        #expect(await poll(until: { probe.messages.all.contains { $0.topic == "tour/status/tour-gw" } }), "\(gateway.log)")
+        #expect(await poll(until: { probe.lastStatus(GatewayStatus.topic(prefix: "tour", gatewayID: "tour-gw")) != nil }), "\(gateway.log)")
 
         let watch = try GatewayProcess(
             ["watch", "--config", config, "--plain", "--timeout", "180"],

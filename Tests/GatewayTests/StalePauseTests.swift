@@ -32,9 +32,9 @@ import TestSupport
         #expect(await subscriber.waitSubscribed("stale/events/#"))
 
         func arrivals(_ match: (MQTTMessage) -> Bool) -> Int { subscriber.messages.all.filter(match).count }
-        func isStarted(_ m: MQTTMessage) -> Bool { m.topic == "stale/status/gw-stale" && m.payloadText.contains("\"started\"") }
+        let statusTopic = GatewayStatus.topic(prefix: "stale", gatewayID: "gw-stale")
         func isStaleExit(_ m: MQTTMessage) -> Bool { m.topic.hasPrefix("stale/events/") && m.payloadText.contains("\"reason\":\"stale\"") }
-        #expect(await poll(until: { arrivals(isStarted) >= 1 }), "the gateway never said started: \(gateway.log)")
+        #expect(await poll(until: { subscriber.statusCount(statusTopic, saying: "started") >= 1 }), "the gateway never said started: \(gateway.log)")
 
         let publisher = try MQTTProbe(port: broker.port, clientId: "stale-publisher") { $0.cleanStart = true }
         try publisher.client.start()
@@ -47,11 +47,11 @@ import TestSupport
         #expect(await poll(until: { subscriber.messages.all.contains { $0.payloadText.contains("\"type\":\"enter\"") } }))
 
         // The broker goes away for longer than staleAfter, at once.
-        let startedBefore = arrivals(isStarted)
+        let startedBefore = subscriber.statusCount(statusTopic, saying: "started")
         broker.stop()
         try await Task.sleep(for: .seconds(stale + 4))
         try broker.restart()
-        #expect(await poll(timeout: .seconds(60), until: { arrivals(isStarted) > startedBefore }), "no reconnect: \(gateway.log)")
+        #expect(await poll(timeout: .seconds(60), until: { subscriber.statusCount(statusTopic, saying: "started") > startedBefore }), "no reconnect: \(gateway.log)")
         let reconnected = Date()
         #expect(await poll(timeout: .seconds(30), until: { arrivals(isStaleExit) == 1 }), "no stale exit: \(gateway.log)")
         // Before the outage the device had been quiet for about a second, so about staleAfter - 1
