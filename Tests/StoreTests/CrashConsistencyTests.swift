@@ -45,9 +45,8 @@ import Glibc
             let lines = Lines()
             pipe.fileHandleForReading.readabilityHandler = { handle in lines.append(handle.availableData) }
             try process.run()
-            let deadline = ContinuousClock.now + .seconds(60)
-            while lines.all.count < killAfter + 1, process.isRunning, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
+            _ = await poll(timeout: .seconds(60), interval: .milliseconds(5)) {
+                lines.all.count >= killAfter + 1 || !process.isRunning
             }
             let running = process.isRunning
             kill(process.processIdentifier, SIGKILL)

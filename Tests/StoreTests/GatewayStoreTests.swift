@@ -242,10 +242,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         _ = try await store.submit(StoreBatch(events: events))
         // The writer's own checkpoint would wait for thousands of pages: only the checkpointer
         // copies these few pages into the database file.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !(store.checkpointCount >= 1 && size(path) > before), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await poll(timeout: .seconds(30)) { store.checkpointCount >= 1 && size(path) > before }
         #expect(store.checkpointCount >= 1)
         #expect(size(path) > before)
         #expect(try await store.journalCount() == 200)

@@ -51,13 +51,12 @@ public final class GPSFake {
 
     /// Waits until gpsfake's gpsd runs; returns its PID.
     public func waitForDaemon(timeout: Double = 20) async -> pid_t? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let daemon = daemonPID { return daemon }
-            if !process.isRunning { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+        var daemon: pid_t?
+        _ = await poll(timeout: .milliseconds(Int(timeout * 1000))) {
+            daemon = daemonPID
+            return daemon != nil || !process.isRunning
         }
-        return nil
+        return daemon
     }
 
     /// Kills gpsd as a crash would (SIGKILL), then ends gpsfake (see `stop()`).
@@ -93,10 +92,7 @@ public final class GPSFake {
     }
 
     private func waitForExit(timeout: Double) async {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await poll(timeout: .milliseconds(Int(timeout * 1000))) { !process.isRunning }
     }
 
     /// PIDs whose parent is `parent` and whose command name is `name` (from /proc/PID/stat).

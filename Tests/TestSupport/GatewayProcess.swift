@@ -61,8 +61,7 @@ public final class GatewayProcess: @unchecked Sendable {
 
     /// Waits for the process to exit by itself; its status, or nil on time-out.
     public func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
+        _ = pollBlocking(timeout: .milliseconds(Int(timeout * 1000)), interval: .milliseconds(10)) { !process.isRunning }
         if process.isRunning { return nil }
         return process.terminationStatus
     }
