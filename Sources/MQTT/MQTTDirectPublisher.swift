@@ -11,8 +11,9 @@ import Glibc
 /// between bursts (acknowledgements, keepalive, what the socket could not take at once).
 ///
 /// No reconnect: after the connection drops, `publish` throws. Not thread-safe: one thread at a
-/// time (it may be created on one thread and used on another).
-public final class MQTTDirectPublisher: @unchecked Sendable {
+/// time (it may be created on one thread and used on another). Behind `@_spi(Benchmarks)`: the
+/// benchmarks' load generator and its tests use it, the gateway never does.
+@_spi(Benchmarks) public final class MQTTDirectPublisher: @unchecked Sendable {
     // @unchecked: used by one thread at a time (documented); the counters are atomics.
     final class Counters: Sendable {
         /// Messages libmosquitto is done with: QoS 0 written, QoS 1 acknowledged.

@@ -1,5 +1,5 @@
 import Foundation
-import MQTT
+@_spi(Benchmarks) import MQTT
 import Testing
 import TestSupport
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import GeotriggerCore
-import MQTT
+@_spi(Benchmarks) import MQTT
 
 #if canImport(Glibc)
 import Glibc

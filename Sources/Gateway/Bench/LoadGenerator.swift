@@ -1,5 +1,5 @@
 import GeotriggerCore
-import MQTT
+@_spi(Benchmarks) import MQTT
 import Synchronization
 
 #if canImport(Glibc)
