@@ -17,19 +17,13 @@ final class NetworkThreadPriority: Service, Sendable {
     }
 
     func run() async throws {
-        var next = 0.0
-        while !stopped.load(ordering: .relaxed) {
-            let now = MonotonicClock.now()
-            if now >= next {
-                next = now + 2
-                // Only once every network thread runs: one not started yet must not be lowered.
-                let exempt = clients.map(\.networkThreadID)
-                if !exempt.isEmpty, !exempt.contains(nil) {
-                    let lowered = ThreadPriorities.lowerAll(except: exempt.compactMap { $0 })
-                    if lowered > 0 { logger.debug("lowered thread priorities below the MQTT network threads", ["threads": "\(lowered)"]) }
-                }
+        await repeating(every: 2, until: stopped) {
+            // Only once every network thread runs: one not started yet must not be lowered.
+            let exempt = clients.map(\.networkThreadID)
+            if !exempt.isEmpty, !exempt.contains(nil) {
+                let lowered = ThreadPriorities.lowerAll(except: exempt.compactMap { $0 })
+                if lowered > 0 { logger.debug("lowered thread priorities below the MQTT network threads", ["threads": "\(lowered)"]) }
             }
-            try? await Task.sleep(for: .milliseconds(250))
         }
     }
 

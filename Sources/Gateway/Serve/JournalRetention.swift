@@ -17,19 +17,13 @@ final class JournalRetention: Service, Sendable {
     }
 
     func run() async throws {
-        var next = 0.0
-        while !stopped.load(ordering: .relaxed) {
-            let now = MonotonicClock.now()
-            if now >= next {
-                next = now + 3600
-                do {
-                    let removed = try await store.applyRetention(days: days, now: WallClock.now())
-                    if removed > 0 { logger.info("journal retention removed old events", ["events": "\(removed)", "days": "\(days)"]) }
-                } catch {
-                    logger.warning("journal retention failed", ["error": "\(error)"])
-                }
+        await repeating(every: 3600, until: stopped) {
+            do {
+                let removed = try await store.applyRetention(days: days, now: WallClock.now())
+                if removed > 0 { logger.info("journal retention removed old events", ["events": "\(removed)", "days": "\(days)"]) }
+            } catch {
+                logger.warning("journal retention failed", ["error": "\(error)"])
             }
-            try? await Task.sleep(for: .milliseconds(250))
         }
     }
 
