@@ -15,7 +15,7 @@ final class StatusReporter: Service, Sendable {
     let warnings: Warnings
     let since: Double
     /// Where the outbox sizes are read (a few times a second, for the payload).
-    let store: GatewayStore?
+    let store: GatewayStore
     private let gauges: @Sendable () -> (queueDepth: Int, devices: Int)
     private let outboxCounts = Mutex(OutboxCounts())
     private let status = Mutex("starting")
@@ -23,7 +23,7 @@ final class StatusReporter: Service, Sendable {
 
     /// `gauges`: the queue depth and device count of the moment (called from any thread).
     init(
-        client: MQTTClient, topic: String, interval: Double, store: GatewayStore?, counters: GatewayCounters, warnings: Warnings,
+        client: MQTTClient, topic: String, interval: Double, store: GatewayStore, counters: GatewayCounters, warnings: Warnings,
         gauges: @escaping @Sendable () -> (queueDepth: Int, devices: Int)
     ) {
         self.store = store
@@ -65,7 +65,7 @@ final class StatusReporter: Service, Sendable {
         while !stopped.load(ordering: .relaxed) {
             try? await Task.sleep(for: .milliseconds(100))
             let now = MonotonicClock.now()
-            if let store, now >= nextCounts {
+            if now >= nextCounts {
                 nextCounts = now + 0.25
                 let counts = await store.outboxCounts
                 outboxCounts.withLock { $0 = counts }
