@@ -58,6 +58,19 @@ import Testing
         OutboxWindow(destination: .local, window: size, volatileCap: volatileCap, progressInterval: 0.1)
     }
 
+    /// A window of 10 whose pump found the table empty and handed stream events 1-3 over (ids
+    /// 1-3), the stream then read to its end.
+    static func streamInFlight() -> OutboxWindow {
+        var w = window()
+        var ids = Ids()
+        #expect(w.startPump() == .read(.table, after: 0, limit: 10))
+        #expect(w.read([]) == .read(.journal, after: 0, limit: 10))
+        _ = w.read(rows(.journal, 1...3))
+        _ = w.published(ids.take(3))
+        #expect(w.read([]) == .done)
+        return w
+    }
+
     /// Pumps with both sources empty in the database: both end exhausted.
     static func pumpEmpty(_ w: inout OutboxWindow) {
         let limit = w.window - w.inflightCount
@@ -205,13 +218,7 @@ import Testing
     }
 
     @Test func aRefusedStreamEventMovesToTheTableAtOnceAndIsNotSentAgain() {
-        var w = Self.window()
-        var ids = Ids()
-        #expect(w.startPump() == .read(.table, after: 0, limit: 10))
-        #expect(w.read([]) == .read(.journal, after: 0, limit: 10))
-        _ = w.read(Self.rows(.journal, 1...3))
-        _ = w.published(ids.take(3))
-        #expect(w.read([]) == .done)
+        var w = Self.streamInFlight()
         #expect(w.progressDue(now: 10) == .none)
         #expect(w.acknowledged(Self.success(1)) == .delivered)
         #expect(w.progressDue(now: 10.01) == .commit(StoreBatch(settled: [.local: 1])))
@@ -238,13 +245,7 @@ import Testing
     }
 
     @Test func aRefusedEventThatCannotBeReadIsNeverSettledPast() {
-        var w = Self.window()
-        var ids = Ids()
-        #expect(w.startPump() == .read(.table, after: 0, limit: 10))
-        #expect(w.read([]) == .read(.journal, after: 0, limit: 10))
-        _ = w.read(Self.rows(.journal, 1...3))
-        _ = w.published(ids.take(3))
-        #expect(w.read([]) == .done)
+        var w = Self.streamInFlight()
         #expect(w.acknowledged(Self.success(1)) == .delivered)
         #expect(w.acknowledged(Self.refusal(2)) == .refused(.journal(2)))
         #expect(w.acknowledged(Self.success(3)) == .delivered)
