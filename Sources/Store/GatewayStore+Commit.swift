@@ -1,35 +1,28 @@
 internal import CSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension GatewayStore {
-    /// Commits `batch` (with whatever else is pending, in one transaction) and returns what it
-    /// did. Throws the ``SQLiteError`` of a failed commit (disk full, I/O error): the batch
-    /// is then not stored at all, and later batches are tried afresh.
-    public func submit(_ batch: StoreBatch) async throws -> StoreReceipt {
+    /// Commits `batch` in one transaction, on the store's queue, and returns what it did. Throws
+    /// the ``SQLiteError`` of a failed commit (disk full, I/O error): the batch is then not
+    /// stored at all. The gateway's group commit is ``EventCommitter``'s (in `serve`): it takes
+    /// everything pending into one batch and commits it here.
+    public func commit(_ batch: StoreBatch) throws -> StoreReceipt {
+        executor.checkIsolated()  // blocking SQLite work runs on the store's queue, never the pool
         if options.readOnly { throw StoreError.readOnly(path: path) }
-        _ = try openConnection()
-        return try await withCheckedThrowingContinuation { continuation in
-            pending.append(PendingBatch(batch: batch) { continuation.resume(with: $0) })
-            if !commitScheduled {
-                commitScheduled = true
-                // Enqueued behind every job already waiting on the store's queue, so the
-                // submissions that arrived during the previous commit join this one.
-                Task { self.commitPending() }
-            }
+        let connection = try openConnection()
+        do {
+            let receipt = try commit(batch, on: connection)
+            checkpointer?.request()
+            queueWriterCheckpointIfDue(connection)
+            return receipt
+        } catch {
+            statistics.failedBatches += 1
+            throw error
         }
     }
 
-    /// Commits `batch` now, on the store's queue (from a job given to ``perform(_:)``), in one
-    /// transaction with the submissions waiting for the next group commit: for a committer
-    /// that runs on the store's queue, so a commit costs no hop to a task and back.
-    public func commitNow(_ batch: StoreBatch) throws -> StoreReceipt {
-        if options.readOnly { throw StoreError.readOnly(path: path) }
-        var result: Result<StoreReceipt, any Error>?
-        pending.append(PendingBatch(batch: batch) { result = $0 })
-        commitPending()
-        return try result!.get()
+    /// ``commit(_:)`` from outside the store's queue.
+    public func submit(_ batch: StoreBatch) throws -> StoreReceipt {
+        try commit(batch)
     }
 
     /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued
@@ -49,50 +42,12 @@ extension GatewayStore {
     /// may queue one right after).
     public nonisolated var isIdle: Bool { executor.isIdle }
 
-    /// Removes acknowledged messages from `destination`'s outbox (through the group commit);
-    /// returns how many were there.
+    /// Removes acknowledged messages from `destination`'s outbox; returns how many were there.
     @discardableResult
-    public func acknowledge(_ destination: OutboxDestination, sequences: [Int64]) async throws -> Int {
-        let batch = StoreBatch(acknowledgements: sequences.map {
+    public func acknowledge(_ destination: OutboxDestination, sequences: [Int64]) throws -> Int {
+        try commit(StoreBatch(acknowledgements: sequences.map {
             OutboxAcknowledgement(destination: destination, sequence: $0)
-        })
-        return try await submit(batch).acknowledged
-    }
-
-    /// Commits every pending batch in one transaction and resumes their submitters. When that
-    /// transaction fails and it held several batches, each is retried alone, so one batch's
-    /// problem does not fail the others; under a database-wide fault each gets the error.
-    func commitPending() {
-        executor.checkIsolated()  // blocking SQLite work runs on the store's queue, never the pool
-        commitScheduled = false
-        guard !pending.isEmpty else { return }
-        let startCPU = Self.threadCPUSeconds()
-        defer { statistics.commitCPUSeconds += Self.threadCPUSeconds() - startCPU }
-        let group = pending
-        pending.removeAll(keepingCapacity: true)
-        guard let connection else {
-            for item in group { item.finish(.failure(StoreError.closed(path: path))) }
-            return
-        }
-        do {
-            let receipts = try commit(group.map(\.batch), on: connection)
-            for (item, receipt) in zip(group, receipts) { item.finish(.success(receipt)) }
-            checkpointer?.request()
-            queueWriterCheckpointIfDue(connection)
-            return
-        } catch where group.count == 1 {
-            statistics.failedBatches += 1
-            group[0].finish(.failure(error))
-            return
-        } catch {}
-        for item in group {
-            do {
-                item.finish(.success(try commit([item.batch], on: connection)[0]))
-            } catch {
-                statistics.failedBatches += 1
-                item.finish(.failure(error))
-            }
-        }
+        })).acknowledged
     }
 
     /// Once the WAL holds ``Options/writerCheckpointPages``, queues a checkpoint on the
@@ -111,34 +66,24 @@ extension GatewayStore {
         }
     }
 
-    /// CPU time of the calling thread, in seconds.
-    static func threadCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
-
-    /// One transaction applying `batches` in order; counters change only if it commits.
-    private func commit(_ batches: [StoreBatch], on connection: SQLiteConnection) throws -> [StoreReceipt] {
+    /// One transaction applying `batch`; counters change only if it commits.
+    private func commit(_ batch: StoreBatch, on connection: SQLiteConnection) throws -> StoreReceipt {
         let number = statistics.transactions + 1
         var counts = queued
         var streams = self.streams
         var journaled = 0
         do {
-            let receipts = try connection.transaction {
-                try apply(batches, transaction: number, counts: &counts, streams: &streams, journaled: &journaled, on: connection)
+            let receipt = try connection.transaction {
+                try apply(batch, transaction: number, counts: &counts, streams: &streams, journaled: &journaled, on: connection)
             }
             queued = counts
             self.streams = streams
             statistics.transactions = number
-            statistics.batches += batches.count
             statistics.events += journaled
-            for receipt in receipts {
-                statistics.dropped.local += receipt.dropped.local
-                statistics.dropped.remote += receipt.dropped.remote
-            }
+            statistics.dropped.local += receipt.dropped.local
+            statistics.dropped.remote += receipt.dropped.remote
             statistics.lastError = nil
-            return receipts
+            return receipt
         } catch {
             statistics.lastError = error as? SQLiteError
             throw error
@@ -163,39 +108,33 @@ extension GatewayStore {
     })
     static let settleStream = "INSERT INTO outbox_stream (destination, settled) VALUES (?, ?) ON CONFLICT (destination) DO UPDATE SET settled = excluded.settled"
 
-    /// Applies `batches` as if one after the other (state changes, journal events, outbox
-    /// messages and the outbox cap, acknowledgements and settled streams), with the rows of all
-    /// of them inserted together in multi-row statements. A device's state changes collapse to
-    /// its last one. Messages the cap drops are counted in the receipt of the last batch that
-    /// queued a message for that destination.
+    /// Applies `batch`: state changes, journal events, outbox messages and the outbox cap,
+    /// acknowledgements and settled streams. A device's state changes collapse to its last one.
     ///
-    /// Rows are bound straight from the batches (by position, never copying an event or a
-    /// message): this loop runs for every event the gateway commits.
-    private func apply(_ batches: [StoreBatch], transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
-                       journaled: inout Int, on connection: SQLiteConnection) throws -> [StoreReceipt] {
-        var receipts = batches.map {
-            StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: $0.outbox.count))
-        }
-        try writeStates(batches, on: connection)
-        let plans = batches.map(OutboxPlan.init)
+    /// Rows are bound straight from the batch (by index, never copying an event or a message):
+    /// this loop runs for every event the gateway commits.
+    private func apply(_ batch: StoreBatch, transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
+                       journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
+        var receipt = StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: batch.outbox.count))
+        try writeStates(batch.stateChanges, on: connection)
+        let plan = OutboxPlan(batch)
         let initiallySettled = OutboxDestination.allCases.map { streams[$0].settled }
 
-        // The journal sequence of each batch's events; nil for a duplicate (only a batch's own
-        // newly journaled events are known to hold its outbox messages' payloads: a duplicate
-        // keeps the journal's earlier version, and its messages get outbox rows of their own).
-        var journalSequences = batches.map { [Int64?](repeating: nil, count: $0.events.count) }
-        let events = Self.positions(batches.map(\.events.count))
-        for chunk in MultiRowInsert.chunks(events.count) {
+        // The journal sequence of each event; nil for a duplicate (only newly journaled events
+        // are known to hold their outbox messages' payloads: a duplicate keeps the journal's
+        // earlier version, and its messages get outbox rows of their own).
+        var journalSequences = [Int64?](repeating: nil, count: batch.events.count)
+        for chunk in MultiRowInsert.chunks(batch.events.count) {
             let inserted = try connection.run(Self.journalInsert.sql(rows: chunk.count)) { parameters in
-                for at in events[chunk] {
-                    batches[at.batch].events.withUnsafeBufferPointer { events in
-                        let event = events.baseAddress! + at.index
+                batch.events.withUnsafeBufferPointer { events in
+                    for index in chunk {
+                        let event = events.baseAddress! + index
                         parameters.text(event.pointee.id)
                         parameters.real(event.pointee.fixTime)
                         parameters.real(event.pointee.emittedTime)
                         parameters.text(event.pointee.payload)
-                        if let stream = plans[at.batch].streams[at.index] {
-                            batches[at.batch].outbox.withUnsafeBufferPointer { messages in
+                        if let stream = plan.streams[index] {
+                            batch.outbox.withUnsafeBufferPointer { messages in
                                 let message = messages.baseAddress! + stream.message
                                 parameters.integer(stream.outboxes)
                                 parameters.text(message.pointee.topic)
@@ -209,46 +148,42 @@ extension GatewayStore {
                     }
                 }
             }
-            let sequences = try insertedJournalSequences(inserted: inserted, of: events[chunk].map {
-                batches[$0.batch].events[$0.index].id
-            }, on: connection)
-            for (at, sequence) in zip(events[chunk], sequences) {
+            let sequences = try insertedJournalSequences(inserted: inserted, of: batch.events[chunk].map(\.id), on: connection)
+            for (index, sequence) in zip(chunk, sequences) {
                 if let sequence {
                     journaled += 1
-                    journalSequences[at.batch][at.index] = sequence
+                    journalSequences[index] = sequence
                 } else {
-                    receipts[at.batch].duplicateEventIDs.append(batches[at.batch].events[at.index].id)
+                    receipt.duplicateEventIDs.append(batch.events[index].id)
                 }
             }
         }
 
         for destination in OutboxDestination.allCases {
             // Messages riding on their journal rows join the stream; the others get rows.
-            var messages: [Position] = []
+            var messages: [Int] = []
             var rows: [Int64?] = []  // the journal row holding each one's payload, if any
-            var lastBatch: Int?
-            for (batch, plan) in plans.enumerated() {
-                for index in batches[batch].outbox.indices where batches[batch].outbox[index].destination == destination {
-                    lastBatch = batch
-                    let row = plan.events[index].flatMap { journalSequences[batch][$0] }
-                    if let row, plan.ridesOnJournal[index] {
-                        receipts[batch].outboxSources[index] = .journal
-                        receipts[batch].outboxSequences[index] = row
-                        streams[destination].append(row)
-                    } else {
-                        messages.append(Position(batch: batch, index: index))
-                        rows.append(row)
-                    }
+            var queues = false
+            for index in batch.outbox.indices where batch.outbox[index].destination == destination {
+                queues = true
+                let row = plan.events[index].flatMap { journalSequences[$0] }
+                if let row, plan.ridesOnJournal[index] {
+                    receipt.outboxSources[index] = .journal
+                    receipt.outboxSequences[index] = row
+                    streams[destination].append(row)
+                } else {
+                    messages.append(index)
+                    rows.append(row)
                 }
             }
-            guard let lastBatch else { continue }
+            guard queues else { continue }
             let insert = Self.outboxInserts[destination]!
             for chunk in MultiRowInsert.chunks(messages.count) {
                 let sql = insert.sql(rows: chunk.count)
                 let inserted = try connection.run(sql) { parameters in
-                    for (at, row) in zip(messages[chunk], rows[chunk]) {
-                        batches[at.batch].outbox.withUnsafeBufferPointer { messages in
-                            let message = messages.baseAddress! + at.index
+                    batch.outbox.withUnsafeBufferPointer { outbox in
+                        for (index, row) in zip(messages[chunk], rows[chunk]) {
+                            let message = outbox.baseAddress! + index
                             // A journaled event's payload is stored once, in the journal (an empty blob here).
                             parameters.text(message.pointee.eventID)
                             parameters.text(message.pointee.topic)
@@ -265,8 +200,8 @@ extension GatewayStore {
                 }
                 // One statement's AUTOINCREMENT rows are numbered consecutively.
                 let first = connection.lastInsertRowID - Int64(chunk.count) + 1
-                for (offset, at) in messages[chunk].enumerated() {
-                    receipts[at.batch].outboxSequences[at.index] = first + Int64(offset)
+                for (offset, index) in messages[chunk].enumerated() {
+                    receipt.outboxSequences[index] = first + Int64(offset)
                 }
             }
             counts[destination] += messages.count
@@ -275,35 +210,33 @@ extension GatewayStore {
             if excess > 0, let through = streams[destination].sequence(at: min(excess, streams[destination].count)) {
                 let dropped = streams[destination].settle(through: through)
                 excess -= dropped
-                receipts[lastBatch].dropped[destination] += dropped
+                receipt.dropped[destination] += dropped
             }
             if excess > 0 {
                 let dropped = try connection.run(
                     "DELETE FROM \(destination.table) WHERE seq IN (SELECT seq FROM \(destination.table) ORDER BY seq LIMIT ?)",
                     [.integer(Int64(excess))])
                 counts[destination] -= dropped
-                receipts[lastBatch].dropped[destination] += dropped
+                receipt.dropped[destination] += dropped
             }
         }
 
-        for (index, batch) in batches.enumerated() {
-            for destination in OutboxDestination.allCases {
-                if let through = batch.settled[destination] { streams[destination].settle(through: through) }
-                let sequences = batch.acknowledgements.lazy.filter { $0.destination == destination }.map(\.sequence)
-                // Acknowledged sequences come mostly in runs: one range per run.
-                for run in Self.runs(of: sequences) {
-                    let removed = try connection.run(
-                        "DELETE FROM \(destination.table) WHERE seq BETWEEN ? AND ?",
-                        [.integer(run.lowerBound), .integer(run.upperBound)])
-                    counts[destination] -= removed
-                    receipts[index].acknowledged += removed
-                }
+        for destination in OutboxDestination.allCases {
+            if let through = batch.settled[destination] { streams[destination].settle(through: through) }
+            let sequences = batch.acknowledgements.lazy.filter { $0.destination == destination }.map(\.sequence)
+            // Acknowledged sequences come mostly in runs: one range per run.
+            for run in Self.runs(of: sequences) {
+                let removed = try connection.run(
+                    "DELETE FROM \(destination.table) WHERE seq BETWEEN ? AND ?",
+                    [.integer(run.lowerBound), .integer(run.upperBound)])
+                counts[destination] -= removed
+                receipt.acknowledged += removed
             }
         }
         for (destination, before) in zip(OutboxDestination.allCases, initiallySettled) where streams[destination].settled != before {
             try connection.run(Self.settleStream, [.text(destination.rawValue), .integer(streams[destination].settled)])
         }
-        return receipts
+        return receipt
     }
 
     /// How one batch's outbox messages are queued: which event each one carries (if the
@@ -355,22 +288,6 @@ extension GatewayStore {
         }
     }
 
-    /// An element of one batch's events, messages or state changes.
-    struct Position {
-        var batch: Int
-        var index: Int
-    }
-
-    /// Every element of batches holding `counts` elements, in order.
-    static func positions(_ counts: [Int]) -> [Position] {
-        var positions: [Position] = []
-        positions.reserveCapacity(counts.reduce(0, +))
-        for (batch, count) in counts.enumerated() {
-            for index in 0..<count { positions.append(Position(batch: batch, index: index)) }
-        }
-        return positions
-    }
-
     /// Finds a batch's event by id, for its outbox messages: they name their events in the
     /// events' order (each event's messages follow it), so the search resumes where the last
     /// one ended and is one comparison per message, of the same string storage.
@@ -389,26 +306,22 @@ extension GatewayStore {
         }
     }
 
-    /// Writes each device's last state change of `batches`.
-    private func writeStates(_ batches: [StoreBatch], on connection: SQLiteConnection) throws {
-        let changes = Self.positions(batches.map(\.stateChanges.count))
+    /// Writes each device's last state change.
+    private func writeStates(_ changes: [DeviceStateChange], on connection: SQLiteConnection) throws {
         guard !changes.isEmpty else { return }
-        var latest: [String: Int] = [:]  // device -> position of its last change
+        var latest: [String: Int] = [:]  // device -> index of its last change
         latest.reserveCapacity(changes.count)
-        for (position, at) in changes.enumerated() { latest[batches[at.batch].stateChanges[at.index].device] = position }
-        var upserts: [Position] = []
+        for (index, change) in changes.enumerated() { latest[change.device] = index }
+        var upserts: [Int] = []
         var deletions: [String] = []
-        for (position, at) in changes.enumerated() {
-            let change = batches[at.batch].stateChanges[at.index]
-            guard latest[change.device] == position else { continue }
-            if change.state == nil { deletions.append(change.device) } else { upserts.append(at) }
+        for (index, change) in changes.enumerated() where latest[change.device] == index {
+            if change.state == nil { deletions.append(change.device) } else { upserts.append(index) }
         }
         for chunk in MultiRowInsert.chunks(upserts.count) {
             try connection.run(Self.stateUpsert.sql(rows: chunk.count)) { parameters in
-                for at in upserts[chunk] {
-                    let change = batches[at.batch].stateChanges[at.index]
-                    parameters.text(change.device)
-                    parameters.blob(change.state!)
+                for index in upserts[chunk] {
+                    parameters.text(changes[index].device)
+                    parameters.blob(changes[index].state!)
                 }
             }
         }

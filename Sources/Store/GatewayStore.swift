@@ -5,14 +5,12 @@ import Dispatch
 /// journal, and one outbox per destination.
 ///
 /// An actor on its own serial executor (a dispatch queue), so the one connection is only used
-/// there and blocking SQLite calls never run on the cooperative pool. Writers call
-/// ``submit(_:)`` concurrently; everything pending is committed in one transaction as soon as
-/// the previous one ends (group commit, no timer), then every submitter resumes with its
-/// ``StoreReceipt`` or the error. A batch is atomic, so an event and the state change that
-/// caused it are both stored or neither.
+/// there and blocking SQLite calls never run on the cooperative pool. ``commit(_:)`` writes one
+/// ``StoreBatch`` in one transaction and returns its ``StoreReceipt``; a batch is atomic, so an
+/// event and the state change that caused it are both stored or neither. (The group commit,
+/// which gathers what many monitors produce into one batch, is the gateway's `EventCommitter`.)
 ///
-/// Call ``close()`` when done: it commits what is pending and closes the connection on the
-/// store's queue.
+/// Call ``close()`` when done: it closes the connection on the store's queue.
 public actor GatewayStore {
     /// How the store is opened (`gateway.durability`, `outbox.cap`).
     public struct Options: Sendable, Equatable {
@@ -36,12 +34,6 @@ public actor GatewayStore {
         }
     }
 
-    struct PendingBatch {
-        var batch: StoreBatch
-        /// Called on the store's queue with the batch's receipt or the commit's error.
-        var finish: (Result<StoreReceipt, any Error>) -> Void
-    }
-
     /// What opening produces on the store's queue, handed to the actor.
     struct Opened {
         var connection: SQLiteConnection
@@ -57,8 +49,6 @@ public actor GatewayStore {
     var connection: SQLiteConnection?
     /// Checkpoints the WAL beside the writer (nil when read-only).
     let checkpointer: WALCheckpointer?
-    var pending: [PendingBatch] = []
-    var commitScheduled = false
     /// Messages in each outbox table, kept in step with every committed insert, drop and delete.
     var queued: OutboxCounts
     /// Each destination's stream on the journal, kept in step with every commit.
@@ -108,7 +98,7 @@ public actor GatewayStore {
         var checkpointer: WALCheckpointer?
         if !options.readOnly {
             // Checkpoints run on their own connection, and the writer's finish them as jobs of
-            // their own (``commitPending()``), never inside a commit.
+            // their own (``commit(_:)``), never inside a commit.
             connection.trackWALFrames()
             checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
         }
@@ -132,11 +122,10 @@ public actor GatewayStore {
         return connection
     }
 
-    /// Commits what is pending, then closes the connection. Later calls throw
-    /// ``StoreError/closed(path:)``. Closing twice does nothing.
+    /// Closes the connection. Later calls throw ``StoreError/closed(path:)``. Closing twice
+    /// does nothing.
     public func close() {
         guard connection != nil else { return }
-        commitPending()
         checkpointer?.close()
         connection = nil
     }

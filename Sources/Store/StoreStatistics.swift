@@ -2,10 +2,8 @@ internal import CSQLite
 
 /// Counters since the store opened, for the status topic and benchmarks.
 public struct StoreStatistics: Sendable, Equatable {
-    /// Group-commit transactions committed.
+    /// Transactions committed (one per batch).
     public var transactions = 0
-    /// Batches committed (>= transactions: a transaction commits every batch pending).
-    public var batches = 0
     /// Batches that failed (their submitters got the error).
     public var failedBatches = 0
     /// Events journaled.
@@ -15,8 +13,6 @@ public struct StoreStatistics: Sendable, Equatable {
     /// Checkpoints the writer ran between transactions (the WAL reached
     /// `GatewayStore.Options.writerCheckpointPages`).
     public var writerCheckpoints = 0
-    /// CPU seconds the store's thread spent committing (SQLite and the work around it).
-    public var commitCPUSeconds = 0.0
     /// The last commit error, cleared by the next successful commit.
     public var lastError: SQLiteError?
 

@@ -1,16 +1,17 @@
 import FoundationEssentials
 import GeotriggerCore
 import Store
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `geotrigger bench store`: what persistence costs. The same deterministic drive goes through
-/// the gateway's own monitors (``MonitorPool``, one shard per core) and ``EventCommitter``,
-/// once with persistence off (batches taken and handed on without a database) and once on (a
-/// real SQLite file in WAL mode, group commit, plus the outbox deletions a broker's
-/// acknowledgements cause in `serve`), alternating, in one process.
+/// the gateway's own monitors (``MonitorPool``, one shard per core), once with persistence off
+/// (the monitors' results counted and dropped: ``Discarding``) and once on (``EventCommitter``
+/// on a real SQLite file in WAL mode, group commit, plus the outbox deletions a broker's
+/// acknowledgements cause in `serve`: ``Acknowledger``), alternating, in one process.
 enum StoreBenchmark {
     static let benchmark = BenchCommand.Benchmark(
         name: "store", summary: "updates per second with persistence on versus off, events committed per second",
@@ -20,8 +21,8 @@ enum StoreBenchmark {
         Usage: geotrigger bench store [--fences DIR] [--devices N] [--updates N] [--dwell N]
                                       [--rounds N] [--durability normal|full] [--directory DIR]
 
-        Updates per second through the gateway's monitors and committer with persistence off
-        (nothing written) and on (SQLite file, WAL, group commit; state, journal and outbox in
+        Updates per second through the gateway's monitors with persistence off (their results
+        counted and dropped) and on (SQLite file, WAL, group commit; state, journal and outbox in
         one transaction per batch; outbox streams settled as the broker's acknowledgements would), in the
         same run, alternating off/on for --rounds rounds; events committed per second, SQLite
         transactions, CPU seconds and peak RSS. MQTT is not involved (no JSON decoding either).
@@ -47,8 +48,6 @@ enum StoreBenchmark {
         var updates: Int
         var events: Int
         var transactions: Int
-        /// CPU seconds of the store's thread (persistence on).
-        var storeCPUSeconds = 0.0
         var updatesPerSecond: Double { Double(updates) / seconds }
         var eventsPerSecond: Double { Double(events) / seconds }
     }
@@ -97,8 +96,7 @@ enum StoreBenchmark {
                 let figures = try await measure(drive, snapshot: snapshot, shards: shards, persist: persist, path: path, durability: durability)
                 print("  round \(round) persistence \(persist ? "on " : "off"): \(IndexBenchmark.grouped(Int(figures.updatesPerSecond))) updates/s, "
                       + "\(IndexBenchmark.grouped(figures.events)) events (\(IndexBenchmark.grouped(Int(figures.eventsPerSecond))) events/s"
-                      + (persist ? " committed in \(IndexBenchmark.grouped(figures.transactions)) transactions, store thread "
-                         + "\(IndexBenchmark.format(figures.storeCPUSeconds / Double(max(figures.events, 1)) * 1e6, 2)) us CPU per event" : "") + "), "
+                      + (persist ? " committed in \(IndexBenchmark.grouped(figures.transactions)) transactions" : "") + "), "
                       + "\(IndexBenchmark.format(figures.seconds, 2)) s wall, \(IndexBenchmark.format(figures.cpuSeconds, 2)) s CPU, "
                       + "RSS \(IndexBenchmark.megabytes(ResourceUsage.residentBytes()))")
                 if best[persist].map({ figures.updatesPerSecond > $0.updatesPerSecond }) ?? true { best[persist] = figures }
@@ -111,8 +109,7 @@ enum StoreBenchmark {
         print("best: off \(IndexBenchmark.grouped(Int(off.updatesPerSecond))) updates/s, on \(IndexBenchmark.grouped(Int(on.updatesPerSecond))) updates/s: "
               + "on/off = \(IndexBenchmark.format(ratio, 3)), persistence costs \(IndexBenchmark.format((1 - ratio) * 100, 1)) % of throughput (target <= 20 %); "
               + "\(IndexBenchmark.grouped(Int(on.eventsPerSecond))) events committed/s; "
-              + "CPU per update off \(IndexBenchmark.format(off.cpuSeconds / Double(off.updates) * 1e6, 2)) us, on \(IndexBenchmark.format(on.cpuSeconds / Double(on.updates) * 1e6, 2)) us "
-              + "(store thread \(IndexBenchmark.format(on.storeCPUSeconds / Double(on.updates) * 1e6, 2)) us)")
+              + "CPU per update off \(IndexBenchmark.format(off.cpuSeconds / Double(off.updates) * 1e6, 2)) us, on \(IndexBenchmark.format(on.cpuSeconds / Double(on.updates) * 1e6, 2)) us")
         let sorted = pairs.sorted()
         print("per round on/off: \(pairs.map { IndexBenchmark.format($0, 3) }.joined(separator: ", ")) "
               + "(median \(IndexBenchmark.format((sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2, 3)))")
@@ -120,7 +117,8 @@ enum StoreBenchmark {
         return ExitStatus.ok
     }
 
-    /// Drives every update through a fresh pool and committer; returns when all is committed.
+    /// Drives every update through a fresh pool (and committer, with `persist`); returns when
+    /// all is committed.
     static func measure(_ drive: [LocationUpdate], snapshot: EngineSnapshot, shards: Int, persist: Bool, path: String,
                         durability: StoreDurability) async throws -> Figures {
         var config = GatewayConfig()
@@ -130,23 +128,15 @@ enum StoreBenchmark {
         let warnings = Warnings(logger: logger)
         let store = try await GatewayStore(path: path, options: GatewayStore.Options(durability: durability))
         let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
-        // What the broker would acknowledge of each commit, as a publisher commits it.
-        let committed = BoundedQueue<StoreBatch>(capacity: 100_000)
-        let acknowledge: @Sendable (OutboxDestination, [OutboxRow]) -> Void = { destination, rows in
-            var acknowledged = StoreBatch()
-            for row in rows {
-                switch row.source {
-                case .table: acknowledged.acknowledge(destination, sequence: row.sequence)
-                case .journal: acknowledged.settle(destination, through: row.sequence)
-                }
-            }
-            _ = committed.trySend(acknowledged)
-        }
-        let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
-                                       statePublisher: statePublisher, persist: persist, committedRows: persist ? acknowledge : nil)
+        let acknowledger = Acknowledger()
+        let committer = EventCommitter(
+            store: store, counters: counters, warnings: warnings, logger: logger,
+            publishers: Dictionary(uniqueKeysWithValues: OutboxDestination.allCases.map { ($0, acknowledger.outbox($0)) }),
+            statePublisher: statePublisher)
+        let discarding = Discarding()
         let context = ServeContext(
-            config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
-            statePublisher: statePublisher,
+            config: config, counters: counters, warnings: warnings, logger: logger, store: store,
+            committer: persist ? committer : discarding, statePublisher: statePublisher,
             eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: config.output.prefix, qos: 1, owntracksTransitions: false))
         let pool = MonitorPool(context: context, snapshot: snapshot, shardCount: shards)
 
@@ -154,23 +144,7 @@ enum StoreBenchmark {
         let figures: Figures = await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await committer.run() }
             group.addTask { try? await pool.run() }
-            if persist {
-                // The outbox publisher's database work as `serve` does it: committed messages
-                // arrive in memory, and each batch of broker acknowledgements deletes their
-                // outbox rows and settles their streams.
-                group.addTask {
-                    while let first = await committed.next() {
-                        var acknowledged = [first]
-                        committed.drain(upTo: 4096, into: &acknowledged)
-                        var batch = StoreBatch()
-                        for commit in acknowledged {
-                            batch.acknowledgements += commit.acknowledgements
-                            for (destination, sequence) in commit.settled { batch.settle(destination, through: sequence) }
-                        }
-                        _ = try? await store.submit(batch)
-                    }
-                }
-            }
+            group.addTask { await acknowledger.run(store) }
             let now = MonotonicClock.now()
             for update in drive { await pool.submit(update, receivedAt: now) }
             await pool.barrier()
@@ -179,19 +153,71 @@ enum StoreBenchmark {
             let cpu = ResourceUsage.cpuSeconds() - startCPU
             await pool.shutdown()
             await committer.shutdown()
-            committed.finish()  // the acknowledger
+            acknowledger.finish()
             await group.waitForAll()
-            return Figures(seconds: seconds, cpuSeconds: cpu, updates: drive.count, events: counters.events.load(ordering: .relaxed), transactions: 0)
+            let events = persist ? counters.events.load(ordering: .relaxed) : discarding.events.load(ordering: .relaxed)
+            return Figures(seconds: seconds, cpuSeconds: cpu, updates: drive.count, events: events, transactions: 0)
         }
         var result = figures
         if persist {
             let statistics = await store.statistics
             result.events = statistics.events
             result.transactions = statistics.transactions
-            result.storeCPUSeconds = statistics.commitCPUSeconds
         }
         await store.close()
         return result
+    }
+
+    /// The monitors' output with persistence off: counts the events a commit would take.
+    final class Discarding: StepSink {
+        let events = Atomic<Int>(0)
+        func enqueue(_ item: EventCommitter.Item, inBurst: Bool) -> Bool {
+            events.add(item.events.count, ordering: .relaxed)
+            return false
+        }
+        func waitForRoom() async {}
+        func waitForRoomBlocking() {}
+    }
+
+    /// The broker's part with persistence on: what `serve`'s outbox publishers commit once the
+    /// broker acknowledges the committed messages (their outbox rows deleted, their streams
+    /// settled), a batch of commits at a time.
+    final class Acknowledger: Sendable {
+        struct Outbox: CommittedOutbox {
+            let destination: OutboxDestination
+            let committed: BoundedQueue<StoreBatch>
+            func notifyCommitted(rows: [OutboxRow]) {
+                var acknowledged = StoreBatch()
+                for row in rows {
+                    switch row.source {
+                    case .table: acknowledged.acknowledge(destination, sequence: row.sequence)
+                    case .journal: acknowledged.settle(destination, through: row.sequence)
+                    }
+                }
+                _ = committed.trySend(acknowledged)
+            }
+            func notifyCommitted() {}
+            func publishVolatile(_ messages: [OutboxMessage]) {}
+        }
+
+        private let committed = BoundedQueue<StoreBatch>(capacity: 100_000)
+
+        func outbox(_ destination: OutboxDestination) -> Outbox { Outbox(destination: destination, committed: committed) }
+
+        func run(_ store: GatewayStore) async {
+            while let first = await committed.next() {
+                var acknowledged = [first]
+                committed.drain(upTo: 4096, into: &acknowledged)
+                var batch = StoreBatch()
+                for commit in acknowledged {
+                    batch.acknowledgements += commit.acknowledgements
+                    for (destination, sequence) in commit.settled { batch.settle(destination, through: sequence) }
+                }
+                _ = try? await store.submit(batch)
+            }
+        }
+
+        func finish() { committed.finish() }
     }
 
     /// Devices jumping between points inside the layers' fences and a few outside, in rounds

@@ -25,7 +25,26 @@ import Synchronization
 /// the disk (the writer's checkpoint, which syncs, is a store job of its own). With `full`
 /// every commit waits for a sync, and the network thread must go on reading meanwhile, so all
 /// commits are the store queue's.
-final class EventCommitter: Service, Sendable {
+/// Where a monitor step's results go (``DeviceShard``): the gateway's ``EventCommitter``.
+protocol StepSink: Sendable {
+    /// Hands over one step's results without waiting; true when the caller must wait for room.
+    func enqueue(_ item: EventCommitter.Item, inBurst: Bool) -> Bool
+    func waitForRoom() async
+    /// The same, blocking the calling thread (the network thread).
+    func waitForRoomBlocking()
+}
+
+/// Where the committer hands one destination's messages: its ``OutboxPublisher``.
+protocol CommittedOutbox: Sendable {
+    /// Rows just committed, numbered, in order.
+    func notifyCommitted(rows: [OutboxRow])
+    /// Rows were committed; read them from the database.
+    func notifyCommitted()
+    /// Messages the database refused, to publish from memory.
+    func publishVolatile(_ messages: [OutboxMessage])
+}
+
+final class EventCommitter: Service, StepSink, Sendable {
     /// What one monitor step produced.
     struct Item: Sendable {
         var state: DeviceStateChange?
@@ -65,18 +84,12 @@ final class EventCommitter: Service, Sendable {
     let counters: GatewayCounters
     let warnings: Warnings
     let logger: Logger
-    let publishers: [OutboxDestination: OutboxPublisher]
+    let publishers: [OutboxDestination: any CommittedOutbox]
     let statePublisher: StatePublisher
     /// Monitors wait while this many items are pending (back-pressure from a slow disk).
     let limit: Int
     /// Journal events kept for a retry while the database fails.
     let retryCap: Int
-    /// False only in `bench store`'s "persistence off" runs: batches are taken and handed on
-    /// as if committed, without touching the database.
-    let persist: Bool
-    /// `bench store` only: takes the committed outbox rows a publisher would get (there is no
-    /// broker in the benchmark), so it can delete them as the acknowledgements would.
-    let committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)?
     /// Whether the network thread commits its bursts itself (`durability: normal`).
     let commitsBursts: Bool
     /// Commits run by that network thread, and commit jobs queued on the store's queue.
@@ -89,11 +102,9 @@ final class EventCommitter: Service, Sendable {
 
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
-        publishers: [OutboxDestination: OutboxPublisher], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000, persist: Bool = true,
-        committedRows: (@Sendable (OutboxDestination, [OutboxRow]) -> Void)? = nil
+        publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
+        limit: Int = 20_000, retryCap: Int = 100_000
     ) {
-        self.committedRows = committedRows
         self.store = store
         self.counters = counters
         self.warnings = warnings
@@ -102,7 +113,6 @@ final class EventCommitter: Service, Sendable {
         self.statePublisher = statePublisher
         self.limit = limit
         self.retryCap = retryCap
-        self.persist = persist
         self.commitsBursts = store.options.durability == .normal
     }
 
@@ -225,10 +235,7 @@ final class EventCommitter: Service, Sendable {
         var retry = StoreBatch()
         if !batch.isEmpty {
             do {
-                // Without persistence the messages are numbered as a commit would, so
-                // they are handed on the same way.
-                let receipt = persist ? try store.commitNow(batch)
-                    : StoreReceipt(transaction: 0, outboxSequences: batch.outbox.indices.map { Int64($0) + 1 })
+                let receipt = try store.commit(batch)
                 warnings.clear("database", resolved: "the database accepts writes again")
                 if receipt.dropped.local + receipt.dropped.remote > 0 {
                     warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
@@ -242,7 +249,6 @@ final class EventCommitter: Service, Sendable {
                     }
                     for (destination, committed) in rows {
                         publishers[destination]?.notifyCommitted(rows: committed)
-                        committedRows?(destination, committed)
                     }
                 } else {
                     for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }

@@ -170,7 +170,7 @@ struct GatewayServer: Sendable {
         }
         await store.close()
         let written = await store.statistics
-        logger.notice("stopped", ["store.transactions": "\(written.transactions)", "store.batches": "\(written.batches)",
+        logger.notice("stopped", ["store.transactions": "\(written.transactions)",
                                   "store.events": "\(written.events)", "store.writerCheckpoints": "\(written.writerCheckpoints)",
                                   "commits.networkThread": "\(committer.networkThreadCommits.load(ordering: .relaxed))",
                                   "commits.queued": "\(committer.queuedCommits.load(ordering: .relaxed))"])

@@ -11,7 +11,7 @@ final class MonitorPool: Service, Sendable {
     let tickInterval: Double
     /// How many devices' monitor states the previous run saved.
     let savedCount: Int
-    private let committer: EventCommitter
+    private let committer: any StepSink
     private let stopping = Atomic<Bool>(false)
 
     /// Monitor states saved by the previous run, restored when the pool starts.

@@ -21,7 +21,7 @@ import Synchronization
 /// come before them (the usual case): one thread hop from the commit to the publish instead
 /// of two. Everything else (database reads, the table, acknowledgements, settling) is
 /// ``run()``'s, and while it hands messages over, fresh ones wait for it.
-final class OutboxPublisher: Service, Sendable {
+final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     enum Signal: Sendable {
         /// Rows were committed that are only in the database (read them back).
         case committed

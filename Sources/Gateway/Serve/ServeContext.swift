@@ -8,7 +8,8 @@ struct ServeContext: Sendable {
     let warnings: Warnings
     let logger: Logger
     let store: GatewayStore
-    let committer: EventCommitter
+    /// The monitors' output: the ``EventCommitter``.
+    let committer: any StepSink
     let statePublisher: StatePublisher
     let eventBuilder: EventBuilder
     /// Runtime fence layers (following fences move on accepted updates); nil in tools and tests.
