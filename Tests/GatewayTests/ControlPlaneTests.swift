@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// A broker, a real `geotrigger serve` and a v5 dispatcher client that records `geotriggers/#`
-/// and `reply/#`.
+/// (replies included: they go under `geotriggers/replies/`).
 private final class ControlPlaneRig: @unchecked Sendable {
     let directory: TemporaryDirectory
     let broker: MosquittoProcess
@@ -28,8 +28,7 @@ private final class ControlPlaneRig: @unchecked Sendable {
         dispatcher.collect()
         try dispatcher.client.start()
         try dispatcher.client.subscribe("geotriggers/#")
-        try dispatcher.client.subscribe("reply/#")
-        #expect(await dispatcher.waitSubscribed("reply/#"))
+        #expect(await dispatcher.waitSubscribed("geotriggers/#"))
     }
 
     func startGateway() async throws {
@@ -63,7 +62,7 @@ private final class ControlPlaneRig: @unchecked Sendable {
     func reply(_ json: String, timeout: Duration = .seconds(3)) async throws -> [String: Any]? {
         correlationCounter += 1
         let correlation = Array("c-\(correlationCounter)".utf8)
-        let replyTopic = "reply/v5/\(correlationCounter)"
+        let replyTopic = "geotriggers/replies/v5/\(correlationCounter)"
         try dispatcher.client.publish(
             topic: "geotriggers/query/gw-t", payload: json, qos: .atLeastOnce,
             properties: MQTTPublishProperties(responseTopic: replyTopic, correlationData: correlation))
@@ -189,7 +188,7 @@ struct ControlPlaneTests {
         rig.gateway = gateway
         #expect(await poll { gateway.log.contains("runtime fences restored from the database fences=2") }, "\(gateway.log)")
         try rig.broker.start()
-        #expect(await rig.dispatcher.waitSubscribed("reply/#", count: 2))
+        #expect(await rig.dispatcher.waitSubscribed("geotriggers/#", count: 2))
         #expect(await poll { (try? await rig.fenceIDs("jobs"))?.sorted() == ["a", "b"] })
         rig.stopGateway()
     }
@@ -264,22 +263,22 @@ struct ControlPlaneTests {
         let old = try MQTTProbe(port: rig.broker.port, clientId: "dispatcher-v311", protocolVersion: .v311) { $0.cleanStart = true }
         old.collect()
         try old.client.start()
-        try old.client.subscribe("reply311/#")
-        #expect(await old.waitSubscribed("reply311/#"))
+        try old.client.subscribe("geotriggers/replies/311/#")
+        #expect(await old.waitSubscribed("geotriggers/replies/311/#"))
         let requests = [
-            #"{"inside":{"layer":"jobs","fence":"site"},"replyTo":"reply311/1","correlation":"a"}"#,
-            #"{"device":"d2","replyTo":"reply311/2","correlation":{"n":2}}"#,
-            #"{"near":{"lat":\#(baseLat + 0.05),"lon":\#(baseLon)},"replyTo":"reply311/3","correlation":3}"#,
-            #"{"fences":"jobs","replyTo":"reply311/4","correlation":4}"#,
-            #"{"inside":{"layer":"jobs"},"replyTo":"reply311/5"}"#,
-            #"{"device":"d1","near":{},"replyTo":"reply311/6"}"#,
-            #"{"fences":"nope","replyTo":"reply311/7"}"#,
-            #"{"device":"nobody","replyTo":"reply311/8"}"#,
+            #"{"inside":{"layer":"jobs","fence":"site"},"replyTo":"geotriggers/replies/311/1","correlation":"a"}"#,
+            #"{"device":"d2","replyTo":"geotriggers/replies/311/2","correlation":{"n":2}}"#,
+            #"{"near":{"lat":\#(baseLat + 0.05),"lon":\#(baseLon)},"replyTo":"geotriggers/replies/311/3","correlation":3}"#,
+            #"{"fences":"jobs","replyTo":"geotriggers/replies/311/4","correlation":4}"#,
+            #"{"inside":{"layer":"jobs"},"replyTo":"geotriggers/replies/311/5"}"#,
+            #"{"device":"d1","near":{},"replyTo":"geotriggers/replies/311/6"}"#,
+            #"{"fences":"nope","replyTo":"geotriggers/replies/311/7"}"#,
+            #"{"device":"nobody","replyTo":"geotriggers/replies/311/8"}"#,
         ]
         for request in requests { try old.client.publish(topic: "geotriggers/query/gw-t", payload: request, qos: .atLeastOnce) }
         #expect(await poll { Set(old.messages.all.map(\.topic)).count == requests.count })
         func reply(_ n: Int) throws -> [String: Any] {
-            let message = try #require(old.messages.all.first { $0.topic == "reply311/\(n)" })
+            let message = try #require(old.messages.all.first { $0.topic == "geotriggers/replies/311/\(n)" })
             return try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
         }
         #expect((try reply(1)["inside"] as? [[String: Any]])?.compactMap { $0["device"] as? String } == ["d1", "d2"])
@@ -297,6 +296,55 @@ struct ControlPlaneTests {
         #expect((notJSON["error"] as? String)?.hasPrefix("not JSON") == true)
         let unknown = try await rig.query(#"{"who":1}"#)
         #expect((unknown["error"] as? String)?.contains("unknown query") == true)
+        rig.stopGateway()
+    }
+
+    @Test("replies go only under PREFIX/replies/; a flood of queries is answered (or busy) and never holds up updates")
+    func replyTopicsAndFlood() async throws {
+        let rig = try await ControlPlaneRig(name: "flood")
+        try await rig.startGateway()
+        let old = try MQTTProbe(port: rig.broker.port, clientId: "dispatcher-flood", protocolVersion: .v311) { $0.cleanStart = true }
+        old.collect()
+        try old.client.start()
+        try old.client.subscribe("#")
+        #expect(await old.waitSubscribed("#"))
+
+        // A reply topic elsewhere (the event topics, a status topic) gets an error on the
+        // default reply topic, and nothing is published where it asked.
+        for (n, target) in ["geotriggers/events/x/y/z", "geotriggers/status/gw-t", "elsewhere"].enumerated() {
+            try old.client.publish(topic: "geotriggers/query/gw-t", payload: #"{"fences":"zones","replyTo":"\#(target)","correlation":\#(n)}"#, qos: .atLeastOnce)
+        }
+        let defaultTopic = "geotriggers/query/gw-t/reply"
+        #expect(await poll { old.messages.all.filter { $0.topic == defaultTopic }.count == 3 })
+        let errors = old.messages.all.filter { $0.topic == defaultTopic }
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any] }
+        #expect(errors.allSatisfy { ($0["error"] as? String)?.contains("geotriggers/replies/") == true }, "\(errors)")
+        #expect(Set(errors.compactMap { $0["correlation"] as? Int }) == [0, 1, 2])
+        #expect(!old.messages.all.contains { $0.topic == "geotriggers/events/x/y/z" || $0.topic == "elsewhere" })
+
+        // 1,500 queries in one burst (each asks every shard), with updates of a device in between.
+        let t0 = Date().timeIntervalSince1970.rounded() - 1000
+        let queries = 1500
+        for n in 0..<queries {
+            try old.client.publish(topic: "geotriggers/query/gw-t",
+                                   payload: #"{"device":"runner","replyTo":"geotriggers/replies/flood/\#(n)"}"#,
+                                   qos: .atLeastOnce)
+            if n % 100 == 0 { try rig.move("runner", lat: baseLat, lon: baseLon, time: t0 + Double(n / 100)) }
+        }
+        let answered = await poll(timeout: .seconds(60)) {
+            old.messages.all.filter { $0.topic.hasPrefix("geotriggers/replies/flood/") }.count == queries
+        }
+        let replies = old.messages.all.filter { $0.topic.hasPrefix("geotriggers/replies/flood/") }
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any] }
+        let busy = replies.filter { ($0["error"] as? String)?.hasPrefix("busy") == true }.count
+        print("query flood: \(replies.count) of \(queries) answered, \(busy) of them busy")
+        #expect(answered)
+        #expect(replies.allSatisfy { $0["device"] != nil || $0["error"] != nil })
+        // Every update sent during the flood was handled.
+        let device = try await rig.query(#"{"device":"runner"}"#)
+        let time = try #require((device["position"] as? [String: Any])?["time"] as? String)
+        #expect(ISO8601DateFormatter().date(from: time)?.timeIntervalSince1970 == t0 + Double((queries - 1) / 100))
+        old.stop()
         rig.stopGateway()
     }
 

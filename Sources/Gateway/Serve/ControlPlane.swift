@@ -43,7 +43,7 @@ final class ControlPlane: Service, Sendable {
         for await message in client.messages {
             counters.received.add(1, ordering: .relaxed)
             if message.topic == queries.topic {
-                await queries.take(message)
+                queries.take(message)
             } else if fences.handles(message.topic) {
                 fences.take(message)
             }

@@ -7,13 +7,18 @@ import Store
 ///
 /// The reply goes to the MQTT v5 response topic (with the request's correlation data), else to
 /// the JSON's `replyTo` (its `correlation` is copied into the reply), else to
-/// `PREFIX/query/GATEWAY_ID/reply`. Queries: `{"inside": {"layer", "fence"}}`,
-/// `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`, `{"fences": LAYER}`. Anything else
-/// gets `{"error": "..."}`. Queries wait in their own queue (never on the update path); the
-/// device shards answer about their own devices.
+/// `PREFIX/query/GATEWAY_ID/reply`. A reply topic must lie under `PREFIX/replies/` (so a
+/// client cannot make the gateway publish on event, state or status topics under its ACL);
+/// any other gets `{"error"}` on `PREFIX/query/GATEWAY_ID/reply`. Queries:
+/// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`,
+/// `{"fences": LAYER}`. Anything else gets `{"error": "..."}`. Queries wait in their own queue
+/// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
+/// The device shards answer about their own devices.
 final class QueryService: Service, Sendable {
     let name = "queries"
     let topic: String
+    /// Where replies may go: `PREFIX/replies/`.
+    let repliesPrefix: String
     let client: MQTTClient
     let pool: MonitorPool
     let store: GatewayStore
@@ -32,6 +37,7 @@ final class QueryService: Service, Sendable {
         snapshot: @escaping @Sendable () -> EngineSnapshot
     ) {
         self.topic = "\(prefix)/query/\(gatewayID)"
+        self.repliesPrefix = "\(prefix)/replies/"
         self.client = client
         self.pool = pool
         self.store = store
@@ -40,9 +46,14 @@ final class QueryService: Service, Sendable {
         self.queue = BoundedQueue(capacity: 256)
     }
 
-    /// Hands a query over (waits only while 256 queries are pending).
-    func take(_ message: MQTTMessage) async {
-        await queue.send(message)
+    /// Hands a query over without waiting; past 256 pending queries it is answered
+    /// `{"error": "busy"}` at once, so a flood of queries never holds up the control plane.
+    func take(_ message: MQTTMessage) {
+        guard !queue.trySend(message) else { return }
+        let request = try? JSONReader.parse(message.payload, file: message.topic, dialect: .json)
+        var object: JSONObject?
+        if case .object(let o)? = request?.value { object = o }
+        reply(.object(["error": .string("busy: \(queue.capacity) queries are waiting; ask again later")]), to: message, request: object)
     }
 
     func run() async throws {
@@ -56,30 +67,46 @@ final class QueryService: Service, Sendable {
     // MARK: Answering
 
     private func answer(_ message: MQTTMessage) async {
-        var replyTo = message.responseTopic
-        var correlation: JSONValue?
-        let reply: JSONValue
+        var request: JSONObject?
+        let answer: JSONValue
         do {
             let document = try JSONReader.parse(message.payload, file: message.topic, dialect: .json)
-            guard case .object(let request) = document.value else {
+            guard case .object(let object) = document.value else {
                 throw QueryError("a query is a JSON object, found \(document.value.typeName)")
             }
-            if replyTo == nil, case .string(let s)? = request["replyTo"] { replyTo = s }
-            correlation = request["correlation"]
-            reply = try await respond(to: request)
+            request = object
+            answer = try await respond(to: object)
         } catch let error as QueryError {
-            reply = .object(["error": .string(error.message)])
+            answer = .object(["error": .string(error.message)])
         } catch let error as JSONSyntaxError {
-            reply = .object(["error": .string("not JSON: \(error.location.line):\(error.location.column): \(error.message)")])
+            answer = .object(["error": .string("not JSON: \(error.location.line):\(error.location.column): \(error.message)")])
         } catch {
-            reply = .object(["error": .string("\(error)")])
+            answer = .object(["error": .string("\(error)")])
         }
-        var payload = reply
-        if let correlation, case .object(var object) = payload {
+        reply(answer, to: message, request: request)
+    }
+
+    /// Publishes `answer` to the query's reply topic (its `correlation` copied in), or an error
+    /// to the default reply topic when the asked topic is not under ``repliesPrefix``.
+    private func reply(_ answer: JSONValue, to message: MQTTMessage, request: JSONObject?) {
+        var replyTo = message.responseTopic
+        if replyTo == nil, case .string(let s)? = request?["replyTo"] { replyTo = s }
+        var payload = answer
+        if let correlation = request?["correlation"], case .object(var object) = payload {
             object["correlation"] = correlation
             payload = .object(object)
         }
-        let target = replyTo.flatMap { $0.isEmpty || $0.contains("+") || $0.contains("#") ? nil : $0 } ?? "\(topic)/reply"
+        var target = "\(topic)/reply"
+        if let replyTo {
+            if replyTo.hasPrefix(repliesPrefix), replyTo.count > repliesPrefix.count, !replyTo.contains("+"), !replyTo.contains("#") {
+                target = replyTo
+            } else {
+                var object = JSONObject()
+                object["error"] = .string("replies go only to topics under \(repliesPrefix), not \"\(replyTo)\"")
+                if let correlation = request?["correlation"] { object["correlation"] = correlation }
+                payload = .object(object)
+            }
+        }
         var properties: MQTTPublishProperties?
         if client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil {
             properties = MQTTPublishProperties(correlationData: message.correlationData)
