@@ -74,10 +74,11 @@ extension GatewayConfig {
         if let v = root["remote"], v != .null {
             remote = Broker(decoding: v, at: [.key("remote")], with: &d)
         }
-        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew"]) {
+        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxDevices"]) {
             let p: [JSONPathComponent] = [.key("input")]
             if let x = d.integer(o, "maxPayload", at: p, range: 64...268_435_455) { input.maxPayload = x }
             if let x = d.number(o, "maxFutureSkew", at: p, range: 0...Double.infinity) { input.maxFutureSkew = x }
+            if let x = d.integer(o, "maxDevices", at: p, range: 1...100_000_000) { input.maxDevices = x }
         }
         if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval"]) {
             let p: [JSONPathComponent] = [.key("output")]

@@ -55,6 +55,8 @@ public struct GatewayConfig: Sendable {
     public struct Input: Sendable {
         public var maxPayload = 65536
         public var maxFutureSkew: Double = 300
+        /// Devices tracked at most; updates of further devices are dropped as `tooManyDevices`.
+        public var maxDevices = 100_000
     }
 
     public struct Output: Sendable {

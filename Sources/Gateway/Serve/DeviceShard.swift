@@ -79,8 +79,18 @@ final class DeviceShard: Sendable {
         case stopped
     }
 
+    /// The devices of all shards together, against `input.maxDevices`.
+    final class Census: Sendable {
+        let limit: Int
+        let total = Atomic<Int>(0)
+        /// New devices are being refused (the warning is up).
+        let refusing = Atomic<Bool>(false)
+        init(limit: Int) { self.limit = limit }
+    }
+
     let mailbox: BoundedQueue<Work>
     let context: ServeContext
+    let census: Census
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
 
@@ -88,8 +98,9 @@ final class DeviceShard: Sendable {
     let saved: Set<String>
     private let state: Mutex<State>
 
-    init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, saved: Set<String> = []) {
+    init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, saved: Set<String> = []) {
         self.context = context
+        self.census = census
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
         self.state = Mutex(State(snapshot: snapshot))
@@ -113,15 +124,39 @@ final class DeviceShard: Sendable {
                     s.queued[device] = 1
                     return .mustQueue
                 }
+                guard admitNewDevice() else { return .handled(mustWait: false) }
                 s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
                 index = s.slots.index(forKey: device)
-                deviceCount.store(s.slots.count + s.hibernated.count, ordering: .relaxed)
+                recount(s.slots.count + s.hibernated.count)
             }
             var mustWait = false
             commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]),
                    mustWait: &mustWait, inBurst: inBurst)
             return .handled(mustWait: mustWait)
         }
+    }
+
+    /// Whether a new device may be tracked (under `input.maxDevices`); else its update is
+    /// counted as `tooManyDevices` and the warning raised. Devices appearing on several shards
+    /// at once may pass the limit by as many as there are shards.
+    private func admitNewDevice() -> Bool {
+        if census.total.load(ordering: .relaxed) >= census.limit {
+            context.counters.drop(.tooManyDevices)
+            if !census.refusing.exchange(true, ordering: .relaxed) {
+                context.warnings.set("too-many-devices", "\(census.limit) devices are tracked (input.maxDevices): updates of new devices are dropped as tooManyDevices")
+            }
+            return false
+        }
+        if census.refusing.load(ordering: .relaxed), census.refusing.exchange(false, ordering: .relaxed) {
+            context.warnings.clear("too-many-devices", resolved: "devices are under input.maxDevices again")
+        }
+        return true
+    }
+
+    /// Updates this shard's device count and the census total.
+    private func recount(_ count: Int) {
+        let before = deviceCount.exchange(count, ordering: .relaxed)
+        if count != before { census.total.add(count - before, ordering: .relaxed) }
     }
 
     /// Stops taking updates and ends the mailbox (the pool's shutdown).
@@ -201,7 +236,7 @@ final class DeviceShard: Sendable {
         let mustWait = state.withLock { s in
             var mustWait = false
             body(&s, &mustWait)
-            deviceCount.store(s.slots.count + s.hibernated.count, ordering: .relaxed)
+            recount(s.slots.count + s.hibernated.count)
             return mustWait
         }
         if mustWait { await context.committer.waitForRoom() }

@@ -27,7 +27,8 @@ final class MonitorPool: Service, Sendable {
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
-        self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, saved: $0) }
+        let census = DeviceShard.Census(limit: context.config.input.maxDevices)
+        self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, saved: $0) }
         self.committer = context.committer
         self.initialStates = Mutex(initialStates)
         self.savedCount = initialStates.count

@@ -2,7 +2,7 @@
 /// (DESIGN.md "Inputs").
 public enum DropReason: String, Sendable, CaseIterable, Hashable {
     case notJSON, invalidUTF8, oversize, missingField, wrongType, notFinite, outOfRange, futureTime
-    case badDeviceId, ignoredType, outOfOrder, duplicate, filtered, ownEcho
+    case badDeviceId, ignoredType, outOfOrder, duplicate, filtered, ownEcho, tooManyDevices
 }
 
 /// A dropped input: the reason counted, and a detail for the (rate-limited) log line.
