@@ -111,10 +111,12 @@ struct GatewayServer: Sendable {
                                     counters: counters, warnings: warnings) {
             (pool.queueDepth + local.inboundDepth + counters.unreadFeedMessages(unreadBytes: local.unreadBytes), pool.deviceCount)
         }
-        let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { client in
+        let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { [publishers] client in
             guard client.isConnected else { return }
             status.publish("stopped")
-            // Let the broker take the last status before the clean disconnect.
+            // The events in flight get a moment to be acknowledged (the rest are sent again at
+            // the next start), and the broker takes the last status before the clean disconnect.
+            await publishers[.local]?.waitForAcknowledgements(within: 1)
             try? await Task.sleep(for: .milliseconds(200))
         }
         let pipeline = FeedPipeline(
@@ -122,14 +124,19 @@ struct GatewayServer: Sendable {
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
         try pipeline.install()
         try control.subscribe()
-        var services: [any Service] = [localConnection]
+        // Shut down in reverse: gpsd and the control plane stop taking input; the main broker's
+        // connection publishes `stopped` and disconnects, so nothing more is read (what the
+        // broker did not deliver stays in the persistent session); only then do the monitors
+        // drain what was read, the committer commit it and the outboxes stop (README
+        // "Durability": a graceful stop loses no update).
+        var services: [any Service] = []
         if let remote, let outbox = publishers[.remote] {
             let connection = BrokerConnection(label: "remote", client: remote, warnings: warnings, logger: logger)
             remote.setDelegate(UpstreamLink(connection: connection, outbox: outbox))
             services.append(connection)
         }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, runtimeFences, queries] as [any Service]
+        services += [committer, pool, localConnection, runtimeFences, queries] as [any Service]
         services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
         services += [status, control] as [any Service]
@@ -170,7 +177,9 @@ struct GatewayServer: Sendable {
         }
         await store.close()
         let written = await store.statistics
-        logger.notice("stopped", ["store.transactions": "\(written.transactions)",
+        logger.notice("stopped", ["updates.received": "\(counters.received.load(ordering: .relaxed))",
+                                  "updates.accepted": "\(counters.accepted.load(ordering: .relaxed))",
+                                  "store.transactions": "\(written.transactions)",
                                   "store.events": "\(written.events)", "store.writerCheckpoints": "\(written.writerCheckpoints)",
                                   "commits.networkThread": "\(committer.networkThreadCommits.load(ordering: .relaxed))",
                                   "commits.queued": "\(committer.queuedCommits.load(ordering: .relaxed))"])

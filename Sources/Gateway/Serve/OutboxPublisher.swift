@@ -165,12 +165,18 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         notifyCommitted()
     }
 
-    func shutdown() async {
-        // Give the in-flight events a moment to be acknowledged, then stop.
-        let deadline = MonotonicClock.now() + 5
+    /// Waits (at most `seconds`) until no event is in flight or the connection is gone.
+    func waitForAcknowledgements(within seconds: Double) async {
+        let deadline = MonotonicClock.now() + seconds
         while inflightCount.load(ordering: .relaxed) > 0, client.isConnected, MonotonicClock.now() < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    func shutdown() async {
+        // Give the in-flight events a moment to be acknowledged (the remote outbox: its
+        // connection stops after it), then stop.
+        await waitForAcknowledgements(within: 5)
         signals.finish()
     }
 
