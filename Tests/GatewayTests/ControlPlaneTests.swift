@@ -193,6 +193,45 @@ struct ControlPlaneTests {
         rig.stopGateway()
     }
 
+    @Test("runtime.maxFences and the 1 MiB payload limit reject on the error topic; a delete just before SIGTERM is saved")
+    func limitsAndLastChangeSaved() async throws {
+        let rig = try await ControlPlaneRig(name: "limits", extraConfig: "runtime: { maxFences: 2 },")
+        try await rig.startGateway()
+        try rig.publishFence("jobs", "a", pointFence(lat: baseLat, lon: baseLon, buffer: 40))
+        try rig.publishFence("jobs", "b", pointFence(lat: baseLat + 0.01, lon: baseLon, buffer: 40))
+        #expect(await poll { (try? await rig.fenceIDs("jobs")) == ["a", "b"] })
+        // A third is one too many; replacing a live one is still fine.
+        try rig.publishFence("jobs", "c", pointFence(lat: baseLat + 0.02, lon: baseLon, buffer: 40))
+        try rig.publishFence("jobs", "b", pointFence(lat: baseLat + 0.01, lon: baseLon, buffer: 60))
+        // Over 1 MiB: rejected before it is parsed.
+        let padding = String(repeating: "x", count: 1 << 20)
+        try rig.publishFence("other", "big", pointFence(lat: baseLat, lon: baseLon, buffer: 40, extra: #","pad":"\#(padding)""#))
+        func rejection(_ layer: String, _ id: String) -> String? {
+            rig.dispatcher.messages.all.last { $0.topic == "geotriggers/fences/\(layer)/\(id)/error" }
+                .flatMap { try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any] }?["error"] as? String
+        }
+        #expect(await poll { rejection("jobs", "c") != nil && rejection("other", "big") != nil })
+        print("runtime limits: c: \(rejection("jobs", "c") ?? "-"); big: \(rejection("other", "big") ?? "-")")
+        #expect(rejection("jobs", "c")?.contains("runtime.maxFences") == true)
+        #expect(rejection("other", "big")?.contains("1048576 bytes") == true)
+        #expect(rejection("jobs", "b") == nil)
+        #expect(try await rig.fenceIDs("jobs") == ["a", "b"])
+
+        // Change a, then delete b and stop at once: b's delete comes within the rebuild
+        // interval (0.25 s) after a's rebuild, and is saved at the stop, so a start with the
+        // broker down restores only a.
+        try rig.publishFence("jobs", "a", pointFence(lat: baseLat, lon: baseLon, buffer: 50))
+        try await Task.sleep(for: .milliseconds(80))
+        try rig.deleteFence("jobs", "b")
+        rig.stopGateway()
+        rig.broker.stop()
+        let gateway = try GatewayProcess(["serve", "--config", rig.config], directory: rig.directory.path, logFile: rig.directory.file("gw2.log"))
+        rig.gateway = gateway
+        #expect(await poll { gateway.log.contains("runtime fences restored from the database fences=") }, "\(gateway.log)")
+        #expect(gateway.log.contains("runtime fences restored from the database fences=1"), "\(gateway.log)")
+        rig.stopGateway()
+    }
+
     @Test("a following fence moves with its vehicle: a walking worker enters and exits at the right updates; the vehicle never enters")
     func followingFence() async throws {
         let rig = try await ControlPlaneRig(name: "follow")

@@ -50,7 +50,7 @@ extension GatewayConfig {
 
     init(decoding value: JSONValue, with d: inout ConfigDecoder) {
         self.init()
-        let top = ["gateway", "broker", "remote", "input", "output", "journal", "outbox", "feeds", "triggers"]
+        let top = ["gateway", "broker", "remote", "input", "output", "journal", "outbox", "runtime", "feeds", "triggers"]
         guard let root = d.object(value, at: [], allowed: Set(top)) else { return }
 
         if let v = root["gateway"], let o = d.object(v, at: [.key("gateway")], allowed: ["id", "database", "fences", "durability", "hibernateAfter", "forgetAfter"]) {
@@ -96,6 +96,9 @@ extension GatewayConfig {
         }
         if let v = root["journal"], let o = d.object(v, at: [.key("journal")], allowed: ["retentionDays"]) {
             if let x = d.number(o, "retentionDays", at: [.key("journal")], range: 0...Double.infinity) { journal.retentionDays = x }
+        }
+        if let v = root["runtime"], let o = d.object(v, at: [.key("runtime")], allowed: ["maxFences"]) {
+            if let x = d.integer(o, "maxFences", at: [.key("runtime")], range: 0...10_000_000) { runtime.maxFences = x }
         }
         if let v = root["outbox"], let o = d.object(v, at: [.key("outbox")], allowed: ["cap", "inflight"]) {
             if let x = d.integer(o, "cap", at: [.key("outbox")], range: 1...Int(Int32.max)) { outbox.cap = x }

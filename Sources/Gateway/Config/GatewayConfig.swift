@@ -71,6 +71,14 @@ public struct GatewayConfig: Sendable {
         public var retentionDays: Double = 30
     }
 
+    /// Fences published at run time (`PREFIX/fences/LAYER/FENCE_ID`).
+    public struct Runtime: Sendable {
+        /// Runtime fences kept at most; a new one beyond is rejected on its error topic.
+        public var maxFences = 10_000
+        /// The largest runtime fence payload, in bytes (1 MiB; DESIGN.md "Limits").
+        public static let maxPayload = 1 << 20
+    }
+
     public struct Outbox: Sendable {
         public var cap = 1_000_000
         public var inflight = 500
@@ -97,6 +105,7 @@ public struct GatewayConfig: Sendable {
     public var input = Input()
     public var output = Output()
     public var journal = Journal()
+    public var runtime = Runtime()
     public var outbox = Outbox()
     public var feeds: [Feed] = [
         .mqtt(name: "owntracks", topic: "owntracks/+/+", format: .owntracks),

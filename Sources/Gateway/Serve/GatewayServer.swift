@@ -124,11 +124,11 @@ struct GatewayServer: Sendable {
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
         try pipeline.install()
         try control.subscribe()
-        // Shut down in reverse: gpsd and the control plane stop taking input; the main broker's
-        // connection publishes `stopped` and disconnects, so nothing more is read (what the
-        // broker did not deliver stays in the persistent session); only then do the monitors
-        // drain what was read, the committer commit it and the outboxes stop (README
-        // "Durability": a graceful stop loses no update).
+        // Shut down in reverse: gpsd stops; the main broker's connection publishes `stopped` and
+        // disconnects, so nothing more is read (what the broker did not deliver stays in the
+        // persistent session); only then do the control plane, the runtime fences and the
+        // monitors handle what was read, the committer commit it and the outboxes stop
+        // (README "Durability": a graceful stop loses no update).
         var services: [any Service] = []
         if let remote, let outbox = publishers[.remote] {
             let connection = BrokerConnection(label: "remote", client: remote, warnings: warnings, logger: logger)
@@ -136,10 +136,10 @@ struct GatewayServer: Sendable {
             services.append(connection)
         }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, localConnection, runtimeFences, queries] as [any Service]
+        services += [committer, pool, runtimeFences, queries, control, localConnection] as [any Service]
         services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
-        services += [status, control] as [any Service]
+        services.append(status)
         // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
         services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 

@@ -26,6 +26,8 @@ final class RuntimeFences: Service, Sendable {
     let logger: Logger
     /// Changes are coalesced into one snapshot rebuild at most this often (seconds).
     let rebuildInterval: Double
+    /// `runtime.maxFences`.
+    let maxFences: Int
     /// A following fence moves at most this often per followed device (seconds).
     let followInterval: Double
 
@@ -58,6 +60,8 @@ final class RuntimeFences: Service, Sendable {
         var previous: [FenceKey: Entry?] = [:]
         var unsaved: [FenceKey: [UInt8]?] = [:]
         var lastBuild = -Double.infinity
+        /// After a failed save: when `unsaved` is tried again.
+        var saveRetry = -Double.infinity
         /// Device → following fences, and the device's latest position to move them to.
         var following: [String: [FenceKey]] = [:]
         var follows: [String: Follow] = [:]
@@ -86,6 +90,7 @@ final class RuntimeFences: Service, Sendable {
         self.warnings = warnings
         self.logger = logger
         self.rebuildInterval = rebuildInterval
+        self.maxFences = setup.config.runtime.maxFences
         self.followInterval = followInterval
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
         let fileNames = Set(fileLayers.map(\.name))
@@ -160,6 +165,10 @@ final class RuntimeFences: Service, Sendable {
             reject(key, "layer \"\(layer)\" is a file layer (\(file)); runtime layers need another name")
             return
         }
+        if message.payload.count > GatewayConfig.Runtime.maxPayload {
+            reject(key, "the payload is \(message.payload.count) bytes, over the \(GatewayConfig.Runtime.maxPayload) bytes a runtime fence may have")
+            return
+        }
         if message.payload.isEmpty {
             state.withLock { s in
                 guard let old = s.layers[layer]?[id] else { return }
@@ -175,16 +184,19 @@ final class RuntimeFences: Service, Sendable {
         case .failure(let problem):
             reject(key, problem.description)
         case .success(var fence):
-            state.withLock { s in
+            let full: Bool = state.withLock { s in
                 let old = s.layers[layer]?[id]
-                if let old, old.feature == message.payload { return }  // a retained copy of what is live
+                if let old, old.feature == message.payload { return false }  // a retained copy of what is live
+                if old == nil, s.layers.values.reduce(0, { $0 + $1.count }) >= maxFences { return true }
                 if s.previous[key] == nil { s.previous[key] = .some(old) }
                 s.serial += 1
                 fence.featureIndex = s.serial
                 s.layers[layer, default: [:]][id] = Entry(fence: fence, feature: message.payload)
                 s.unsaved[key] = .some(message.payload)
                 s.dirty = true
+                return false
             }
+            if full { reject(key, "\(maxFences) runtime fences are live (runtime.maxFences); delete one first") }
         }
     }
 
@@ -366,14 +378,7 @@ final class RuntimeFences: Service, Sendable {
             return (snapshot, saves)
         }
         for (key, reason) in rejections { reject(key, reason) }
-        if !saves.isEmpty {
-            do {
-                try await store.saveRuntimeFences(saves.map { (layer: $0.key.layer, fence: $0.key.fence, feature: $0.value) })
-                warnings.clear("runtime-fences-store", resolved: "runtime fences saved")
-            } catch {
-                warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live): \(error)")
-            }
-        }
+        await save(saves)
         guard let snapshot else { return }
         updateFollowing()
         for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
@@ -386,12 +391,46 @@ final class RuntimeFences: Service, Sendable {
         ])
     }
 
+    /// Writes `saves` to the store. A failed write gives them back to `unsaved` (unless a newer
+    /// change came meanwhile), so they are tried again (``retryUnsaved()``, once a second) and
+    /// at shutdown: a change is never dropped by a failed save.
+    private func save(_ saves: [FenceKey: [UInt8]?]) async {
+        guard !saves.isEmpty else { return }
+        do {
+            try await store.saveRuntimeFences(saves.map { (layer: $0.key.layer, fence: $0.key.fence, feature: $0.value) })
+            warnings.clear("runtime-fences-store", resolved: "runtime fences saved")
+        } catch {
+            warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live; retried every second): \(error)")
+            state.withLock { s in
+                for (key, value) in saves where s.unsaved[key] == nil { s.unsaved[key] = .some(value) }
+                s.saveRetry = MonotonicClock.now() + 1
+            }
+        }
+    }
+
+    /// Saves what a failed save left (when its retry is due, or `now` at shutdown).
+    private func retryUnsaved(force: Bool = false) async {
+        let saves: [FenceKey: [UInt8]?] = state.withLock { s in
+            guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else { return [:] }
+            let saves = s.unsaved
+            s.unsaved = [:]
+            return saves
+        }
+        await save(saves)
+    }
+
     func run() async throws {
         while !stopped.load(ordering: .relaxed) {
             try? await Task.sleep(for: .milliseconds(50))
             await rebuildIfDue()
+            await retryUnsaved()
         }
     }
 
-    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+    /// Stops the loop, then saves every change not saved yet (one received in the last
+    /// rebuild interval would otherwise come back from the database after a restart).
+    func shutdown() async {
+        stopped.store(true, ordering: .relaxed)
+        await retryUnsaved(force: true)
+    }
 }
