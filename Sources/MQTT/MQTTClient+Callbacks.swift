@@ -63,16 +63,20 @@ func mqttOnPublish(
     core.currentDelegate.handle(.acknowledged(MQTTAcknowledgement(messageId: messageId, reasonCode: reasonCode)))
 }
 
-/// A message: copy topic, payload and the v5 request/response properties, then offer it to the
-/// delegate, else queue it (waiting while the queue is full).
+/// A message: copy topic, payload (unless the delegate declines a payload that large) and the
+/// v5 request/response properties, then offer it to the delegate, else queue it (waiting while
+/// the queue is full).
 func mqttOnMessage(
     _ handle: OpaquePointer?, _ object: UnsafeMutableRawPointer?,
     _ message: UnsafePointer<mosquitto_message>?, _ properties: OpaquePointer?
 ) {
     guard let core = core(object), let message = message?.pointee, let topic = message.topic else { return }
+    let topicText = String(cString: topic)
+    let size = Int(max(message.payloadlen, 0))
+    let delegate = core.currentDelegate
     let payload: [UInt8]
-    if let bytes = message.payload, message.payloadlen > 0 {
-        payload = Array(UnsafeRawBufferPointer(start: bytes, count: Int(message.payloadlen)))
+    if let bytes = message.payload, size > 0, delegate.acceptsPayload(size: size, topic: topicText) {
+        payload = Array(UnsafeRawBufferPointer(start: bytes, count: size))
     } else {
         payload = []
     }
@@ -96,10 +100,10 @@ func mqttOnMessage(
         }
     }
     let received = MQTTMessage(
-        topic: String(cString: topic), payload: payload,
+        topic: topicText, payload: payload,
         qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce, retain: message.retain,
-        responseTopic: responseTopic, correlationData: correlationData)
-    if core.currentDelegate.take(received) { return }
+        responseTopic: responseTopic, correlationData: correlationData, payloadSize: size)
+    if delegate.take(received) { return }
     core.queue.push(received)
 }
 

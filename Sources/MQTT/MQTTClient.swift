@@ -154,6 +154,11 @@ public final class MQTTClient: @unchecked Sendable {
                     &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), configuration.sessionExpiry),
                 "mosquitto_property_add_int32(SESSION_EXPIRY_INTERVAL)")
         }
+        if configuration.protocolVersion == .v5, let size = configuration.maximumPacketSize {
+            try MosquittoError.check(
+                mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), size),
+                "mosquitto_property_add_int32(MAXIMUM_PACKET_SIZE)")
+        }
         let first = configuration.endpoints[0]
         core.endpointIndex = 0
         let code = geotrigger_mosquitto_connect_async_v5(

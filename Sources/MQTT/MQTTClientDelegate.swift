@@ -24,6 +24,15 @@ public protocol MQTTClientDelegate: AnyObject, Sendable {
     func afterReads()
     /// An acknowledgement or a connection event.
     func handle(_ event: MQTTClientEvent)
+    /// Whether a received payload of `size` bytes on `topic` is worth copying, asked before the
+    /// copy. A declined message is still offered to ``take(_:)``, with an empty payload and its
+    /// ``MQTTMessage/payloadSize``, so the owner can count it as too large without holding a
+    /// second copy of it. The default accepts every payload.
+    func acceptsPayload(size: Int, topic: String) -> Bool
+}
+
+extension MQTTClientDelegate {
+    public func acceptsPayload(size: Int, topic: String) -> Bool { true }
 }
 
 /// The delegate behind the closure API (`MQTTClient.init`'s handlers, ``MQTTClient/setInlineHandler(_:)``,

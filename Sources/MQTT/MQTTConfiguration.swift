@@ -134,6 +134,10 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// How many received messages wait for the consumer before the network thread stops
     /// reading from the broker (back-pressure; nothing is ever dropped).
     public var inboundCapacity: Int
+    /// MQTT v5 Maximum Packet Size sent in CONNECT: the largest packet this client accepts.
+    /// The broker never sends it a larger one (mosquitto drops such a message for this client
+    /// only). `nil`: no limit announced. Ignored for v3.1.1, which has no such property.
+    public var maximumPacketSize: UInt32?
     /// Read a plain TCP connection a buffer at a time: one system call for the packets that
     /// arrived together, instead of libmosquitto's three or more per packet
     /// (``BufferedReads``). Ignored with TLS, and in a process that does not link

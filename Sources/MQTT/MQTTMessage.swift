@@ -3,8 +3,11 @@
 public struct MQTTMessage: Sendable, Equatable {
     /// The topic it was published to.
     public var topic: String
-    /// The payload bytes.
+    /// The payload bytes: empty when the client's delegate declined to copy a payload this
+    /// large (``MQTTClientDelegate/acceptsPayload(size:topic:)``; see ``isPayloadOmitted``).
     public var payload: [UInt8]
+    /// The payload's length as the broker sent it (`payload.count` unless it was omitted).
+    public var payloadSize: Int
     /// The QoS it was delivered with.
     public var qos: MQTTQoS
     /// Whether it came from the broker's retained store (sent on subscribe).
@@ -17,15 +20,20 @@ public struct MQTTMessage: Sendable, Equatable {
     /// A message from its parts.
     public init(
         topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false,
-        responseTopic: String? = nil, correlationData: [UInt8]? = nil
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, payloadSize: Int? = nil
     ) {
         self.topic = topic
         self.payload = payload
+        self.payloadSize = max(payloadSize ?? payload.count, payload.count)
         self.qos = qos
         self.retain = retain
         self.responseTopic = responseTopic
         self.correlationData = correlationData
     }
+
+    /// Whether the payload was too large to copy: `payload` is empty, `payloadSize` says how
+    /// long it was.
+    public var isPayloadOmitted: Bool { payloadSize > payload.count }
 
     /// The payload decoded as UTF-8 (invalid sequences repaired), for logs and tests.
     public var payloadText: String { String(decoding: payload, as: UTF8.self) }

@@ -182,6 +182,19 @@ import Testing
         #expect(reason(owntracks.decode(topic: "owntracks/alice/phone", payload: Array(noType.utf8), now: now)) == .missingField)
     }
 
+    /// A payload the MQTT client did not copy (over `maxPayload`) arrives empty with its size:
+    /// still `oversize`, not `notJSON`; a wrong topic still wins.
+    @Test func uncopiedPayloadIsOversizeByItsReceivedSize() {
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        let drop = json.decode(topic: "fleet/vehicles/v17/location", payload: empty, size: 5_000, now: now)
+        #expect(reason(drop) == .oversize)
+        if case .failure(let failure) = drop { #expect(failure.detail.contains("5000 bytes")) }
+        #expect(reason(json.decode(topic: "elsewhere", payload: empty, size: 5_000, now: now)) == .badDeviceId)
+        let small = Array(#"{"lat":1,"lon":2,"time":1796039990}"#.utf8)
+        let fits = small.withUnsafeBytes { json.decode(topic: "fleet/vehicles/v17/location", payload: $0, size: small.count, now: now) }
+        #expect(reason(fits) == nil)
+    }
+
     @Test func everyDropReasonOfTheDecoder() {
         #expect(reason(decodeJSON("not json")) == .notJSON)
         #expect(reason(decodeJSON(#"[1, 2]"#)) == .notJSON)

@@ -26,6 +26,20 @@ final class BrokerConnection: Service, Sendable {
     /// Finished by ``shutdown()``: ``run()`` returns then.
     private let stopped = BoundedQueue<Void>(capacity: 1)
 
+    /// The largest payload the gateway takes from its broker: a feed update up to
+    /// `input.maxPayload`, a control message (a runtime fence) up to 1 MiB.
+    static func payloadLimit(_ config: GatewayConfig) -> Int {
+        max(config.input.maxPayload, ControlPlane.maxPayload)
+    }
+
+    /// The v5 Maximum Packet Size the gateway announces: ``payloadLimit(_:)`` plus what a
+    /// PUBLISH carries besides its payload: the fixed header (at most 5 bytes), the topic (at
+    /// most 65,535 bytes and its 2-byte length), the packet id and the v5 properties (a query's
+    /// response topic and correlation data), allowed 4 KiB.
+    static func maximumPacketSize(_ config: GatewayConfig) -> UInt32 {
+        UInt32(clamping: payloadLimit(config) + 5 + 2 + 65_535 + 2 + 4_096)
+    }
+
     /// The libmosquitto settings of `broker` (`remote: true` for the upstream).
     static func configuration(_ config: GatewayConfig, remote: Bool, will: MQTTConfiguration.Will?) throws -> MQTTConfiguration {
         let b = remote ? config.remote! : config.broker
@@ -43,13 +57,17 @@ final class BrokerConnection: Service, Sendable {
             return MQTTConfiguration.Endpoint(host: String(entry[..<colon]), port: Int(entry[entry.index(after: colon)...])!)
         }
         let first = hosts.first ?? MQTTConfiguration.Endpoint(host: b.host, port: b.port)
-        return MQTTConfiguration(
+        var configuration = MQTTConfiguration(
             host: first.host, port: first.port, hosts: hosts, clientId: config.clientID(remote: remote),
             protocolVersion: b.protocol == .v5 ? .v5 : .v311, sessionExpiry: UInt32(b.sessionExpiry),
             cleanStart: false, username: b.username, password: password,
             tls: b.tls.map { MQTTConfiguration.TLS(ca: config.resolve($0.ca), cert: $0.cert.map(config.resolve), key: $0.key.map(config.resolve)) },
             keepalive: b.keepalive, will: will, inflightWindow: min(config.outbox.inflight, 65535),
             inboundCapacity: 1024)
+        // The upstream only receives acknowledgements, but announcing the limit there too
+        // costs nothing and bounds what a misconfigured upstream could send.
+        configuration.maximumPacketSize = maximumPacketSize(config)
+        return configuration
     }
 
     /// `client` (made from ``configuration(_:remote:will:)``) as the `label` broker ("local" or

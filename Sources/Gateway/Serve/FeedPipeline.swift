@@ -43,6 +43,11 @@ final class FeedPipeline: MQTTClientDelegate {
     /// The topics the gateway republishes its own position to: never ingested back.
     let ownEchoTopics: Set<String>
     private let limiter = LogLimiter(interval: 60)
+    /// Feed payloads up to this size are copied out of libmosquitto (`input.maxPayload`).
+    private let feedPayloadLimit: Int
+    /// Control payloads up to this size are copied: anything a v5 broker delivers under the
+    /// announced packet size, so the control plane answers an oversize fence on its error topic.
+    private let controlPayloadLimit: Int
 
     init(connection: BrokerConnection, feeds: [Feed], pool: MonitorPool, committer: EventCommitter,
          statePublisher: StatePublisher, outbox: OutboxPublisher?, control: ControlPlane?, status: StatusReporter?,
@@ -58,6 +63,8 @@ final class FeedPipeline: MQTTClientDelegate {
         self.counters = counters
         self.logger = logger
         self.ownEchoTopics = ownEchoTopics
+        feedPayloadLimit = feeds.map(\.decoder.maxPayload).max() ?? 0
+        controlPayloadLimit = Int(connection.client.configuration.maximumPacketSize ?? UInt32(ControlPlane.maxPayload))
     }
 
     var client: MQTTClient { connection.client }
@@ -71,14 +78,30 @@ final class FeedPipeline: MQTTClientDelegate {
 
     // MARK: On the network thread
 
+    /// Copies a payload only when it can be used: a feed update up to `input.maxPayload`
+    /// (a larger one reaches ``take(_:)`` empty and is dropped as `oversize`), a control message
+    /// up to the announced packet size (larger ones come only from a v3.1.1 broker).
+    func acceptsPayload(size: Int, topic: String) -> Bool {
+        size <= feedPayloadLimit || (size <= controlPayloadLimit && control?.handles(topic) == true)
+    }
+
     /// Takes every message that is not the control plane's. Blocks the network thread while
     /// the committer is full (back-pressure to the broker).
     func take(_ message: MQTTMessage) -> Bool {
-        if let control, control.handles(message.topic) { return false }
+        if let control, control.handles(message.topic) {
+            guard message.isPayloadOmitted else { return false }
+            // Never hand an emptied payload on: an empty fence payload means "delete".
+            counters.received.add(1, ordering: .relaxed)
+            if limiter.allow("oversizeControl", now: WallClock.coarse()) {
+                logger.warning("dropped an oversize control message (logged at most once a minute)",
+                               ["mqtt.topic": message.topic, "bytes": "\(message.payloadSize)", "limit": "\(controlPayloadLimit)"])
+            }
+            return true
+        }
         counters.received.add(1, ordering: .relaxed)
         counters.feedMessages.add(1, ordering: .relaxed)
         // Fixed header, topic length and the v5 properties' length: about 5 bytes.
-        counters.feedBytes.add(message.topic.utf8.count + message.payload.count + 5, ordering: .relaxed)
+        counters.feedBytes.add(message.topic.utf8.count + message.payloadSize + 5, ordering: .relaxed)
         if let update = decode(message) {
             pool.submitInBurst(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
         }
@@ -119,7 +142,7 @@ final class FeedPipeline: MQTTClientDelegate {
         let now = WallClock.coarse()
         var drop: InputDrop?
         for feed in feeds {
-            switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, now: now) }) {
+            switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, size: message.payloadSize, now: now) }) {
             case .success(let decoded):
                 if let shard = feed.shard, !shard.contains(decoded.update.device) { return nil }
                 return (decoded.update, decoded.trackerID, feed.owntracks)

@@ -22,15 +22,18 @@ public struct LocationDecoder: Sendable {
     }
 
     /// Decodes `payload` received on `topic` when the gateway clock reads `now` (epoch seconds).
-    public func decode(topic: String, payload: UnsafeRawBufferPointer, now: Double) -> Result<Decoded, InputDrop> {
+    /// `size` is the payload's length as received when the caller did not copy all of it (a
+    /// payload over `maxPayload` need not be copied to be dropped as `oversize`).
+    public func decode(topic: String, payload: UnsafeRawBufferPointer, size: Int? = nil, now: Double) -> Result<Decoded, InputDrop> {
         guard let device = topicFilter.deviceID(in: topic) else {
             return .failure(InputDrop(.badDeviceId, "topic '\(topic)' does not match the feed's filter '\(topicFilter)'"))
         }
         if let problem = DeviceID.problem(with: device) {
             return .failure(InputDrop(.badDeviceId, "\(problem) (topic '\(topic)')"))
         }
-        guard payload.count <= maxPayload else {
-            return .failure(InputDrop(.oversize, "\(payload.count) bytes is over input.maxPayload (\(maxPayload))"))
+        let received = max(size ?? payload.count, payload.count)
+        guard received <= maxPayload else {
+            return .failure(InputDrop(.oversize, "\(received) bytes is over input.maxPayload (\(maxPayload))"))
         }
         let bytes = payload.bindMemory(to: UInt8.self)
         do {
