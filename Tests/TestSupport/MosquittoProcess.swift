@@ -32,11 +32,20 @@ public final class MosquittoProcess: @unchecked Sendable {
         public var maxQueuedMessages: Int?
         /// Further config lines, written before the listeners.
         public var extraLines: [String] = []
+        /// A shipped config's text (`deploy/mosquitto/geotrigger.conf`, with more files
+        /// appended) used instead of the settings above, with the test's ports and files put in:
+        /// the first `listener` gets `port`, a second one `tlsPort` (`tls` is then required and
+        /// gives `cafile`, `certfile`, `keyfile`); `persistence_location`, `password_file`
+        /// (`users`) and `acl_file` (`acl`) point into the temp directory. Every other line is
+        /// kept as written; `allowAnonymous`, `identityAsUsername` and the message counts are
+        /// not used (`extraLines` are, before the shipped text).
+        public var shipped: String?
 
         public init(
             persistence: Bool = false, users: [String: String] = [:], allowAnonymous: Bool? = nil,
             acl: String? = nil, tls: TestCertificates? = nil, identityAsUsername: Bool = false,
-            maxInflightMessages: Int? = nil, maxQueuedMessages: Int? = nil, extraLines: [String] = []
+            maxInflightMessages: Int? = nil, maxQueuedMessages: Int? = nil, extraLines: [String] = [],
+            shipped: String? = nil
         ) {
             self.persistence = persistence
             self.users = users
@@ -47,6 +56,7 @@ public final class MosquittoProcess: @unchecked Sendable {
             self.maxInflightMessages = maxInflightMessages
             self.maxQueuedMessages = maxQueuedMessages
             self.extraLines = extraLines
+            self.shipped = shipped
         }
     }
 
@@ -99,6 +109,17 @@ public final class MosquittoProcess: @unchecked Sendable {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log at \(logPath))"
     }
 
+    /// The password file of `options.users` (nil without users).
+    private func writePasswords() throws -> String? {
+        guard !options.users.isEmpty else { return nil }
+        let passwords = directory.file("passwords")
+        _ = FileManager.default.createFile(atPath: passwords, contents: nil)
+        for (user, password) in options.users.sorted(by: { $0.key < $1.key }) {
+            try ExternalProgram.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password])
+        }
+        return passwords
+    }
+
     private func writeConfiguration() throws {
         var lines = [
             "# written by TestSupport.MosquittoProcess",
@@ -106,17 +127,18 @@ public final class MosquittoProcess: @unchecked Sendable {
             "log_dest stdout",
             "log_type all",
             "connection_messages true",
-            "allow_anonymous \(options.allowAnonymous ?? options.users.isEmpty)",
         ]
+        if let shipped = options.shipped {
+            lines += options.extraLines
+            lines += try substituted(shipped)
+            try directory.write("mosquitto.conf", lines.joined(separator: "\n") + "\n")
+            return
+        }
+        lines.append("allow_anonymous \(options.allowAnonymous ?? options.users.isEmpty)")
         if options.persistence {
             lines += ["persistence true", "persistence_location \(directory.path)/", "autosave_interval 1"]
         }
-        if !options.users.isEmpty {
-            let passwords = directory.file("passwords")
-            _ = FileManager.default.createFile(atPath: passwords, contents: nil)
-            for (user, password) in options.users.sorted(by: { $0.key < $1.key }) {
-                try ExternalProgram.run("/usr/bin/mosquitto_passwd", ["-b", passwords, user, password])
-            }
+        if let passwords = try writePasswords() {
             lines.append("password_file \(passwords)")
         }
         if let acl = options.acl {
@@ -137,6 +159,33 @@ public final class MosquittoProcess: @unchecked Sendable {
             ]
         }
         try directory.write("mosquitto.conf", lines.joined(separator: "\n") + "\n")
+    }
+
+    /// `shipped` with the test's ports and files (see ``Options/shipped``).
+    private func substituted(_ shipped: String) throws -> [String] {
+        var listeners = 0
+        var lines: [String] = []
+        for line in shipped.split(separator: "\n", omittingEmptySubsequences: false) {
+            let key = line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            func required<T>(_ value: T?, _ what: String) throws -> T {
+                guard let value else { throw TestSupportError("the shipped config's `\(line)` needs \(what)") }
+                return value
+            }
+            switch key {
+            case "listener":
+                listeners += 1
+                let listenerPort = listeners == 1 ? port : try required(tlsPort, "Options.tls (a second listener)")
+                lines.append("listener \(listenerPort) 127.0.0.1")
+            case "persistence_location": lines.append("persistence_location \(directory.path)/")
+            case "password_file": lines.append("password_file \(try required(try writePasswords(), "Options.users"))")
+            case "acl_file": lines.append("acl_file \(try directory.write("acl", try required(options.acl, "Options.acl")))")
+            case "cafile": lines.append("cafile \(try required(options.tls, "Options.tls").ca)")
+            case "certfile": lines.append("certfile \(try required(options.tls, "Options.tls").serverCertificate)")
+            case "keyfile": lines.append("keyfile \(try required(options.tls, "Options.tls").serverKey)")
+            default: lines.append(String(line))
+            }
+        }
+        return lines
     }
 
     /// Starts the broker if it is not running and waits (up to `timeout`) until its

@@ -1,0 +1,185 @@
+import Foundation
+import GeotriggerCore
+import MQTT
+import Testing
+import TestSupport
+
+extension ServeTests {
+    /// The shipped mosquitto config (`deploy/mosquitto/`: geotrigger.conf, geotrigger.acl,
+    /// geotrigger-tls.conf) run by the real broker with the test's ports and files put in, and
+    /// the real `geotrigger serve` logging in as the shipped ACL's gateway user.
+    @Suite struct ShippedBroker {
+        static let folder = repositoryRoot + "/deploy/mosquitto"
+        static let gatewayUser = "geotrigger-gw-1"
+        static let users = [gatewayUser: "gw-secret", "dispatch": "dispatch-secret", "v17": "v17-secret", "alice": "alice-secret"]
+        static let outside = (lat: 34.4570, lon: -119.7125)
+        static let meadow = (lat: 34.4573, lon: -119.7102)
+
+        /// The shipped broker options; `tls` adds geotrigger-tls.conf; `withoutClientIDBinding`
+        /// removes `use_username_as_clientid` (to show what it prevents).
+        static func options(tls: TestCertificates? = nil, withoutClientIDBinding: Bool = false) throws -> MosquittoProcess.Options {
+            var text = try String(contentsOfFile: "\(folder)/geotrigger.conf", encoding: .utf8)
+            if tls != nil { text += "\n" + (try String(contentsOfFile: "\(folder)/geotrigger-tls.conf", encoding: .utf8)) }
+            if withoutClientIDBinding {
+                text = text.split(separator: "\n").filter { !$0.hasPrefix("use_username_as_clientid") }.joined(separator: "\n")
+            }
+            let acl = try String(contentsOfFile: "\(folder)/geotrigger.acl", encoding: .utf8)
+            return MosquittoProcess.Options(users: users, acl: acl, tls: tls, shipped: text)
+        }
+
+        /// The gateway as the shipped ACL knows it: user and client id `geotrigger-gw-1`, prefix
+        /// `geotriggers`, the `devices/+/location` feed.
+        static func gatewayConfig(_ h: ServeHarness, port: Int? = nil, tls: String = "") throws -> String {
+            try h.write("password", "gw-secret\n")
+            return try h.write("gw.json5", h.config(
+                prefix: "geotriggers", port: port,
+                broker: "clientId: \"\(gatewayUser)\", username: \"\(gatewayUser)\", passwordFile: \"password\", \(tls)",
+                extra: """
+                    feeds: [ { name: "fleet", topic: "devices/+/location", format: "json" } ],
+                    triggers: [ { name: "sections", fences: ["garden-sections"] } ],
+                    """))
+        }
+
+        static func credentials(_ user: String) -> (inout MQTTConfiguration) -> Void {
+            { $0.username = user; $0.password = users[user] }
+        }
+
+        /// Vehicle v17 (its own user, its own topic) walks into the meadow; true when the
+        /// dispatcher saw the gateway's enter event.
+        static func vehicleEnters(_ h: ServeHarness, watcher: MQTTProbe, vehicle: MQTTProbe, at t0: Double) async throws -> Bool {
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: outside.lat, lon: outside.lon, time: t0), qos: .atLeastOnce)
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: meadow.lat, lon: meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            return await poll(timeout: .seconds(60)) {
+                receivedEvents(watcher, prefix: "geotriggers").contains { eventKey($0.event) == "sections v17 garden-sections/meadow enter" && $0.event["position"]?.objectValue?["time"]?.stringValue == iso8601(t0 + 10) }
+            }
+        }
+
+        /// What a device saw when it connected with the gateway's client id, and what the broker logged.
+        struct Attempt {
+            var sessionPresent: [Bool]
+            var brokerLines: [String]
+            var gatewayLost: Bool
+        }
+
+        /// Device `alice` (a valid password of its own) connects with the gateway's client id and
+        /// a persistent session while the gateway runs.
+        static func takeoverAttempt(_ h: ServeHarness, gateway: GatewayProcess) async throws -> (MQTTProbe, Attempt) {
+            let attacker = try MQTTProbe(port: h.broker.port, clientId: gatewayUser) { configuration in
+                credentials("alice")(&configuration)
+                configuration.reconnect = .init(minimum: .seconds(5), maximum: .seconds(5))
+            }
+            try attacker.client.start()
+            #expect(await attacker.waitConnected(), "\(attacker.events.all)\n\(tail(h.brokerLog))")
+            // The broker handles a CONNECT (and closes a replaced connection) before its CONNACK;
+            // give the gateway's side of it a moment to show in its log.
+            _ = await poll(timeout: .seconds(3)) { gateway.log.contains("lost the local broker") }
+            // The device's CONNECT line, the takeover line before it if any, and its CONNACK.
+            let log = h.brokerLog.split(separator: "\n").map(String.init)
+            var lines: [String] = []
+            for (index, line) in log.enumerated() where line.contains("u'alice'") {
+                if index > 0, log[index - 1].contains("already connected") { lines.append(log[index - 1]) }
+                lines.append(line)
+                if let connack = log[(index + 1)...].prefix(5).first(where: { $0.contains("Sending CONNACK") }) { lines.append(connack) }
+            }
+            return (attacker, Attempt(sessionPresent: attacker.sessionPresentFlags, brokerLines: lines,
+                                      gatewayLost: gateway.log.contains("lost the local broker")))
+        }
+
+        /// DESIGN.md / issue 30: a device with its own valid password connects with the
+        /// gateway's client id. With the shipped config its id becomes its user name: the
+        /// gateway keeps its connection and session and goes on handling updates; the device
+        /// gets a fresh session of its own.
+        @Test func aDeviceCannotTakeOverTheGatewaysSession() async throws {
+            let h = try ServeHarness("takeover", broker: try Self.options())
+            defer { h.close() }
+            let statusTopic = GatewayStatus.topic(prefix: "geotriggers", gatewayID: h.gatewayID)
+            let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(prefix: "geotriggers"), statusTopic],
+                                            configure: Self.credentials("dispatch"))
+            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+            let gateway = try h.startGateway(config: try Self.gatewayConfig(h))
+            #expect(await watcher.waitStatus(statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+            let t0 = fixTimeBase()
+            #expect(try await Self.vehicleEnters(h, watcher: watcher, vehicle: vehicle, at: t0), "\(tail(gateway.log))")
+
+            let (attacker, attempt) = try await Self.takeoverAttempt(h, gateway: gateway)
+            defer { attacker.stop() }
+            print("takeover attempt with the shipped config: device alice connected as client id \(Self.gatewayUser):",
+                  "session present \(attempt.sessionPresent), gateway lost its connection: \(attempt.gatewayLost); broker log:\n  "
+                  + attempt.brokerLines.joined(separator: "\n  "))
+            #expect(attempt.sessionPresent == [false], "the device must not get the gateway's session")
+            #expect(!attempt.gatewayLost, "\(tail(gateway.log))")
+            #expect(!h.brokerLog.contains("already connected, closing old connection"), "\(tail(h.brokerLog))")
+            #expect(h.brokerLog.contains("as alice ("), "the broker named the device by its user:\n\(tail(h.brokerLog))")
+            // The gateway still gets its messages: the vehicle leaves and enters again.
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0 + 20), qos: .atLeastOnce)
+            #expect(try await Self.vehicleEnters(h, watcher: watcher, vehicle: vehicle, at: t0 + 30), "\(tail(gateway.log))")
+            #expect(!watcher.statuses(on: statusTopic).contains { $0.status == "offline" }, "no will: the gateway was never cut off")
+            #expect(gateway.log.split(separator: "\n").filter { $0.contains(" connected") && $0.contains("broker=") }.count == 1, "\(tail(gateway.log))")
+            print("after the attempt the gateway published the vehicle's second enter; statuses seen: \(watcher.statuses(on: statusTopic).compactMap(\.status).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } })")
+            #expect(gateway.terminate() == 0)
+        }
+
+        /// The same attempt against the shipped config without `use_username_as_clientid`: the
+        /// device takes the gateway's session and cuts the gateway off (what the line prevents,
+        /// and proof that the test above can fail).
+        @Test func withoutTheClientIDBindingTheSameAttemptTakesOver() async throws {
+            let h = try ServeHarness("takeover-open", broker: try Self.options(withoutClientIDBinding: true))
+            defer { h.close() }
+            let statusTopic = GatewayStatus.topic(prefix: "geotriggers", gatewayID: h.gatewayID)
+            let watcher = try await h.probe("watcher", subscribe: [statusTopic], configure: Self.credentials("dispatch"))
+            let gateway = try h.startGateway(config: try Self.gatewayConfig(h))
+            #expect(await watcher.waitStatus(statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+            let (attacker, attempt) = try await Self.takeoverAttempt(h, gateway: gateway)
+            attacker.stop()
+            print("takeover attempt without use_username_as_clientid: session present \(attempt.sessionPresent),",
+                  "gateway lost its connection: \(attempt.gatewayLost); broker log:\n  " + attempt.brokerLines.joined(separator: "\n  "))
+            #expect(attempt.sessionPresent.first == true, "the device got the gateway's session")
+            #expect(attempt.gatewayLost, "\(tail(gateway.log))")
+            #expect(h.brokerLog.contains("already connected, closing old connection"), "\(tail(h.brokerLog))")
+            #expect(gateway.terminate() == 0)
+        }
+
+        /// The shipped packet limits: a payload over `message_size_limit` (1 MiB) is refused
+        /// with an error PUBACK and not forwarded; a packet over `max_packet_size` disconnects
+        /// its sender; a 1 MiB runtime fence passes.
+        @Test func shippedPacketLimits() async throws {
+            let broker = try MosquittoProcess(try Self.options())
+            let dispatcher = try MQTTProbe(port: broker.port, clientId: "dispatch") { configuration in
+                Self.credentials("dispatch")(&configuration)
+                configuration.cleanStart = true
+            }
+            defer { dispatcher.stop() }
+            dispatcher.collect()
+            try dispatcher.client.subscribe("geotriggers/fences/#", qos: .atLeastOnce)
+            try dispatcher.client.start()
+            #expect(await dispatcher.waitSubscribed("geotriggers/fences/#"), "\(dispatcher.events.all)\n\(broker.log.suffix(2000))")
+            let fits = try dispatcher.client.publish(
+                topic: "geotriggers/fences/big/a", payload: [UInt8](repeating: 0x20, count: 1 << 20), qos: .atLeastOnce)
+            let over = try dispatcher.client.publish(
+                topic: "geotriggers/fences/big/b", payload: [UInt8](repeating: 0x20, count: (1 << 20) + 1), qos: .atLeastOnce)
+            #expect(await dispatcher.waitAcknowledged([fits, over]))
+            let acks = dispatcher.acknowledgements.all
+            let fitsAck = try #require(acks.first { $0.messageId == fits })
+            let overAck = try #require(acks.first { $0.messageId == over })
+            #expect(await dispatcher.waitMessages(1))
+            // A packet over max_packet_size: libmosquitto refuses to send it (the broker told it
+            // the limit in CONNACK), so this is what a v3.1.1 or misbehaving client meets.
+            let hugeOutcome: String
+            do {
+                let id = try dispatcher.client.publish(
+                    topic: "geotriggers/fences/big/c", payload: [UInt8](repeating: 0x20, count: 2 << 20), qos: .atLeastOnce)
+                hugeOutcome = "handed to libmosquitto as message \(id)"
+            } catch {
+                hugeOutcome = "refused by libmosquitto: \(error)"
+            }
+            _ = await poll(timeout: .seconds(2)) { dispatcher.messages.count > 1 }
+            print("shipped packet limits: 1 MiB fence -> PUBACK \(fitsAck.reasonCode) (\(fitsAck.reason)), delivered;",
+                  "1 MiB + 1 -> PUBACK 0x\(String(overAck.reasonCode, radix: 16)) (\(overAck.reason));",
+                  "2 MiB -> \(hugeOutcome)",
+                  "; messages delivered: \(dispatcher.messages.all.map(\.topic))")
+            #expect(fitsAck.isSuccess)
+            #expect(!overAck.isSuccess, "\(overAck)")
+            #expect(dispatcher.messages.all.map(\.topic) == ["geotriggers/fences/big/a"])
+        }
+    }
+}
