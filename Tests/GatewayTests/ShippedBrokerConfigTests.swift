@@ -181,5 +181,33 @@ extension ServeTests {
             #expect(!overAck.isSuccess, "\(overAck)")
             #expect(dispatcher.messages.all.map(\.topic) == ["geotriggers/fences/big/a"])
         }
+
+        /// geotrigger-tls.conf with a throwaway CA and server certificate: the gateway connects
+        /// on the TLS port with only `tls: { ca }` and its password, handles an update, and
+        /// `mosquitto_sub --cafile` (the README's check) reads its retained status over TLS.
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
+        func tlsListenerExampleWorks() async throws {
+            let certificatesFolder = try TemporaryDirectory(prefix: "shipped-tls-certs")
+            let certificates = try TestCertificates.make(in: certificatesFolder)
+            let h = try ServeHarness("shipped-tls", broker: try Self.options(tls: certificates))
+            defer { h.close() }
+            let tlsPort = try #require(h.broker.tlsPort)
+            let statusTopic = GatewayStatus.topic(prefix: "geotriggers", gatewayID: h.gatewayID)
+            let watcher = try await h.probe("watcher", subscribe: [h.eventsFilter(prefix: "geotriggers"), statusTopic],
+                                            configure: Self.credentials("dispatch"))
+            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+            let gateway = try h.startGateway(config: try Self.gatewayConfig(h, port: tlsPort, tls: "tls: { ca: \"\(certificates.ca)\" },"))
+            #expect(await watcher.waitStatus(statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+            #expect(gateway.log.contains("connected broker=127.0.0.1:\(tlsPort)"), "\(tail(gateway.log))")
+            #expect(try await Self.vehicleEnters(h, watcher: watcher, vehicle: vehicle, at: fixTimeBase()), "\(tail(gateway.log))")
+            let status = try ExternalProgram.run("/usr/bin/mosquitto_sub", [
+                "-h", "127.0.0.1", "-p", "\(tlsPort)", "--cafile", certificates.ca, "-u", "dispatch", "-P", Self.users["dispatch"]!,
+                "-t", statusTopic, "-C", "1", "-W", "20"])
+            print("TLS listener on port \(tlsPort): gateway log line:",
+                  gateway.log.split(separator: "\n").first { $0.contains("connected broker=") } ?? "none",
+                  "| mosquitto_sub over TLS read the status:", status.prefix(60))
+            #expect(GatewayStatus(MQTTMessage(topic: statusTopic, payload: Array(status.utf8)))?.status == "started", "\(status)")
+            #expect(gateway.terminate() == 0)
+        }
     }
 }
