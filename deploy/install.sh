@@ -15,6 +15,10 @@ install -m 0755 "$(swift build -c release --show-bin-path)/geotrigger" /usr/loca
 id geotrigger >/dev/null 2>&1 || useradd --system --home-dir /var/lib/geotrigger --shell /usr/sbin/nologin geotrigger
 install -d -m 0750 -g geotrigger /etc/geotrigger /etc/geotrigger/fences
 [ -e /etc/geotrigger/geotrigger.json5 ] || install -m 0640 -g geotrigger deploy/geotrigger.example.json5 /etc/geotrigger/geotrigger.json5
+# Under the unit only /var/lib/geotrigger is writable, and a relative database path resolves
+# against /etc/geotrigger: the config must name the database by its full path (the example does).
+grep -Eq '^[^/]*database:[[:space:]]*"/var/lib/geotrigger/' /etc/geotrigger/geotrigger.json5 ||
+    echo "install: warning: set gateway.database in /etc/geotrigger/geotrigger.json5 to a file in /var/lib/geotrigger (the unit's only writable folder)" >&2
 for f in fences/*.geojson; do [ -e "/etc/geotrigger/$f" ] || install -m 0640 -g geotrigger "$f" /etc/geotrigger/fences/; done
 install -d /usr/local/share/doc/geotrigger && install -m 0644 README.md /usr/local/share/doc/geotrigger/
 install -m 0644 deploy/geotrigger.service /etc/systemd/system/geotrigger.service

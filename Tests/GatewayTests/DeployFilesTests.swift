@@ -1,0 +1,54 @@
+import Foundation
+import Gateway
+import Testing
+import TestSupport
+
+/// The shipped deploy files agree with each other: the installed config's database is where
+/// the systemd unit lets the gateway write, and its broker user is the shipped ACL's gateway.
+@Suite struct DeployFilesTests {
+    static let deploy = repositoryRoot + "/deploy"
+
+    /// `KEY=VALUE` lines of the unit.
+    static func unitSettings() throws -> [String: String] {
+        let text = try String(contentsOfFile: "\(deploy)/geotrigger.service", encoding: .utf8)
+        var settings: [String: String] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            settings[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        return settings
+    }
+
+    /// Loads `file` as if installed at /etc/geotrigger/NAME (install.sh; copied into a temp
+    /// folder of that name, so relative paths resolve as they would there).
+    static func installed(_ file: String) throws -> GatewayConfig {
+        let folder = try TemporaryDirectory(prefix: "etc-geotrigger")
+        let path = try folder.write("geotrigger.json5", try String(contentsOfFile: file, encoding: .utf8))
+        return try GatewayConfig.load(file: path)
+    }
+
+    @Test(arguments: ["geotrigger.example.json5", "nats/gateway-shard-0.json5", "nats/gateway-shard-1.json5", "nats/gateway-shard-2.json5"])
+    func databaseIsInTheUnitsStateDirectory(file: String) throws {
+        let unit = try Self.unitSettings()
+        let state = "/var/lib/" + (try #require(unit["StateDirectory"]))
+        #expect(unit["WorkingDirectory"] == state)
+        #expect(unit["ReadOnlyPaths"] == "/etc/geotrigger" && unit["ProtectSystem"] == "strict")
+        let config = try Self.installed("\(Self.deploy)/\(file)")
+        let database = config.resolve(config.gateway.database)
+        #expect(database.hasPrefix(state + "/"), "\(file): database \(database) is not writable under the unit (only \(state) is)")
+    }
+
+    @Test func exampleBrokerUserIsTheShippedACLsGateway() throws {
+        let config = try Self.installed("\(Self.deploy)/geotrigger.example.json5")
+        let user = try #require(config.broker.username)
+        #expect(user == config.clientID(remote: false), "use_username_as_clientid: the gateway's user is named like its client id")
+        let acl = try String(contentsOfFile: "\(Self.deploy)/mosquitto/geotrigger.acl", encoding: .utf8)
+        #expect(acl.split(separator: "\n").contains("user \(user)"))
+    }
+
+    @Test func unitBoundsMemoryTasksAndProc() throws {
+        let unit = try Self.unitSettings()
+        #expect(unit["ProtectProc"] == "invisible")
+        #expect(unit["MemoryHigh"] != nil && unit["MemoryMax"] != nil && unit["TasksMax"] != nil)
+    }
+}
