@@ -21,11 +21,15 @@ final class NATSCluster: @unchecked Sendable {
     private let lock = NSLock()
     private var pids: [Int: pid_t] = [:]
 
-    /// Writes the configs (nothing started yet).
-    init(count: Int = 3) throws {
+    /// Writes the configs (nothing started yet); `authorization` also includes the repository's
+    /// `deploy/nats/authorization.conf` (its users and permissions) in every node.
+    init(count: Int = 3, authorization: Bool = false) throws {
         directory = try TemporaryDirectory(prefix: "geotrigger-nats")
-        try FileManager.default.copyItem(
-            atPath: repositoryRoot + "/deploy/nats/partition.conf", toPath: directory.file("partition.conf"))
+        var includes = ["partition.conf"]
+        if authorization { includes.append("authorization.conf") }
+        for file in includes {
+            try FileManager.default.copyItem(atPath: repositoryRoot + "/deploy/nats/" + file, toPath: directory.file(file))
+        }
         var nodes: [Node] = []
         for i in 0..<count {
             nodes.append(Node(name: "node-\(i)", clientPort: try FreePort.next(), clusterPort: try FreePort.next(),
@@ -51,7 +55,7 @@ final class NATSCluster: @unchecked Sendable {
                   # Redeliver unacknowledged QoS 1 messages sooner than the deploy configs (30 s).
                   ack_wait: "5s"
                 }
-                include partition.conf
+                \(includes.map { "include \($0)" }.joined(separator: "\n"))
                 """)
         }
         self.nodes = nodes
