@@ -29,7 +29,7 @@ final class BrokerConnection: Service, Sendable {
     /// The largest payload the gateway takes from its broker: a feed update up to
     /// `input.maxPayload`, a control message (a runtime fence) up to 1 MiB.
     static func payloadLimit(_ config: GatewayConfig) -> Int {
-        max(config.input.maxPayload, ControlPlane.maxPayload)
+        max(config.input.maxPayload, GatewayConfig.Runtime.maxPayload)
     }
 
     /// The v5 Maximum Packet Size the gateway announces: ``payloadLimit(_:)`` plus what a

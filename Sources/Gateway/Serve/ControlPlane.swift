@@ -19,9 +19,6 @@ final class ControlPlane: Service, Sendable {
         self.counters = counters
     }
 
-    /// The largest runtime fence payload (DESIGN "Limits": 1 MiB).
-    static let maxPayload = 1 << 20
-
     /// Subscribes to the control topics (again after every reconnect, by the client).
     func subscribe() throws {
         try client.subscribe(fences.filter, qos: .atLeastOnce)

@@ -64,7 +64,7 @@ final class FeedPipeline: MQTTClientDelegate {
         self.logger = logger
         self.ownEchoTopics = ownEchoTopics
         feedPayloadLimit = feeds.map(\.decoder.maxPayload).max() ?? 0
-        controlPayloadLimit = Int(connection.client.configuration.maximumPacketSize ?? UInt32(ControlPlane.maxPayload))
+        controlPayloadLimit = Int(connection.client.configuration.maximumPacketSize ?? UInt32(GatewayConfig.Runtime.maxPayload))
     }
 
     var client: MQTTClient { connection.client }
