@@ -76,7 +76,8 @@ extension ServeTests {
 
             h.broker.stop()
             rig.gateway.start()
-            try await Task.sleep(for: .milliseconds(300))
+            // The gateway tried the broker and runs without it.
+            #expect(await poll { server.warnings.texts.contains { $0.contains("cannot connect to the local broker") } })
             #expect(!server.local.isConnected)
             #expect(subscriber.messages.count == 0)
             #expect(publisher.inflightCount.load(ordering: .relaxed) == 0)
@@ -84,8 +85,13 @@ extension ServeTests {
             try h.broker.start()
             #expect(await poll { server.local.isConnected })
             #expect(await subscriber.waitMessages(30))
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(subscriber.messages.all.map(\.payloadText) == (0..<30).map(String.init))
+            // A last event behind them: anything sent twice would have come before it.
+            var marker = StoreBatch()
+            marker.outbox.append(OutboxMessage(destination: .local, eventID: "end", topic: topic, payload: Array("end".utf8), qos: 0))
+            _ = try await server.store.submit(marker)
+            publisher.notifyCommitted()
+            #expect(await subscriber.waitMessages(31))
+            #expect(subscriber.messages.all.map(\.payloadText) == (0..<30).map(String.init) + ["end"])
             #expect(await poll { (try? await server.store.outbox(.local, limit: 100).isEmpty) == true })
 
             try await rig.gateway.stop()
@@ -115,12 +121,12 @@ extension ServeTests {
             }
             let total = batches * perBatch
             #expect(await subscriber.waitMessages(total))
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(subscriber.messages.all.map(\.payloadText) == (0..<total).map(String.init))
-            // Rows handed over already (here: read back from the database first) are not sent again.
+            // Rows handed over already (here: read back from the database first) are not sent
+            // again: one more event behind them arrives next, and nothing before it.
             publisher.notifyCommitted(rows: lastRows)
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(subscriber.messages.count == total)
+            _ = try await rig.commitFresh(total..<total + 1, topic: topic)
+            #expect(await subscriber.waitMessages(total + 1))
+            #expect(subscriber.messages.all.map(\.payloadText) == (0...total).map(String.init))
             #expect(await poll { (try? await server.store.outboxStream(.local, after: 0, limit: 10).isEmpty) == true })
             #expect(publisher.inflightCount.load(ordering: .relaxed) == 0)
 
