@@ -20,6 +20,9 @@ import Musl
 /// longitudes (a fence near the antimeridian). Vertices are numbered through the rings one after
 /// another and an edge is named by the number of its first vertex, so a band lists 2-byte
 /// numbers (4 bytes beyond 65,536) rather than copies of its edges, and cells take 2 bits each.
+/// The bands list at most eight entries per edge for any polygon (fewer bands when many edges
+/// are long, see ``Bands/init(_:minY:height:)``), and the cells are at most about four per
+/// edge, so the memory is linear in the vertices.
 /// The crossing arithmetic is done at query time from the two vertices (x = longitude,
 /// y = latitude), exactly as it was written when bands held copies of the edges (so the answers
 /// are bit for bit the same).
@@ -34,15 +37,36 @@ struct PolygonLocator: Sendable {
         /// The number (see ``Rings``) of each listed edge's first vertex, ascending within a band.
         let edges: CompactIndices
 
+        /// At most this many entries per edge are listed, whatever the polygon.
+        static let entriesPerEdge = 8
+
         /// Bands over `edges`: the first vertex's number and the latitudes of both ends of each
         /// non-horizontal edge, in ascending vertex order.
+        ///
+        /// One band per two edges (at most 65,536), unless the edges would then be listed more
+        /// than ``entriesPerEdge`` times each on average (long edges spanning many bands, as in a
+        /// sawtooth of tall teeth, would make the lists quadratic): then fewer bands, so memory
+        /// stays linear in the edges. The entries are about `edges + bands * L`, where L is the
+        /// edges' summed height over the polygon's; at the limit a band lists at most
+        /// `entriesPerEdge / (entriesPerEdge - 1)` times the edges it would have listed with
+        /// all the bands, since the long edges that forced it are listed in every band anyway.
         init(_ edges: [(first: Int32, a: Double, b: Double)], minY: Double, height: Double) {
-            let bands = Swift.max(1, Swift.min(1 << 16, edges.count / 2))
+            var bands = Swift.max(1, Swift.min(1 << 16, edges.count / 2))
+            let limit = Bands.entriesPerEdge * edges.count
+            var total = Bands.entryCount(edges, bands: bands, minY: minY, height: height)
+            while total > limit, bands > 1 {
+                // Aim just under the limit; shrink by at least 1/16 so that this ends quickly.
+                let perBand = Double(total - edges.count) / Double(bands)
+                let aim = Int(Double(limit - edges.count) / perBand)
+                bands = Swift.max(1, Swift.min(aim, bands - Swift.max(1, bands / 16)))
+                total = Bands.entryCount(edges, bands: bands, minY: minY, height: height)
+            }
             self.minY = minY
             count = bands
             let scale = Double(bands) / height
             self.scale = scale
-            func band(_ y: Double) -> Int { Swift.min(bands - 1, Swift.max(0, Int((y - minY) * scale))) }
+            let last = bands - 1
+            func band(_ y: Double) -> Int { Swift.min(last, Swift.max(0, Int((y - minY) * scale))) }
             func range(_ e: (first: Int32, a: Double, b: Double)) -> ClosedRange<Int> {
                 band(Swift.min(e.a, e.b))...band(Swift.max(e.a, e.b))
             }
@@ -61,6 +85,16 @@ struct PolygonLocator: Sendable {
             }
             start = CompactIndices(counts)
             self.edges = CompactIndices(placed)
+        }
+
+        /// How many entries `bands` bands over `edges` would list (each edge once per band it meets).
+        static func entryCount(_ edges: [(first: Int32, a: Double, b: Double)], bands: Int, minY: Double, height: Double) -> Int {
+            let scale = Double(bands) / height
+            let last = bands - 1
+            func band(_ y: Double) -> Int { Swift.min(last, Swift.max(0, Int((y - minY) * scale))) }
+            var total = 0
+            for e in edges { total += band(Swift.max(e.a, e.b)) - band(Swift.min(e.a, e.b)) + 1 }
+            return total
         }
 
         /// The band holding latitude `y` (clamped to the bands).

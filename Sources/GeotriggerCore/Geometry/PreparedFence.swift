@@ -30,6 +30,10 @@ import Musl
 /// 5 mm from the true lon/lat-straight edge, searched with a ``SegmentGrid``; the nearest
 /// chord is then turned into the arc over the surface. The pieces' ends are stored in 32 bits
 /// around the fence's centre, which moves them by at most 1.5 mm in a fence 50 km across.
+/// Memory is linear in the vertices for any fence: the locator lists at most eight band
+/// entries per edge, the chord pieces are at most 2^18 or eight per edge (a fence of very many
+/// long edges, beyond that, has its edges cut less finely), and the grid lists at most four
+/// entries per piece.
 public final class PreparedFence: Sendable {
     public let fence: Fence
     /// Lon/lat bounds of the unbuffered geometry; `minLon` is in -180..<180 and, for a fence
@@ -130,16 +134,50 @@ public final class PreparedFence: Sendable {
                 for (a, b) in zip(path, path.dropFirst()) { edges.append((a, b)) }
             }
         }
-        // Chord pieces as paths: an edge that starts where the previous one ended continues its path.
+        // Chord pieces, at most `chordBudget` of them: beyond it, every edge is cut at most to a
+        // depth whose pieces all fit (long edges then stray more than the tolerance).
+        let budget = Swift.max(PreparedFence.chordBudgetBase, PreparedFence.chordBudgetPerEdge * edges.count)
+        let chordPaths =
+            PreparedFence.chordPaths(edges, frame: frame, maxDepth: 30, budget: budget)
+            ?? PreparedFence.chordPaths(edges, frame: frame, maxDepth: PreparedFence.depth(fitting: budget, edges: edges.count), budget: .max)!
+        grid = SegmentGrid(paths: chordPaths)
+    }
+
+    /// Chord pieces kept without a depth limit: at least this many for any fence...
+    static let chordBudgetBase = 1 << 18
+    /// ...and this many per edge (a fence of a few long edges over a continent stays under the
+    /// base; only a fence of very many long edges, such as a star of tall spikes, reaches it).
+    static let chordBudgetPerEdge = 8
+
+    /// The deepest cut (each edge into `2^depth` pieces at most) whose pieces for `edges` edges
+    /// fit in `budget`.
+    static func depth(fitting budget: Int, edges: Int) -> Int {
+        var depth = 0
+        while depth < 30, edges << (depth + 1) <= budget { depth += 1 }
+        return depth
+    }
+
+    /// The edges' chord pieces as paths (an edge that starts where the previous one ended
+    /// continues its path), each edge cut at most `maxDepth` times in two; nil once more than
+    /// `budget` pieces are made.
+    static func chordPaths(
+        _ edges: [(SIMD2<Double>, SIMD2<Double>)], frame: LocalFrame, maxDepth: Int, budget: Int
+    ) -> [[SIMD3<Double>]]? {
         var chordPaths: [[SIMD3<Double>]] = []
         var end: SIMD2<Double>? = nil
+        var pieces = 0
         for (a, b) in edges {
             let pa = frame.local(lat: a.y, lon: a.x), pb = frame.local(lat: b.y, lon: b.x)
             if end != a || chordPaths.isEmpty { chordPaths.append([pa]) }
-            if a != b { PreparedFence.subdivide(a, b, pa, pb, frame: frame, depth: 0, into: &chordPaths[chordPaths.count - 1]) }
+            if a != b {
+                let before = chordPaths[chordPaths.count - 1].count
+                PreparedFence.subdivide(a, b, pa, pb, frame: frame, depth: 0, maxDepth: maxDepth, into: &chordPaths[chordPaths.count - 1])
+                pieces += chordPaths[chordPaths.count - 1].count - before
+                if pieces > budget { return nil }
+            }
             end = b
         }
-        grid = SegmentGrid(paths: chordPaths)
+        return chordPaths
     }
 
     /// Every ring or line as a path of positions (polygon rings are closed).
@@ -196,14 +234,14 @@ public final class PreparedFence: Sendable {
     /// most ``chordTolerance`` from it, appending the chords' ends (after `pa`, in order) to `path`.
     static func subdivide(
         _ a: SIMD2<Double>, _ b: SIMD2<Double>, _ pa: SIMD3<Double>, _ pb: SIMD3<Double>,
-        frame: LocalFrame, depth: Int, into path: inout [SIMD3<Double>]
+        frame: LocalFrame, depth: Int, maxDepth: Int = 30, into path: inout [SIMD3<Double>]
     ) {
         let m = (a + b) / 2
         let pm = frame.local(lat: m.y, lon: m.x)
         let off = pm - (pa + pb) / 2
-        if depth < 30, (off * off).sum() > chordTolerance * chordTolerance {
-            subdivide(a, m, pa, pm, frame: frame, depth: depth + 1, into: &path)
-            subdivide(m, b, pm, pb, frame: frame, depth: depth + 1, into: &path)
+        if depth < maxDepth, (off * off).sum() > chordTolerance * chordTolerance {
+            subdivide(a, m, pa, pm, frame: frame, depth: depth + 1, maxDepth: maxDepth, into: &path)
+            subdivide(m, b, pm, pb, frame: frame, depth: depth + 1, maxDepth: maxDepth, into: &path)
         } else {
             path.append(pb)
         }

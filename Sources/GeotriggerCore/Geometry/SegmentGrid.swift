@@ -76,7 +76,14 @@ struct SegmentGrid: Sendable {
         let width = high.x - low.x, height = high.y - low.y
         // About one cell per segment: a segment then meets ~1.7 cells on average.
         let target = Double(Swift.max(1, Swift.min(1 << 20, starts.count)))
-        let size = Swift.max(1.0, (Swift.max(width * height, 1) / target).squareRoot(), Swift.max(width, height) / 2048)
+        var size = Swift.max(1.0, (Swift.max(width * height, 1) / target).squareRoot(), Swift.max(width, height) / 2048)
+        // Long segments (a sawtooth of tall teeth) would each be listed in many cells: larger
+        // cells until the entries are at most `entriesPerSegment` per segment, so memory stays
+        // linear. One cell (size >= width and height) lists each segment once, so this ends.
+        let limit = SegmentGrid.entriesPerSegment * starts.count
+        while SegmentGrid.entryCount(points: points, starts: starts, low: low, width: width, height: height, size: size) > limit {
+            size *= 1.5
+        }
         cellSize = size
         let cols = Swift.max(1, Int((width / size).rounded(.up)))
         let rowCount = Swift.max(1, Int((height / size).rounded(.up)))
@@ -104,6 +111,27 @@ struct SegmentGrid: Sendable {
         }
         cellStart = CompactIndices(counts)
         cellItems = CompactIndices(items)
+    }
+
+    /// At most this many cell entries per segment, whatever the geometry.
+    static let entriesPerSegment = 4
+
+    /// How many cell entries cells of `size` over the box at `low` would list (each segment
+    /// once per cell its east/north box meets), as ``init(paths:)`` lists them.
+    static func entryCount(points: [Point], starts: [Int], low: SIMD2<Double>, width: Double, height: Double, size: Double) -> Int {
+        let cols = Swift.max(1, Int((width / size).rounded(.up)))
+        let rowCount = Swift.max(1, Int((height / size).rounded(.up)))
+        func column(_ e: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((e - low.x) / size))) }
+        func row(_ n: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((n - low.y) / size))) }
+        var total = 0
+        for k in starts {
+            let a = points[k], b = points[k + 1]
+            let ax = Double(a.x), ay = Double(a.y), bx = Double(b.x), by = Double(b.y)
+            let rowSpan = row(Swift.max(ay, by)) - row(Swift.min(ay, by)) + 1
+            let columnSpan = column(Swift.max(ax, bx)) - column(Swift.min(ax, bx)) + 1
+            total += rowSpan * columnSpan
+        }
+        return total
     }
 
     /// Approximate bytes held by the arrays.
