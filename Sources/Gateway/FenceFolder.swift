@@ -10,7 +10,10 @@ public enum FenceFolder {
     /// Loads every `*.geojson` in `folder` (sorted by name; hidden files skipped). Files are named
     /// in messages as `folder/NAME.geojson`. Returns the layers (each with its valid fences) and
     /// every error of every file; a folder that cannot be read is one error.
-    public static func load(_ folder: String) -> (layers: [FenceLayer], errors: [FenceError]) {
+    /// A fence with more than `maxVertices` positions is an error naming its file and feature.
+    public static func load(
+        _ folder: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices
+    ) -> (layers: [FenceLayer], errors: [FenceError]) {
         let names: [String]
         do {
             names = try layerFileNames(in: folder)
@@ -30,7 +33,7 @@ public enum FenceFolder {
             defer { close(fd) }
             // Read in chunks as the parser asks (it never holds the whole text of a valid file).
             do {
-                let (layer, layerErrors) = try FenceLayerParser.parse(file: path, layer: layerName) { offset, buffer throws(FenceError) in
+                let (layer, layerErrors) = try FenceLayerParser.parse(file: path, layer: layerName, maxVertices: maxVertices) { offset, buffer throws(FenceError) in
                     while true {
                         let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
                         if n >= 0 { return n }

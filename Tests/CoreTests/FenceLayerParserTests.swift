@@ -324,3 +324,29 @@ let nycTaxiZones: (layer: FenceLayer, errors: [FenceError])? = {
     guard let path = nycTaxiZonesPath, let bytes = try? readFileBytes(path) else { return nil }
     return FenceLayerParser.parse(bytes, file: "nyc-taxi-zones.geojson", layer: "nyc")
 }()
+
+/// `fences.maxVertices`: a feature with more positions is an error naming the file, the feature
+/// and the limit, found before its rings are checked or prepared.
+@Suite struct FenceMaxVerticesTests {
+    static let square = #"{"type": "FeatureCollection", "features": [{"type": "Feature", "id": "a", "properties": {"name": "Yard"}, "geometry": {"type": "MultiPolygon", "coordinates": [[[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]], [[[2, 0], [3, 0], [3, 1], [2, 1], [2, 0]]]]}}]}"#
+
+    @Test func aFenceOverTheLimitIsRejected() {
+        let (layer, errors) = FenceLayerParser.parse(Array(Self.square.utf8), file: "fences/yard.geojson", layer: "yard", maxVertices: 9)
+        #expect(layer.fences.isEmpty)
+        #expect(errors.map(\.description) == [
+            #"fences/yard.geojson: feature 0 ("Yard"): MultiPolygon has 10 positions, more than fences.maxVertices (9) allows"#,
+        ])
+        let (accepted, none) = FenceLayerParser.parse(Array(Self.square.utf8), file: "fences/yard.geojson", layer: "yard", maxVertices: 10)
+        #expect(none.isEmpty)
+        #expect(accepted.fences.count == 1)
+    }
+
+    @Test func theDefaultIs100000() throws {
+        #expect(FenceLayerParser.defaultMaxVertices == 100_000)
+        var ring: [String] = []
+        for k in 0..<100_001 { ring.append("[\(Double(k) * 1e-6), \(k % 2 == 0 ? 0 : 1e-6)]") }
+        let text = #"{"type": "FeatureCollection", "features": [{"type": "Feature", "id": "z", "geometry": {"type": "LineString", "coordinates": ["# + ring.joined(separator: ",") + "]}}]}"
+        let (_, errors) = FenceLayerParser.parse(Array(text.utf8), file: "fences/z.geojson", layer: "z")
+        #expect(errors.map(\.message) == ["LineString has 100001 positions, more than fences.maxVertices (100000) allows"])
+    }
+}

@@ -168,6 +168,34 @@ import Testing
         #expect(reason(tst) == .futureTime)
     }
 
+    /// `input.maxAccuracy`: an accuracy circle wider than it is dropped as outOfRange (such a
+    /// circle, with an accuracy trigger, would be tested against every fence it covers).
+    @Test func accuracyOverMaxAccuracyIsOutOfRange() throws {
+        #expect(try decodeJSON(#"{"lat":1,"lon":2,"time":1796039990,"accuracy":10000}"#).get().update.accuracy == 10000)
+        guard case .failure(let drop) = decodeJSON(#"{"lat":1,"lon":2,"time":1796039990,"accuracy":1e7}"#) else {
+            Issue.record("an accuracy of 1e7 m was accepted")
+            return
+        }
+        #expect(drop == InputDrop(.outOfRange, "'accuracy' is 10000000.0 m, over input.maxAccuracy (10000.0 m)"))
+        let strict = LocationDecoder(format: .owntracks, topicFilter: try TopicFilter("owntracks/+/+"), maxAccuracy: 50)
+        let tst = strict.decode(
+            topic: "owntracks/alice/phone", payload: Array(#"{"_type":"location","lat":1,"lon":2,"tst":1796039990,"acc":51}"#.utf8), now: now)
+        #expect(reason(tst) == .outOfRange)
+        let ok = strict.decode(
+            topic: "owntracks/alice/phone", payload: Array(#"{"_type":"location","lat":1,"lon":2,"tst":1796039990,"acc":50}"#.utf8), now: now)
+        #expect(try ok.get().update.accuracy == 50)
+    }
+
+    /// Times of 1e300, inf or nan in a payload are drops, never a trap.
+    @Test func hugeAndNonFiniteTimesAreDrops() {
+        #expect(reason(decodeJSON(#"{"lat":1,"lon":2,"time":1e300}"#)) == .futureTime)
+        #expect(reason(decodeJSON(#"{"lat":1,"lon":2,"time":-1e300}"#)) == .outOfRange)
+        #expect(reason(decodeJSON(#"{"lat":1,"lon":2,"time":1e999}"#)) != nil)
+        let tst = owntracks.decode(
+            topic: "owntracks/alice/phone", payload: Array(#"{"_type":"location","lat":1,"lon":2,"tst":1e300}"#.utf8), now: now)
+        #expect(reason(tst) == .futureTime)
+    }
+
     @Test func decodesOwnTracks() throws {
         let payload = #"{"_type":"location","lat":34.4561,"lon":-119.7071,"tst":1796039999,"acc":8,"vel":18,"cog":-1,"alt":30,"tid":"al"}"#
         let d = try owntracks.decode(topic: "owntracks/alice/phone", payload: Array(payload.utf8), now: now).get()

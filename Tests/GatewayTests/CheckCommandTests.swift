@@ -134,3 +134,33 @@ func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String,
         #expect(config.err.contains("geotrigger.json5: cannot read the config file: no such file"))
     }
 }
+
+/// `fences.maxVertices` (DESIGN.md "Limits"): `check` reports a fence over it, naming the file,
+/// the feature and the limit; under the default the same file is valid.
+@Suite struct CheckMaxVerticesTests {
+    @Test func aFenceOverMaxVerticesIsReported() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory + "/fences", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A 12-gon: 13 positions with the closing one.
+        var ring: [String] = []
+        for k in 0..<12 {
+            let angle = Double(k) / 12 * 2 * Double.pi
+            ring.append("[\(8.5 + 0.01 * cos(angle)), \(47.3 + 0.01 * sin(angle))]")
+        }
+        ring.append(ring[0])
+        try """
+            {"type": "FeatureCollection", "features": [
+              {"type": "Feature", "id": "yard", "properties": {"name": "Yard"},
+               "geometry": {"type": "Polygon", "coordinates": [[\(ring.joined(separator: ", "))]]}}]}
+            """.write(toFile: directory + "/fences/depots.geojson", atomically: true, encoding: .utf8)
+        let config = directory + "/gw.json5"
+        try #"{ fences: { maxVertices: 12 } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let report = CheckCommand.check(configFile: config, fencesFolder: nil)
+        #expect(report.errors == [
+            directory + #"/fences/depots.geojson: feature 0 ("Yard"): Polygon has 13 positions, more than fences.maxVertices (12) allows"#,
+        ])
+        try #"{ fences: { maxVertices: 13 } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(CheckCommand.check(configFile: config, fencesFolder: nil).errors == [])
+    }
+}

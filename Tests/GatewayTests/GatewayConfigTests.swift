@@ -67,7 +67,7 @@ import Testing
             errors = error.errors.map(\.description)
         }
         let expected = [
-            "\(path):8:3: colour: unknown key (known keys here: broker, feeds, gateway, input, journal, outbox, output, remote, runtime, triggers)",
+            "\(path):8:3: colour: unknown key (known keys here: broker, feeds, fences, gateway, input, journal, outbox, output, remote, runtime, triggers)",
             "\(path):2:14: gateway.id: not a usable gateway id: it must be one topic level (no '/')",
             "\(path):2:26: gateway.durability: expected one of normal, full, found \"sometimes\"",
             "\(path):3:13: broker.port: expected a whole number from 1 to 65535, found \"1883\"",
@@ -106,5 +106,19 @@ import Testing
         #expect(c.clientID(remote: true) == "geotrigger-gw-1-remote")
         #expect(c.triggers?.isEmpty == true)
         #expect(messages(#"{ broker: { hosts: ["nope"] } }"#) == [#"test.json5:1:21: broker.hosts[0]: expected "host:port", found "nope""#])
+    }
+
+    /// `fences.maxVertices` and `input.maxAccuracy` (DESIGN.md "Limits"): defaults, values, and
+    /// errors naming the key path like every other section.
+    @Test func limitsOfFencesAndAccuracy() throws {
+        let defaults = GatewayConfig()
+        #expect(defaults.fences.maxVertices == 100_000)
+        #expect(defaults.input.maxAccuracy == 10000)
+        let c = try decode("{ fences: { maxVertices: 500 }, input: { maxAccuracy: 250.5 } }")
+        #expect(c.fences.maxVertices == 500)
+        #expect(c.input.maxAccuracy == 250.5)
+        #expect(messages("{ fences: { maxVertices: 1.5 } }") == ["test.json5:1:13: fences.maxVertices: expected a whole number from 4 to 2147483647, found 1.5"])
+        #expect(messages("{ fences: { maxVertex: 5 } }") == ["test.json5:1:13: fences.maxVertex: unknown key (known keys here: maxVertices)"])
+        #expect(messages("{ input: { maxAccuracy: -1 } }") == ["test.json5:1:12: input.maxAccuracy: expected a number >= 0, found -1"])
     }
 }

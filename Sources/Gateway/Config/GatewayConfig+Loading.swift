@@ -50,7 +50,7 @@ extension GatewayConfig {
 
     init(decoding value: JSONValue, with d: inout ConfigDecoder) {
         self.init()
-        let top = ["gateway", "broker", "remote", "input", "output", "journal", "outbox", "runtime", "feeds", "triggers"]
+        let top = ["gateway", "broker", "remote", "input", "fences", "output", "journal", "outbox", "runtime", "feeds", "triggers"]
         guard let root = d.object(value, at: [], allowed: Set(top)) else { return }
 
         if let v = root["gateway"], let o = d.object(v, at: [.key("gateway")], allowed: ["id", "database", "fences", "durability", "hibernateAfter", "forgetAfter"]) {
@@ -74,11 +74,15 @@ extension GatewayConfig {
         if let v = root["remote"], v != .null {
             remote = Broker(decoding: v, at: [.key("remote")], with: &d)
         }
-        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxDevices"]) {
+        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxAccuracy", "maxDevices"]) {
             let p: [JSONPathComponent] = [.key("input")]
             if let x = d.integer(o, "maxPayload", at: p, range: 64...268_435_455) { input.maxPayload = x }
             if let x = d.number(o, "maxFutureSkew", at: p, range: 0...Double.infinity) { input.maxFutureSkew = x }
+            if let x = d.number(o, "maxAccuracy", at: p, range: 0...Double.infinity) { input.maxAccuracy = x }
             if let x = d.integer(o, "maxDevices", at: p, range: 1...100_000_000) { input.maxDevices = x }
+        }
+        if let v = root["fences"], let o = d.object(v, at: [.key("fences")], allowed: ["maxVertices"]) {
+            if let x = d.integer(o, "maxVertices", at: [.key("fences")], range: 4...Int(Int32.max)) { fences.maxVertices = x }
         }
         if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval"]) {
             let p: [JSONPathComponent] = [.key("output")]

@@ -57,6 +57,13 @@ public struct GatewayConfig: Sendable {
         public var maxFutureSkew: Double = 300
         /// Devices tracked at most; updates of further devices are dropped as `tooManyDevices`.
         public var maxDevices = 100_000
+        /// Updates whose accuracy (metres) is larger are dropped as `outOfRange`.
+        public var maxAccuracy: Double = 10000
+    }
+
+    public struct Fences: Sendable {
+        /// A fence (file or runtime) with more vertices (positions) is rejected.
+        public var maxVertices = 100_000
     }
 
     public struct Output: Sendable {
@@ -103,6 +110,7 @@ public struct GatewayConfig: Sendable {
     public var broker = Broker()
     public var remote: Broker?
     public var input = Input()
+    public var fences = Fences()
     public var output = Output()
     public var journal = Journal()
     public var runtime = Runtime()

@@ -26,6 +26,8 @@ final class GPSDFeed: Service, Sendable {
     let device: String
     let endpoint: String
     let skewThreshold: Double
+    /// `input.maxAccuracy`: a fix less accurate than this is dropped as `outOfRange`.
+    let maxAccuracy: Double
     let pool: MonitorPool
     let counters: GatewayCounters
     let warnings: Warnings
@@ -44,7 +46,7 @@ final class GPSDFeed: Service, Sendable {
     /// The feed `name` reading gpsd at `host`:`port` for `device`; `republish`: the OwnTracks
     /// topic and client for the gateway's own position, or nil.
     init(
-        name: String, host: String, port: Int, device: String, skewThreshold: Double,
+        name: String, host: String, port: Int, device: String, skewThreshold: Double, maxAccuracy: Double = 10000,
         republish: (topic: String, client: MQTTClient)?, pool: MonitorPool, counters: GatewayCounters,
         warnings: Warnings, logger: Logger
     ) {
@@ -53,6 +55,7 @@ final class GPSDFeed: Service, Sendable {
         self.device = device
         self.endpoint = "\(host):\(port)"
         self.skewThreshold = skewThreshold
+        self.maxAccuracy = maxAccuracy
         self.republish = republish
         self.pool = pool
         self.counters = counters
@@ -73,7 +76,7 @@ final class GPSDFeed: Service, Sendable {
             guard case .gpsd(let name, let host, let port, let device, let republish) = feed else { return nil }
             return GPSDFeed(
                 name: name, host: host, port: port, device: device ?? config.gateway.id,
-                skewThreshold: config.input.maxFutureSkew,
+                skewThreshold: config.input.maxFutureSkew, maxAccuracy: config.input.maxAccuracy,
                 republish: republish ? (topic: ownTopic(gatewayID: config.gateway.id), client: client) : nil,
                 pool: pool, counters: counters, warnings: warnings, logger: logger)
         }
@@ -95,6 +98,8 @@ final class GPSDFeed: Service, Sendable {
         // outage, so it is logged once, not once per retry.
         var outage: String?
         var connected = false
+        // Dropped fixes are logged at most once a minute (gateway clock), as feed drops are.
+        var lastDropLog = -Double.infinity
         for await event in reader.events {
             switch event {
             case .connected:
@@ -121,6 +126,16 @@ final class GPSDFeed: Service, Sendable {
             case .clockSkew(let seconds):
                 warnings.set(clockKey, "the receiver clock behind gpsd at \(endpoint) (feed \(feedName)) is \(GPSDFeed.describe(skew: seconds)) the system clock (more than input.maxFutureSkew = \(GPSDFeed.describe(seconds: skewThreshold))); its fixes are used anyway, in fix-time order")
             case .fix(let fix):
+                if let drop = GPSDFeed.drop(fix, maxAccuracy: maxAccuracy) {
+                    counters.received.add(1, ordering: .relaxed)
+                    counters.drop(drop.reason)
+                    let now = MonotonicClock.now()
+                    if now - lastDropLog >= 60 {
+                        lastDropLog = now
+                        logger.warning("gpsd fix dropped", ["feed": feedName, "reason": drop.reason.rawValue, "detail": drop.detail])
+                    }
+                    continue
+                }
                 take(fix)
                 await submit(fix)
             }
@@ -156,6 +171,12 @@ final class GPSDFeed: Service, Sendable {
         }
     }
 
+    /// Why `fix` is not used, if it is not: an accuracy over `input.maxAccuracy`.
+    static func drop(_ fix: GPSFix, maxAccuracy: Double) -> InputDrop? {
+        guard let accuracy = fix.accuracy, accuracy > maxAccuracy else { return nil }
+        return LocationDecoder.tooInaccurate(accuracy, field: "accuracy", limit: maxAccuracy)
+    }
+
     /// The location update of `fix` for `device` (heading = track).
     static func update(_ fix: GPSFix, device: String) -> LocationUpdate {
         LocationUpdate(
@@ -172,6 +193,8 @@ final class GPSDFeed: Service, Sendable {
     static func describe(seconds: Double) -> String {
         func format(_ value: Double, _ unit: String) -> String {
             let tenths = (value * 10).rounded() / 10
+            // A receiver clock years off (or a time of 1e300) is written as it is, not converted to an Int.
+            guard abs(tenths) < 1e15 else { return "\(tenths) \(unit)" }
             return tenths == tenths.rounded() ? "\(Int(tenths)) \(unit)" : "\(tenths) \(unit)"
         }
         if seconds >= 86_400 { return format(seconds / 86_400, "days") }

@@ -101,7 +101,8 @@ struct GatewayServer: Sendable {
             switch feed {
             case .mqtt(let name, let topic, let format, let shard):
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
-                                              maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew)
+                                              maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew,
+                                              maxAccuracy: config.input.maxAccuracy)
                 feeds.append(FeedPipeline.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard))
             case .gpsd(_, _, _, _, let republish):
                 if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }

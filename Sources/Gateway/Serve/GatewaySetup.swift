@@ -34,7 +34,7 @@ struct GatewaySetup: Sendable {
         }
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
-        var (layers, fenceErrors) = FenceFolder.load(folder)
+        var (layers, fenceErrors) = FenceFolder.load(folder, maxVertices: config.fences.maxVertices)
         problems += fenceErrors.map(\.description)
         // A layer name in a trigger's `fences` that no file has is a runtime layer (fences
         // published over MQTT, see RuntimeFences): it starts empty.

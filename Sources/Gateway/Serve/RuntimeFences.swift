@@ -30,6 +30,8 @@ final class RuntimeFences: Service, Sendable {
     let maxFences: Int
     /// A following fence moves at most this often per followed device (seconds).
     let followInterval: Double
+    /// `fences.maxVertices`: a fence with more positions is rejected.
+    let maxVertices: Int
 
     /// A runtime fence as accepted, with the bytes it was published as (for SQLite).
     struct Entry: Sendable {
@@ -92,6 +94,7 @@ final class RuntimeFences: Service, Sendable {
         self.rebuildInterval = rebuildInterval
         self.maxFences = setup.config.runtime.maxFences
         self.followInterval = followInterval
+        maxVertices = setup.config.fences.maxVertices
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
         let fileNames = Set(fileLayers.map(\.name))
         let named = Set(setup.layers.map(\.name)).subtracting(fileNames)
@@ -101,7 +104,9 @@ final class RuntimeFences: Service, Sendable {
         do {
             let rows = try await store.runtimeFences()
             for row in rows where !fileNames.contains(row.layer) {
-                switch RuntimeFences.parse(row.feature, layer: row.layer, id: row.fence, topic: "database: runtime fence \(row.layer)/\(row.fence)") {
+                switch RuntimeFences.parse(
+                    row.feature, layer: row.layer, id: row.fence, topic: "database: runtime fence \(row.layer)/\(row.fence)",
+                    maxVertices: setup.config.fences.maxVertices) {
                 case .success(let fence):
                     state.serial += 1
                     var fence = fence
@@ -180,7 +185,7 @@ final class RuntimeFences: Service, Sendable {
             }
             return
         }
-        switch RuntimeFences.parse(message.payload, layer: layer, id: id, topic: message.topic) {
+        switch RuntimeFences.parse(message.payload, layer: layer, id: id, topic: message.topic, maxVertices: maxVertices) {
         case .failure(let problem):
             reject(key, problem.description)
         case .success(var fence):
@@ -211,8 +216,11 @@ final class RuntimeFences: Service, Sendable {
         warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)")
     }
 
-    /// A Feature payload checked as a fence file would be (the topic's fence id is its id).
-    static func parse(_ payload: [UInt8], layer: String, id: String, topic: String) -> Result<Fence, FenceError> {
+    /// A Feature payload checked as a fence file would be (the topic's fence id is its id), with
+    /// at most `maxVertices` positions.
+    static func parse(
+        _ payload: [UInt8], layer: String, id: String, topic: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices
+    ) -> Result<Fence, FenceError> {
         let document: JSONDocument
         do {
             document = try JSONReader.parse(payload, file: topic, dialect: .json)
@@ -242,7 +250,7 @@ final class RuntimeFences: Service, Sendable {
             }
         }
         let wrapped = JSONValue.object(["type": .string("FeatureCollection"), "features": .array([.object(feature)])])
-        let (parsed, errors) = FenceLayerParser.parse(payloadBytes(wrapped), file: topic, layer: layer)
+        let (parsed, errors) = FenceLayerParser.parse(payloadBytes(wrapped), file: topic, layer: layer, maxVertices: maxVertices)
         if !errors.isEmpty {
             return .failure(FenceError(file: topic, message: errors.map(\.message).joined(separator: "; ")))
         }

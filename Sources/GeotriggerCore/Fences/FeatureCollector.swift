@@ -3,22 +3,25 @@
 struct FeatureCollector {
     let file: String
     let layer: String
+    /// `fences.maxVertices` (see ``FeatureReader/maxVertices``).
+    let maxVertices: Int
     private(set) var fences: [Fence] = []
     private(set) var prepared: [PreparedFence] = []
     private(set) var errors: [FenceError] = []
     private var count = 0
     private var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
 
-    init(file: String, layer: String) {
+    init(file: String, layer: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices) {
         self.file = file
         self.layer = layer
+        self.maxVertices = maxVertices
     }
 
     /// Reads the next element of `features`.
     mutating func add(_ value: JSONValue) {
         let index = count
         count += 1
-        var reader = FeatureReader(file: file, layer: layer, index: index)
+        var reader = FeatureReader(file: file, layer: layer, index: index, maxVertices: maxVertices)
         let fence = reader.read(value)
         if let id = reader.id {
             if let first = firstFeatureWithID[id] {

@@ -3,6 +3,8 @@ struct FeatureReader {
     let file: String
     let layer: String
     let index: Int
+    /// `fences.maxVertices`: a feature with more positions is rejected before its geometry is read.
+    let maxVertices: Int
     /// The fence id, once read (also when the feature has other defects, for duplicate checks).
     private(set) var id: String?
     /// `properties.name`, once read.
@@ -11,10 +13,11 @@ struct FeatureReader {
     private var coordinateErrors = 0
     private var reportedNesting = false
 
-    init(file: String, layer: String, index: Int) {
+    init(file: String, layer: String, index: Int, maxVertices: Int = FenceLayerParser.defaultMaxVertices) {
         self.file = file
         self.layer = layer
         self.index = index
+        self.maxVertices = maxVertices
     }
 
     mutating func error(_ message: String) {
@@ -120,6 +123,12 @@ struct FeatureReader {
             error("\(type) has no \"coordinates\"")
             return nil
         }
+        let nesting = ["Point": 0, "MultiPoint": 1, "LineString": 1, "MultiLineString": 2, "Polygon": 2][type] ?? 3
+        let vertices = FeatureReader.positionCount(coordinates, nesting: nesting)
+        guard vertices <= maxVertices else {
+            error("\(type) has \(vertices) positions, more than fences.maxVertices (\(maxVertices)) allows")
+            return nil
+        }
         let before = errors.count
         let geometry: FenceGeometry?
         switch type {
@@ -147,6 +156,15 @@ struct FeatureReader {
     }
 
     static let shownCoordinateErrors = FenceLayerParser.coordinateErrorsShown
+
+    /// How many positions `value` holds as coordinates `nesting` arrays deep (0: one position);
+    /// what is not an array where one is expected counts nothing (reading reports it).
+    static func positionCount(_ value: JSONValue, nesting: Int) -> Int {
+        guard nesting > 0 else { return 1 }
+        guard case .array(let items) = value else { return 0 }
+        if nesting == 1 { return items.count }
+        return items.reduce(0) { $0 + positionCount($1, nesting: nesting - 1) }
+    }
 
     /// The number in brackets at the end of a path (`coordinates[2]` → 2).
     func lastIndex(_ path: String) -> String {

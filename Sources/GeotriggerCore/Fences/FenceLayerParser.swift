@@ -8,14 +8,20 @@ public enum FenceLayerParser {
     /// At most this many coordinate errors are listed per feature; the rest are counted.
     static let coordinateErrorsShown = 5
 
-    /// Parses the bytes of `file` (a path for messages) as the layer named `layer`.
+    /// `fences.maxVertices` by default: a fence with more positions is an error of its feature.
+    public static let defaultMaxVertices = 100_000
+
+    /// Parses the bytes of `file` (a path for messages) as the layer named `layer`; a feature
+    /// with more than `maxVertices` positions is an error (and is not prepared).
     ///
     /// The `features` array is read one feature at a time: each is parsed, turned into a fence
     /// and dropped, so memory holds the text, the fences so far and one feature's values, never
     /// the whole file as values. Keeps no value locations (fence defects name the feature, and
     /// syntax errors carry their own line and column).
-    public static func parse(_ bytes: [UInt8], file: String, layer: String) -> (layer: FenceLayer, errors: [FenceError]) {
-        var collector = FeatureCollector(file: file, layer: layer)
+    public static func parse(
+        _ bytes: [UInt8], file: String, layer: String, maxVertices: Int = defaultMaxVertices
+    ) -> (layer: FenceLayer, errors: [FenceError]) {
+        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
         let root: JSONValue
         do {
             root = try JSONReader.parseValue(bytes, file: file, dialect: .json, streaming: "features") {
@@ -39,18 +45,18 @@ public enum FenceLayerParser {
     /// `reader(offset, buffer)` reads up to `buffer.count` bytes at `offset` (0 at the end of
     /// the file) or throws the error to report for the file (which this rethrows).
     public static func parse(
-        file: String, layer: String,
+        file: String, layer: String, maxVertices: Int = defaultMaxVertices,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
-        try parse(file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, reader: reader)
+        try parse(file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, reader: reader)
     }
 
     /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
     static func parse(
-        file: String, layer: String, chunkSize: Int,
+        file: String, layer: String, chunkSize: Int, maxVertices: Int = defaultMaxVertices,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
-        var collector = FeatureCollector(file: file, layer: layer)
+        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
         var stream = FenceFileStream(reader: reader, chunkSize: chunkSize)
         if let root = try stream.read(element: { collector.add($0) }) {
             return finish(root, collector: &collector, featuresStreamed: true)
@@ -71,12 +77,14 @@ public enum FenceLayerParser {
             if n <= 0 { break }
             bytes += chunk[0..<n]
         }
-        return parse(bytes, file: file, layer: layer)
+        return parse(bytes, file: file, layer: layer, maxVertices: maxVertices)
     }
 
     /// Builds the layer from an already parsed document.
-    public static func parse(_ document: JSONDocument, file: String, layer: String) -> (layer: FenceLayer, errors: [FenceError]) {
-        var collector = FeatureCollector(file: file, layer: layer)
+    public static func parse(
+        _ document: JSONDocument, file: String, layer: String, maxVertices: Int = defaultMaxVertices
+    ) -> (layer: FenceLayer, errors: [FenceError]) {
+        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
         return finish(document.value, collector: &collector, featuresStreamed: false)
     }
 

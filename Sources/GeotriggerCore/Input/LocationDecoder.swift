@@ -7,12 +7,19 @@ public struct LocationDecoder: Sendable {
     public var maxPayload: Int
     /// `input.maxFutureSkew`: fix times further ahead of the clock are dropped as `futureTime`.
     public var maxFutureSkew: Double
+    /// `input.maxAccuracy` (metres): a larger accuracy is dropped as `outOfRange` (an accuracy
+    /// circle that wide would be tested against every fence it covers).
+    public var maxAccuracy: Double
 
-    public init(format: PayloadFormat, topicFilter: TopicFilter, maxPayload: Int = 65536, maxFutureSkew: Double = 300) {
+    public init(
+        format: PayloadFormat, topicFilter: TopicFilter, maxPayload: Int = 65536, maxFutureSkew: Double = 300,
+        maxAccuracy: Double = 10000
+    ) {
         self.format = format
         self.topicFilter = topicFilter
         self.maxPayload = maxPayload
         self.maxFutureSkew = maxFutureSkew
+        self.maxAccuracy = maxAccuracy
     }
 
     /// A decoded message: the update, and OwnTracks' tracker id (`tid`) when one was sent.
@@ -83,6 +90,7 @@ public struct LocationDecoder: Sendable {
         let time = try checkedTime(tst, now: now, field: "tst")
         let accuracy = try number(f.acc, "acc")
         if let accuracy, accuracy < 0 { throw InputDrop(.outOfRange, "'acc' must be >= 0, found \(accuracy)") }
+        if let accuracy, accuracy > maxAccuracy { throw LocationDecoder.tooInaccurate(accuracy, field: "acc", limit: maxAccuracy) }
         // OwnTracks iOS reports vel and cog as -1 when unknown.
         let vel = try number(f.vel, "vel").flatMap { $0 < 0 ? nil : $0 / 3.6 }
         let cog = try number(f.cog, "cog").flatMap { $0 < 0 ? nil : $0 }
@@ -112,6 +120,7 @@ public struct LocationDecoder: Sendable {
         }
         let accuracy = try number(f.accuracy, "accuracy")
         if let accuracy, accuracy < 0 { throw InputDrop(.outOfRange, "'accuracy' must be >= 0, found \(accuracy)") }
+        if let accuracy, accuracy > maxAccuracy { throw LocationDecoder.tooInaccurate(accuracy, field: "accuracy", limit: maxAccuracy) }
         let speed = try number(f.speed, "speed")
         if let speed, speed < 0 { throw InputDrop(.outOfRange, "'speed' must be >= 0, found \(speed)") }
         let heading = try number(f.heading, "heading")
@@ -140,6 +149,11 @@ public struct LocationDecoder: Sendable {
                 "'\(field)' is \(LocationDecoder.wholeSeconds(t - now)) s ahead of the gateway clock (input.maxFutureSkew is \(LocationDecoder.wholeSeconds(maxFutureSkew)))")
         }
         return t
+    }
+
+    /// The drop of an update whose accuracy (`field`, metres) is over `input.maxAccuracy`.
+    public static func tooInaccurate(_ accuracy: Double, field: String, limit: Double) -> InputDrop {
+        InputDrop(.outOfRange, "'\(field)' is \(accuracy) m, over input.maxAccuracy (\(limit) m)")
     }
 
     /// Seconds rounded to a whole number for a message; a value too large for an Int (a fix
