@@ -50,4 +50,14 @@ struct Arguments {
         }
         return value
     }
+
+    /// The value of `option` as a whole number in `range`, if given; a ``UsageError`` otherwise
+    /// (so that `--devices 1e300` is a usage error, not a trap converting it to an Int).
+    func integer(_ option: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let value = try number(option) else { return nil }
+        guard value == value.rounded(), value >= Double(range.lowerBound), value <= Double(range.upperBound) else {
+            throw UsageError("--\(option) expects a whole number from \(range.lowerBound) to \(range.upperBound), got '\(options[option]!)'")
+        }
+        return Int(value)
+    }
 }

@@ -60,7 +60,7 @@ enum SimulateCommand: Subcommand {
             throw UsageError("--format expects json or owntracks")
         }
         let base = args["device"] ?? (format == .owntracks ? "sim/walker" : "sim")
-        let count = Int(try args.number("devices") ?? 1)
+        let count = try args.integer("devices", range: 0...1_000_000) ?? 1
         guard count >= 1 else { throw UsageError("--devices must be at least 1") }
         let devices = RouteWalker.deviceIDs(base: base, count: count)
         for device in devices {
@@ -74,7 +74,7 @@ enum SimulateCommand: Subcommand {
         let rate = try args.number("rate") ?? 1
         guard rate >= 0 else { throw UsageError("--rate must be 0 or more") }
         let loop = args.has("loop")
-        let qos = Int(try args.number("qos") ?? 1)
+        let qos = try args.integer("qos", range: 0...2) ?? 1
         guard qos == 0 || qos == 1 else { throw UsageError("--qos expects 0 or 1") }
         let topicTemplate = args["topic"] ?? (format == .owntracks ? "owntracks/{device}" : "devices/{device}/location")
 
@@ -89,7 +89,7 @@ enum SimulateCommand: Subcommand {
         }
         let accuracy = try args.number("accuracy")
         let noise = try args.number("noise") ?? 0
-        let seed = UInt64(max(0, try args.number("seed") ?? 1))
+        let seed = UInt64(try args.integer("seed", range: 0...Int.max) ?? 1)
         var walker: RouteWalker
         do {
             walker = try RouteWalker(
@@ -107,7 +107,8 @@ enum SimulateCommand: Subcommand {
             if rate > 0 {
                 let due = clock + Double(walker.tick - 1) * interval / rate
                 let wait = due - MonotonicClock.now()
-                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+                // At most a day at a time (a tiny --rate makes the wait too long for an Int of ms).
+                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(Swift.min(wait, 86_400) * 1000))) }
             }
             for update in tick {
                 let topic = topicTemplate.replacing("{device}", with: update.device)

@@ -36,8 +36,11 @@ enum WatchCommand: Subcommand {
         let args = try Arguments(arguments, valued: ["config", "broker", "prefix", "events", "timeout"], flags: ["plain"])
         let options = try ClientOptions(args, role: "watch")
         let prefix = args["prefix"] ?? options.config.output.prefix
-        let maxEvents = try args.number("events").map { Int($0) }
+        let maxEvents = try args.integer("events", range: 0...Int(Int32.max))
         let timeout = try args.number("timeout")
+        if let timeout, !(0...31_536_000).contains(timeout) {
+            throw UsageError("--timeout expects seconds from 0 to 31536000 (a year), got \(timeout)")
+        }
         let tty = isatty(1) == 1 && !args.has("plain")
 
         let client = try MQTTClient(options.mqtt)

@@ -49,7 +49,7 @@ struct WatchConsole {
         let type = o["type"]?.stringValue ?? "?"
         var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  \(name) (\(place))"
         if let reason = o["reason"]?.stringValue, reason != "moved" { line += " [\(reason)]" }
-        if let dwell = o["dwellSeconds"]?.numberValue { line += " after \(Int(dwell.rounded())) s" }
+        if let dwell = o["dwellSeconds"]?.numberValue { line += " after \(WatchConsole.whole(dwell)) s" }
         if let message = o["message"]?.stringValue { line += "  \"\(message)\"" }
         events.append(line)
         if events.count > eventLimit { events.removeFirst(events.count - eventLimit) }
@@ -72,12 +72,18 @@ struct WatchConsole {
         return "inside   \(device): " + (inside.isEmpty ? "(no fence)" : inside.joined(separator: ", "))
     }
 
+    /// A number from a payload as a whole number; one too large for an Int (anyone may publish
+    /// 1e300) is written as it is instead of trapping.
+    static func whole(_ n: Double) -> String {
+        abs(n) < 1e15 ? "\(Int(n.rounded()))" : "\(n)"
+    }
+
     private mutating func status(_ o: JSONObject, gateway: String) -> String? {
         let status = o["status"]?.stringValue ?? "?"
         let counters = o["counters"]?.objectValue
         var text = status
         if let events = counters?["events"]?.numberValue, let devices = counters?["devices"]?.numberValue {
-            text += " · \(Int(devices)) devices · \(Int(events)) events"
+            text += " · \(WatchConsole.whole(devices)) devices · \(WatchConsole.whole(events)) events"
         }
         let warnings = (o["warnings"]?.arrayValue ?? []).compactMap(\.stringValue)
         if !warnings.isEmpty { text += " · \(warnings.count) warning\(warnings.count == 1 ? "" : "s"): " + warnings.joined(separator: "; ") }

@@ -1,5 +1,9 @@
 /// ISO-8601 / RFC 3339 timestamps without Foundation, for payload times.
 public enum ISO8601Time {
+    /// The times that have an ISO-8601 text with a four-digit year, in seconds since 1970:
+    /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z.
+    public static let supportedRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799.999
+
     /// Seconds since 1970 for `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`
     /// (a space is accepted for `T`, and a missing zone means UTC); nil if it is not one.
     public static func parse(_ text: some StringProtocol) -> Double? {
@@ -62,9 +66,12 @@ public enum ISO8601Time {
 
     /// ISO-8601 UTC text for `seconds` since 1970: `2026-11-30T12:00:00Z`, with milliseconds
     /// (`2026-11-30T12:00:00.120Z`) when the time is not a whole second or `milliseconds` is set.
-    /// Times are rounded to the millisecond.
+    /// Times are rounded to the millisecond. A time outside ``supportedRange`` is written as the
+    /// nearer end of it (not a number: as 1970), so formatting never traps; inputs are checked
+    /// against the range where they are read (payloads, tracks), so no such time gets here.
     public static func format(_ seconds: Double, milliseconds: Bool = false) -> String {
-        let total = Int64((seconds * 1000).rounded())
+        let clamped = seconds.isNaN ? 0 : Swift.min(Swift.max(seconds, supportedRange.lowerBound), supportedRange.upperBound)
+        let total = Int64((clamped * 1000).rounded())
         var days = total / 86_400_000
         var msOfDay = total % 86_400_000
         if msOfDay < 0 {

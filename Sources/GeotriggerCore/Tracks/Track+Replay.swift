@@ -37,8 +37,11 @@ extension Track {
             guard speed.isFinite, speed > 0 else {
                 throw TrackError(file: file, message: "the speed must be > 0 metres per second, found \(speed)")
             }
+            guard ISO8601Time.supportedRange.contains(start) else {
+                throw TrackError(file: file, message: "the start time must be within years 1 to 9999, found \(start) (epoch seconds)")
+            }
             var travelled: [String: (at: Coordinate, metres: Double)] = [:]
-            return points.map { point in
+            let walked: [LocationUpdate] = points.map { point in
                 let device = point.device ?? defaultDevice
                 var metres = 0.0
                 if let last = travelled[device] {
@@ -49,6 +52,13 @@ extension Track {
                 timed.time = start + metres / speed
                 return timed.locationUpdate(defaultDevice: defaultDevice)!
             }
+            // A tiny speed can walk past year 9999 (or to infinity).
+            if let late = walked.firstIndex(where: { !ISO8601Time.supportedRange.contains($0.time) }) {
+                throw TrackError(
+                    file: file,
+                    message: "point \(late + 1) would be reached after year 9999 at \(speed) metres per second: give a larger --speed")
+            }
+            return walked
         }
         return points.map { $0.locationUpdate(defaultDevice: defaultDevice)! }
     }

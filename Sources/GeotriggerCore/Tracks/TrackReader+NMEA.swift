@@ -103,7 +103,10 @@ extension TrackReader {
         guard h < 24, m < 60, s <= 60 else { return nil }
         var ms = 0
         if b.count > 6 {
-            guard b[6] == UInt8(ascii: "."), let fraction = Double("0" + text.dropFirst(6)) else { return nil }
+            // Decimal digits only: `123456.1e30` is not a time (and would not fit an Int).
+            guard b[6] == UInt8(ascii: "."), b.count > 7, b[7...].allSatisfy({ $0 >= 48 && $0 <= 57 }),
+                let fraction = Double("0" + text.dropFirst(6))
+            else { return nil }
             ms = Int((fraction * 1000).rounded())
         }
         return ((h * 60 + m) * 60 + s) * 1000 + ms

@@ -21,7 +21,20 @@ public enum TrackReader {
         case .nmea: track = try readNMEA(bytes, file: file)
         case .jsonLines: track = try readJSONLines(bytes, file: file)
         }
+        try checkTimes(track, file: file)
         return track
+    }
+
+    /// Every point's time (whatever the format gave it) within ``ISO8601Time/supportedRange``,
+    /// so that replay can write it (a time of 1e300 is an error here, not a trap later).
+    static func checkTimes(_ track: Track, file: String) throws(TrackError) {
+        for (k, point) in track.points.enumerated() {
+            guard let time = point.time, !ISO8601Time.supportedRange.contains(time) else { continue }
+            throw TrackError(
+                file: file,
+                message: "point \(k + 1): the time \(time) (epoch seconds) is out of range: expected years 1 to 9999 "
+                    + "(\(ISO8601Time.format(ISO8601Time.supportedRange.lowerBound)) to \(ISO8601Time.format(ISO8601Time.supportedRange.upperBound)))")
+        }
     }
 
     /// Checks a position read from `what` (e.g. `line 3`), for messages.
