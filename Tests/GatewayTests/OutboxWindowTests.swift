@@ -277,6 +277,32 @@ import Testing
         #expect(w.published(ids.take(2)) == .read(.table, after: 3, limit: 7))
     }
 
+    /// QoS 0 rows handed over while libmosquitto was still connecting are lost when that
+    /// connection fails before writing them (no acknowledgement ever comes): the next connect
+    /// hands them over again, from the first of them; QoS 1 rows stay with libmosquitto.
+    @Test func qos0RowsInFlightAtAConnectAreHandedOverAgain() {
+        var w = Self.window()
+        var ids = Ids()
+        #expect(w.startPump() == .read(.table, after: 0, limit: 10))
+        let rows = [Self.row(.table, 1, qos: 0), Self.row(.table, 2), Self.row(.table, 3, qos: 0)]
+        #expect(Self.published(w.read(rows)) == ["t1", "t2", "t3"])
+        _ = w.published(ids.take(3))
+        #expect(w.inflightCount == 3)
+        // t3 was written (its acknowledgement came); t1 was not.
+        #expect(w.acknowledged(Self.success(3)) == .delivered)
+        #expect(w.read([]) == .read(.journal, after: 0, limit: 8))
+        #expect(w.read([]) == .done)
+        w.connected()
+        #expect(w.inflightCount == 1)  // t2, QoS 1: libmosquitto sends it again itself
+        #expect(w.table.handed == 0)
+        #expect(w.startPump() == .read(.table, after: 0, limit: 9))
+        #expect(Self.published(w.read([Self.row(.table, 1, qos: 0)])) == ["t1"])
+        _ = w.published(ids.take(1))
+        #expect(w.inflightCount == 2)
+        // The stale acknowledgement of the lost first handing changes nothing.
+        #expect(w.acknowledged(Self.success(1)) == .unknown)
+    }
+
     @Test func aFailedProgressCommitKeepsItsWork() {
         var w = Self.window()
         var ids = Ids()

@@ -106,6 +106,9 @@ struct OutboxWindow: Sendable {
     private(set) var inflight: [Int32: Handed] = [:]
     /// Journal sequences of the stream's messages in flight.
     private var inflightStream = Set<Int64>()
+    /// QoS 0 rows in flight: libmosquitto reports them once written, and drops those its
+    /// connection lost before writing them (handed over while it was still connecting).
+    private var inflightQoS0: [Int32: OutboxRow] = [:]
     private(set) var table = Cursor()
     private(set) var stream = Cursor()
     /// A publish failed (QoS 0 without a connection): nothing is handed over until a connect.
@@ -195,9 +198,16 @@ struct OutboxWindow: Sendable {
     }
 
     /// The broker connection came up: publishing can go on, and everything is read again.
+    /// QoS 0 rows still in flight were lost with the connection before they were written:
+    /// they are handed over again (each source is read again from the first of them).
     mutating func connected() {
         committed()
         blocked = false
+        for (id, row) in inflightQoS0 where inflight.removeValue(forKey: id) != nil {
+            if row.source == .journal { inflightStream.remove(row.sequence) }
+            self[row.source].handed = min(self[row.source].handed, row.sequence - 1)
+        }
+        inflightQoS0 = [:]
     }
 
     /// An acknowledgement ``takeAcknowledgementOnArrival(_:)`` left: the message no longer
@@ -205,6 +215,7 @@ struct OutboxWindow: Sendable {
     /// its move to the table.
     mutating func acknowledged(_ ack: MQTTAcknowledgement) -> AcknowledgementOutcome {
         guard let handed = inflight.removeValue(forKey: ack.messageId) else { return .unknown }
+        if !inflightQoS0.isEmpty { inflightQoS0.removeValue(forKey: ack.messageId) }
         if case .journal(let sequence) = handed { inflightStream.remove(sequence) }
         if ack.isSuccess {
             if case .table(let sequence) = handed { work.acknowledge(destination, sequence: sequence) }
@@ -269,6 +280,7 @@ struct OutboxWindow: Sendable {
         else { return false }
         inflight.removeValue(forKey: ack.messageId)
         inflightStream.remove(sequence)
+        if !inflightQoS0.isEmpty { inflightQoS0.removeValue(forKey: ack.messageId) }
         return true
     }
 
@@ -410,6 +422,7 @@ struct OutboxWindow: Sendable {
                     blocked = true
                     return
                 }
+                if row.message.qos == 0 { inflightQoS0[id] = row }
                 switch row.source {
                 case .table:
                     inflight[id] = .table(row.sequence)
