@@ -250,7 +250,7 @@ final class RuntimeFences: Service, Sendable {
             }
         }
         let wrapped = JSONValue.object(["type": .string("FeatureCollection"), "features": .array([.object(feature)])])
-        let (parsed, errors) = FenceLayerParser.parse(payloadBytes(wrapped), file: topic, layer: layer, maxVertices: maxVertices)
+        let (parsed, errors) = FenceLayerParser.parse(wrapped, file: topic, layer: layer, maxVertices: maxVertices)
         if !errors.isEmpty {
             return .failure(FenceError(file: topic, message: errors.map(\.message).joined(separator: "; ")))
         }

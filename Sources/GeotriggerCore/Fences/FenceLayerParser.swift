@@ -84,8 +84,16 @@ public enum FenceLayerParser {
     public static func parse(
         _ document: JSONDocument, file: String, layer: String, maxVertices: Int = defaultMaxVertices
     ) -> (layer: FenceLayer, errors: [FenceError]) {
+        parse(document.value, file: file, layer: layer, maxVertices: maxVertices)
+    }
+
+    /// Builds the layer from a FeatureCollection value (for one built in memory, such as a
+    /// runtime fence's Feature wrapped in a collection).
+    public static func parse(
+        _ value: JSONValue, file: String, layer: String, maxVertices: Int = defaultMaxVertices
+    ) -> (layer: FenceLayer, errors: [FenceError]) {
         var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
-        return finish(document.value, collector: &collector, featuresStreamed: false)
+        return finish(value, collector: &collector, featuresStreamed: false)
     }
 
     /// Checks the FeatureCollection around the features and assembles the layer and its errors
