@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds geotrigger and runs its whole test suite on a fresh Debian 12 machine, as root.
-# Installs only what is missing (one apt-get update at most), then `swift build` and `swift test`.
+# Installs only what is missing (one apt-get update at most), then `swift build`, `swift test`
+# and a short fuzzing run of the core (deploy/fuzz.sh, 15 s per target; FUZZ_SECONDS=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
@@ -15,3 +16,6 @@ if grep -q "warning:" /tmp/geotrigger-build.log; then
 fi
 swift build --build-tests
 swift test --skip-build
+if [ "${FUZZ_SECONDS:-15}" != 0 ]; then
+    deploy/fuzz.sh "${FUZZ_SECONDS:-15}"
+fi
