@@ -3,7 +3,7 @@
 #
 # Builds GeotriggerCore once as a static library with coverage and AddressSanitizer, links
 # each target in Tests/Fuzz against it (outside SwiftPM: no product links any of this), seeds
-# each corpus from the fixtures, then runs the targets one after another for SECONDS each
+# each corpus from the fixtures (and its tokens from Tests/Fuzz/dictionaries), then runs the targets one after another for SECONDS each
 # (default 60). Everything lives in .build/fuzz/ (lib/, bin/, corpus/TARGET/, crashes/TARGET/,
 # logs/TARGET.log); builds are cached by a hash of their sources and flags. Exits non-zero if
 # any target crashed, trapped, timed out or ran out of memory; its input is in crashes/TARGET/.
@@ -95,7 +95,8 @@ for t in "${targets[@]}"; do
     log="$out/logs/$t.log"
     set +e
     timeout --kill-after=10 $((seconds + 60)) "$out/bin/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-        -max_len=16384 -print_final_stats=1 -artifact_prefix="$crashes/" "$out/corpus/$t" > "$log" 2>&1
+        -max_len=16384 -print_final_stats=1 -artifact_prefix="$crashes/" -dict="Tests/Fuzz/dictionaries/$t.dict" \
+        "$out/corpus/$t" > "$log" 2>&1
     rc=$?
     set -e
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
