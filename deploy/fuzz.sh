@@ -3,10 +3,11 @@
 #
 # Builds GeotriggerCore once as a static library with coverage and AddressSanitizer, links
 # each target in Tests/Fuzz against it (outside SwiftPM: no product links any of this), seeds
-# each corpus from the fixtures (and its tokens from Tests/Fuzz/dictionaries), then runs the targets one after another for SECONDS each
-# (default 60). Everything lives in .build/fuzz/ (lib/, bin/, corpus/TARGET/, crashes/TARGET/,
-# logs/TARGET.log); builds are cached by a hash of their sources and flags. Exits non-zero if
-# any target crashed, trapped, timed out or ran out of memory; its input is in crashes/TARGET/.
+# each corpus from the fixtures (tokens from Tests/Fuzz/dictionaries), then runs the targets one
+# after another for SECONDS each (default 60). Everything lives in .build/fuzz/ (lib/, bin/,
+# corpus/TARGET/, crashes/TARGET/, logs/TARGET.log); builds are cached by a hash of the
+# compiler version, flags and sources. Exits non-zero if any target crashed, trapped, timed out
+# or ran out of memory; its input is in crashes/TARGET/.
 # Reproduce one with: .build/fuzz/bin/TARGET .build/fuzz/crashes/TARGET/crash-...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ stamp() { { printf '%s\n' "$@"; cat "${@:2}"; } | sha256sum | cut -d' ' -f1; }
 
 core_sources=()
 while IFS= read -r f; do core_sources+=("$f"); done < <(find Sources/GeotriggerCore -name '*.swift' | LC_ALL=C sort)
-core_stamp=$(stamp "${flags[*]}" "${core_sources[@]}")
+core_stamp=$(stamp "$(swiftc --version 2>&1 | head -1) ${flags[*]}" "${core_sources[@]}")
 if [ "$(cat "$out/lib/stamp" 2>/dev/null)" != "$core_stamp" ]; then
     echo "fuzz.sh: building GeotriggerCore (instrumented, -O; about a minute)"
     rm -f "$out/lib/stamp"
