@@ -29,10 +29,11 @@ public struct MosquittoError: Error, Sendable, Equatable, CustomStringConvertibl
     public var isNoConnection: Bool { code == Int32(MOSQ_ERR_NO_CONN.rawValue) }
 
     /// Throws a `MosquittoError` unless `code` is `MOSQ_ERR_SUCCESS`. Every libmosquitto
-    /// return code goes through here.
-    static func check(_ code: Int32, _ call: String) throws {
+    /// return code goes through here. `call` is built only for an error (a publish names its
+    /// topic: no string is made per publish).
+    static func check(_ code: Int32, _ call: @autoclosure () -> String) throws {
         if code != Int32(MOSQ_ERR_SUCCESS.rawValue) {
-            throw MosquittoError(code: code, call: call)
+            throw MosquittoError(code: code, call: call())
         }
     }
 }
