@@ -158,15 +158,19 @@ final class EventCommitter: Service, StepSink, Sendable {
         }
     }
 
-    /// Returns once everything handed over before the call is committed (or failed).
+    /// Returns once everything handed over before the call is committed (or failed). Queues
+    /// the commit itself when none is: the last burst of a network thread that stopped before
+    /// its ``commitBurst()`` (the main broker's connection stops first at shutdown) left its
+    /// items pending.
     func flush() async {
         await withCheckedContinuation { c in
-            let idle: Bool = pending.withLock { p in
-                if p.isIdle { return true }
+            let (idle, schedule): (Bool, Bool) = pending.withLock { p in
+                if p.isIdle { return (true, false) }
                 p.idleWaiters.append(c)
-                return false
+                return (false, !p.isEmpty && p.schedule())
             }
             if idle { c.resume() }
+            if schedule { queueCommit() }
         }
     }
 
