@@ -221,8 +221,14 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
                                ["outbox": destination.rawValue, "place": handed.place, "mqtt.reason": reason])
             }
             // Hand out what the acknowledgements made room for first: committing them waits
-            // for the store's thread, behind the next group commit.
-            await pump()
+            // for the store's thread, behind the next group commit. The progress timer alone
+            // pumps only for what the database or memory still holds (after a failed read, say):
+            // fresh rows come with a signal of their own, and a pump would take those the
+            // network thread is about to publish.
+            let timerOnly = batch.allSatisfy { if case .progressDue = $0 { true } else { false } }
+            if !timerOnly || withWindow({ $0.holdsUnhanded }) {
+                await pump()
+            }
             await commitProgress(final: false)
         }
         await commitProgress(final: true)

@@ -174,6 +174,10 @@ struct OutboxWindow: Sendable {
     /// Messages handed to libmosquitto and not yet acknowledged.
     var inflightCount: Int { inflight.count }
 
+    /// Events in memory, or a source not read to its end: a pump has something to hand over
+    /// (fresh rows aside).
+    var holdsUnhanded: Bool { !volatile.isEmpty || !table.exhausted || !stream.exhausted }
+
     /// ``OutboxPublisher/run()`` hands messages over (it awaits between them): fresh rows wait.
     var pumping: Bool {
         if case .idle = stage { false } else { true }
