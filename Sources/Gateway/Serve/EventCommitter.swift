@@ -50,13 +50,13 @@ final class EventCommitter: Service, StepSink, Sendable {
         var state: DeviceStateChange?
         var events: [JournalEvent] = []
         var outbox: [OutboxMessage] = []
-        /// A retained device state to publish once committed (payload nil: clear it).
-        var publication: (device: String, payload: [UInt8]?)?
+        /// A device's retained state (and what follows from it) to publish once committed.
+        var publication: DevicePublication?
     }
 
     private struct Pending {
         var batch = StoreBatch()
-        var publications: [(device: String, payload: [UInt8]?)] = []
+        var publications: [DevicePublication] = []
         /// Monitors waiting for room (a resumed continuation or an opened gate).
         var waiters: [@Sendable () -> Void] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -270,7 +270,7 @@ final class EventCommitter: Service, StepSink, Sendable {
             counters.events.add(taken.events.count, ordering: .relaxed)
         }
         for publication in publications {
-            statePublisher.publish(device: publication.device, payload: publication.payload)
+            statePublisher.publish(publication)
         }
         let failed = !retry.isEmpty
         let (idle, again): ([CheckedContinuation<Void, Never>], Bool) = pending.withLock { p in
