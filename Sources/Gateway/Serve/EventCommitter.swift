@@ -101,6 +101,8 @@ final class EventCommitter: Service, StepSink, Sendable {
     let retryCap: Int
     /// Whether the network thread commits its bursts itself (`durability: normal`).
     let commitsBursts: Bool
+    /// Where refused batches are kept while the database fails (nil: memory only).
+    let spill: SpillFile?
     /// Commits run by that network thread, and commit jobs queued on the store's queue.
     let networkThreadCommits = Atomic<Int>(0)
     let queuedCommits = Atomic<Int>(0)
@@ -112,7 +114,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000
+        limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch()
     ) {
         self.store = store
         self.counters = counters
@@ -123,6 +125,10 @@ final class EventCommitter: Service, StepSink, Sendable {
         self.limit = limit
         self.retryCap = retryCap
         self.commitsBursts = store.options.durability == .normal
+        self.spill = spill
+        pending.withLock { $0.retry = retry }
+        // A spill the database could not take at start: retried like a refused commit.
+        if !retry.isEmpty { DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in queueCommit() } }
     }
 
     /// Hands over one step's results without waiting. True when too much is pending: the
@@ -200,7 +206,8 @@ final class EventCommitter: Service, StepSink, Sendable {
         } else {
             cause = "the database \(store.path) refused a commit (\(error))"
         }
-        return cause + "; events are published from memory and monitor state and journal are retried every second"
+        return cause + "; events are published from memory" + (spill.map { " and kept in \($0.path)" } ?? "")
+            + ", monitor state and journal are retried every second"
     }
 
     /// The commits run as jobs on the store's queue; this only waits for ``shutdown()``.
@@ -258,6 +265,7 @@ final class EventCommitter: Service, StepSink, Sendable {
             do {
                 let receipt = try store.commit(batch)
                 warnings.clear("database", resolved: "the database accepts writes again")
+                if !retried.isEmpty { spill?.remove() }
                 if !retried.outbox.isEmpty {
                     for (destination, publisher) in publishers {
                         publisher.committedFromMemory(Set(retried.outbox.lazy.filter { $0.destination == destination }.map(\.eventID)))
@@ -286,6 +294,12 @@ final class EventCommitter: Service, StepSink, Sendable {
                 for (destination, publisher) in publishers {
                     let messages = taken.outbox.filter { $0.destination == destination }
                     if !messages.isEmpty { publisher.publishVolatile(messages) }
+                }
+                do {
+                    try spill?.append(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox))
+                    warnings.clear("spill", resolved: "the spill file takes writes again")
+                } catch {
+                    warnings.set("spill", "the events the database refuses cannot be kept on \(error): a kill before the database recovers loses them")
                 }
                 retry.stateChanges = batch.stateChanges
                 retry.events = Array(batch.events.suffix(retryCap))

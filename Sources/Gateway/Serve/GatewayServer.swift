@@ -81,15 +81,18 @@ struct GatewayServer: Sendable {
         let statePublisher = StatePublisher(
             client: local, prefix: prefix, logger: logger,
             discovery: config.homeassistant.discovery ? HomeAssistantDiscovery(config: config) : nil, occupancy: config.output.occupancy)
+        let spill = SpillFile(path: SpillFile.path(forDatabase: config.resolve(config.gateway.database)))
+        let spilled = await applySpill(spill, to: store, warnings: warnings, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
-                                       publishers: publishers, statePublisher: statePublisher)
+                                       publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
             eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks),
             runtimeFences: runtimeFences)
-        let saved = try await store.deviceStates()
+        var saved = try await store.deviceStates()
+        for change in spilled.stateChanges { saved[change.device] = change.state }
         let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
                                initialStates: saved)
         runtimeFences.attach(pool)
@@ -164,6 +167,24 @@ struct GatewayServer: Sendable {
         return GatewayServer(
             setup: setup, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
             publishers: publishers, committer: committer, pool: pool, pipeline: pipeline, group: group, logger: logger)
+    }
+
+    /// Commits what a run killed during a database fault left in its spill file (README
+    /// "Durability"), and removes the file. Returns what the database refused again: the
+    /// committer retries it, and the monitors start from its states.
+    static func applySpill(_ spill: SpillFile, to store: GatewayStore, warnings: Warnings, logger: Logger) async -> StoreBatch {
+        guard let (batch, unreadable) = spill.read() else { return StoreBatch() }
+        if unreadable > 0 { logger.warning("lines of the spill file could not be read (cut by a kill)", ["file": spill.path, "lines": "\(unreadable)"]) }
+        do {
+            _ = try await store.submit(batch)
+            spill.remove()
+            logger.notice("committed what the database refused before the last stop", [
+                "file": spill.path, "states": "\(batch.stateChanges.count)", "events": "\(batch.events.count)"])
+            return StoreBatch()
+        } catch {
+            warnings.set("database", "the database \(store.path) refuses what the last run kept in \(spill.path) (\(error)); retried every second")
+            return batch
+        }
     }
 
     /// Starts the clients, runs every service until a termination signal or ``stop()``, then
