@@ -48,7 +48,7 @@ cat > "$WORK/geotrigger.json5" <<CONF
 {
   gateway: { id: "demo", fences: "$PWD/fences", database: "$WORK/geotrigger.db" },
   broker: { port: $PORT },
-  output: { statusInterval: 5 },
+  output: { statusInterval: 5, occupancy: true },
 }
 CONF
 GEOTRIGGER_LOG_LEVEL=notice "$BIN" serve --config "$WORK/geotrigger.json5" 2> "$WORK/gateway.log" &
