@@ -65,7 +65,7 @@ enum ReplayCommand: Subcommand {
         for device in Set(updates.map(\.device)) {
             if let problem = DeviceID.problem(with: device) { throw UsageError("\(file): device id '\(device)': \(problem)") }
         }
-        let run = ReplayRun(updates: updates, snapshot: setup.snapshot)
+        let run = ReplayRun(updates: updates, snapshot: setup.snapshot, maxAccuracy: setup.config.input.maxAccuracy)
         for decision in run.decisions {
             let n = decision.notification
             if args.has("json") {

@@ -18,11 +18,16 @@ struct ReplayRun {
     var dropped: [String: Int] = [:]
     var accepted = 0
 
-    init(updates: [LocationUpdate], snapshot: EngineSnapshot) {
+    /// `maxAccuracy`: `input.maxAccuracy`, as `serve` drops a less accurate fix (`outOfRange`).
+    init(updates: [LocationUpdate], snapshot: EngineSnapshot, maxAccuracy: Double = .infinity) {
         var monitors: [String: DeviceMonitor] = [:]
         var order: [String] = []
         var last = -Double.infinity
         for update in updates {
+            if let accuracy = update.accuracy, accuracy > maxAccuracy {
+                dropped[DropReason.outOfRange.rawValue, default: 0] += 1
+                continue
+            }
             if monitors[update.device] == nil {
                 monitors[update.device] = DeviceMonitor(device: update.device, snapshot: snapshot, now: update.time)
                 order.append(update.device)
