@@ -72,6 +72,8 @@ public struct GatewayConfig: Sendable {
         public var owntracks = false
         public var statusInterval: Double = 30
         public var stateInterval: Double = 10
+        /// The Prometheus textfile (docs/metrics.md), nil: none; relative to the config's folder.
+        public var metricsFile: String?
     }
 
     public struct Journal: Sendable {

@@ -267,6 +267,7 @@ final class EventCommitter: Service, StepSink, Sendable {
                 retry.stateChanges = batch.stateChanges
                 retry.events = Array(batch.events.suffix(retryCap))
             }
+            counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
             counters.events.add(taken.events.count, ordering: .relaxed)
         }
         for publication in publications {
