@@ -39,7 +39,7 @@ final class MetricsFile: Sendable {
     static func exposition(_ sample: StatusSample) -> String {
         var e = MetricsExposition()
         let c = sample.counters
-        e.family("geotrigger_updates_received_total", .counter, help: "Location updates received from the feeds.", [.init(c.received)])
+        e.family("geotrigger_updates_received_total", .counter, help: "Messages received: feed updates, gpsd fixes, queries and runtime fences (the status counter received).", [.init(c.received)])
         e.family("geotrigger_updates_accepted_total", .counter, help: "Location updates handed to the device monitors.", [.init(c.accepted)])
         e.family("geotrigger_updates_dropped_total", .counter, help: "Location updates dropped, by reason (every reason, zeros included).",
                  DropReason.allCases.map { .init(c.dropped[$0] ?? 0, labels: [("reason", $0.rawValue)]) })
