@@ -85,6 +85,81 @@ extension DurabilityIntegrationTests {
             print("database fault test: \(expectedFault.count) events published from memory while full, \(expectedAll.count) in all; warning: \(warning)")
         }
 
+        /// Events published from memory while the database fails are written to the outbox
+        /// when it takes writes again (unless the broker acknowledged them meanwhile): with the
+        /// remote broker down throughout, a `kill -9` right after the fault clears loses none of
+        /// them, and the restart resumes from the state written after the fault (no enter fired
+        /// again).
+        @Test(.timeLimit(.minutes(3)))
+        func killAfterTheFaultLosesNoEventPublishedFromMemory() async throws {
+            let local = try MosquittoProcess(.init(maxQueuedMessages: 1_000_000))
+            defer { local.stop() }
+            let remote = try MosquittoProcess(.init(persistence: true, maxQueuedMessages: 1_000_000))
+            defer { remote.stop() }
+            let remoteSubscriber = try await DurabilityRig.subscriber(
+                port: remote.port, clientId: unique("upstream-dispatch"), filter: "geotriggers/#")
+            defer { remoteSubscriber.stop() }
+            remote.stop()
+
+            let id = unique("gw-fault-kill")
+            let fences = try TemporaryDirectory(prefix: "fences")
+            let limitFile = try fences.write("page-limit", "1\n")
+            let gateway = try GatewayUnderTest(config: """
+                {
+                  gateway: { id: "\(id)", database: "gw.db", fences: "\(try DurabilityRig.sectionsOnlyFolder(in: fences))" },
+                  broker: { port: \(local.port) },
+                  remote: { port: \(remote.port) },
+                  output: { statusInterval: 1 },
+                  triggers: [ { name: "upstream", fences: ["garden-sections"], delivery: "remote" } ],
+                }
+                """, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
+            let statusTopic = GatewayStatus.topic(gatewayID: id)
+            let localSubscriber = try await DurabilityRig.subscriber(
+                port: local.port, clientId: unique("dispatch"), filter: "geotriggers/status/#")
+            defer { localSubscriber.stop() }
+            let publisher = try MQTTProbe(port: local.port, clientId: unique("devices"))
+            defer { publisher.stop() }
+            try publisher.client.start()
+            #expect(await publisher.waitConnected())
+            func status() -> GatewayStatus? { localSubscriber.lastStatus(statusTopic) }
+
+            let walk = SectionWalk.make(devices: 3, updates: 40, dwell: 2...3, seed: 0x30_0001,
+                                        start: (Date().timeIntervalSince1970 - 3600).rounded())
+            let expectedFault = walk.expected(0..<30)
+            try gateway.start()
+            #expect(await poll(timeout: .seconds(60)) { status()?.status == "started" }, "\(gateway.logTail)")
+            try await walk.drive.publish(0..<30, through: publisher.client)
+            #expect(await poll(timeout: .seconds(30)) {
+                status()?.counter("events") == expectedFault.count && status()?.warnings.contains { $0.contains("database") } == true
+            }, "\(String(describing: status()))\n\(gateway.logTail)")
+
+            // The fault clears (state, journal and the events' outbox rows are written), then kill -9.
+            try "0\n".write(toFile: limitFile, atomically: true, encoding: .utf8)
+            gateway.process?.signal(SIGHUP)
+            #expect(await poll(timeout: .seconds(30)) { status().map { !$0.warnings.contains { $0.contains("database") } } ?? false },
+                    "\(String(describing: status()?.warnings))\n\(gateway.logTail)")
+            #expect(await poll(timeout: .seconds(30)) { status()?.outbox("remote") == expectedFault.count },
+                    "the events of the fault are not in the remote outbox: \(String(describing: status()))")
+            gateway.kill()
+
+            // The remote comes back; the restarted gateway delivers every event of the fault.
+            try remote.start()
+            try gateway.start()
+            func received() -> [WalkEvent] { remoteSubscriber.receivedEvents.deduplicated.expectedForm(trigger: "upstream") }
+            #expect(await poll(timeout: .seconds(60)) { received().count >= expectedFault.count },
+                    "\(received().count) of \(expectedFault.count) events of the fault reached the remote\n\(gateway.logTail)")
+            try await walk.drive.publish(30..<40, through: publisher.client)
+            let expectedAll = walk.expected(0..<40)
+            #expect(await poll(timeout: .seconds(30)) { received().count >= expectedAll.count }, "\(gateway.logTail)")
+            let got = received().byDevice
+            for (device, events) in expectedAll.byDevice {
+                #expect(got[device] == events, "\(device): expected \(events), got \(got[device] ?? [])")
+            }
+            #expect(remoteSubscriber.receivedEvents.deduplicated.visitProblems == [])
+            print("database fault then kill -9: \(expectedFault.count) events published from memory during the fault, all delivered after the restart; \(expectedAll.count) in all")
+            #expect(gateway.terminate() == 0, "\(gateway.logTail)")
+        }
+
         /// While the database fails, events are kept in memory only up to a cap (`outbox.cap`):
         /// with the remote broker down as well, `outbox.inflight` events wait in libmosquitto,
         /// `outbox.cap` more in memory, and the older rest are dropped and counted in the status

@@ -67,7 +67,7 @@ import Testing
             errors = error.errors.map(\.description)
         }
         let expected = [
-            "\(path):8:3: colour: unknown key (known keys here: broker, feeds, fences, gateway, input, journal, outbox, output, remote, runtime, triggers)",
+            "\(path):8:3: colour: unknown key (known keys here: broker, feeds, fences, gateway, homeassistant, input, journal, outbox, output, remote, runtime, triggers)",
             "\(path):2:14: gateway.id: not a usable gateway id: it must be one topic level (no '/')",
             "\(path):2:26: gateway.durability: expected one of normal, full, found \"sometimes\"",
             "\(path):3:13: broker.port: expected a whole number from 1 to 65535, found \"1883\"",

@@ -331,6 +331,25 @@ import Testing
         #expect(w.work.isEmpty)
     }
 
+    /// Events published from memory and acknowledged are remembered (the committer leaves them
+    /// out of the outbox rows it writes once the database takes the events again); committed
+    /// ones still waiting in memory are no longer published from there.
+    @Test func eventsTheDatabaseTakesAgainLeaveMemory() {
+        var w = Self.window(2, volatileCap: 10)
+        var ids = Ids()
+        Self.pumpEmpty(&w)
+        #expect(w.keepVolatile((1...4).map(Self.volatile)) == 0)
+        w.committed()
+        #expect(Self.published(w.startPump()) == ["v1", "v2"])
+        #expect(w.published(ids.take(2)) == .done)  // the window is full
+        #expect(w.acknowledged(Self.success(1)) == .delivered)
+        #expect(w.acknowledged(Self.refusal(2)) == .refused(.volatile("v2")))
+        #expect(w.deliveredFromMemory == ["v1"])
+        // The database takes v1-v4: v3 and v4, still in memory, leave it.
+        w.committedFromMemory(["v1", "v2", "v3", "v4"])
+        #expect(w.volatile.isEmpty && w.deliveredFromMemory.isEmpty)
+    }
+
     @Test func eventsKeptInMemoryGoFirst() {
         var w = Self.window(3, volatileCap: 4)
         var ids = Ids()

@@ -2,6 +2,7 @@ import Foundation
 import MQTT
 import Testing
 import TestSupport
+@testable import Gateway
 
 /// Issue 7: `simulate` against a real broker and the real gateway gives the garden tour's
 /// events, and `watch` in piped mode prints them line by line.
@@ -25,7 +26,7 @@ import TestSupport
         let config = try directory.write("gw.json5", """
             { gateway: { id: "tour-gw", fences: "\(repositoryRoot)/fences", database: "\(directory.file("gw.db"))" },
               broker: { port: \(broker.port), clientId: "tour-gw" },
-              output: { prefix: "tour", statusInterval: 60 } }
+              output: { prefix: "tour", statusInterval: 60, occupancy: true } }
             """)
         let gateway = try GatewayProcess(["serve", "--config", config], directory: directory.path, logFile: directory.file("gw.log"))
         defer { gateway.terminate() }
@@ -92,5 +93,22 @@ import TestSupport
         // simulation publishes as fast as it can (9 of 35 on a loaded machine).
         #expect(Set(lines.filter { $0.hasPrefix("inside   visitors/ana: ") }).count >= 3)
         #expect(lines.first?.hasPrefix("gateway  tour-gw: started") == true)
+        // Occupancy: the tour ends in the Arroyo, alone.
+        #expect(await poll(timeout: .seconds(30), until: {
+            watchLines().last { $0.hasPrefix("occupied Arroyo Section ") } == "occupied Arroyo Section (garden-sections/garden-sections/arroyo): 1 device"
+        }), "\(watch.log)")
+    }
+
+    /// The terminal screen lists the occupied fences with their device counts; a cleared
+    /// occupancy topic (the fence was removed) leaves the list.
+    @Test func screenShowsOccupancyPerFence() {
+        var console = WatchConsole(prefix: "p")
+        _ = console.take(topic: "p/occupancy/t/l/depot", payload: Array(#"{"trigger":"t","layer":"l","fence":"depot","name":"Depot","count":3,"devices":["a","b","c"]}"#.utf8))
+        _ = console.take(topic: "p/occupancy/t/l/gate", payload: Array(#"{"trigger":"t","layer":"l","fence":"gate","count":0,"devices":[]}"#.utf8))
+        let screen = console.screen(width: 80)
+        #expect(screen.contains("Depot (t/l/depot)".padding(toLength: 46, withPad: " ", startingAt: 0) + "3\n"))
+        #expect(screen.contains("gate (t/l/gate)".padding(toLength: 46, withPad: " ", startingAt: 0) + "0\n"))
+        #expect(console.take(topic: "p/occupancy/t/l/gate", payload: []) == "removed  t/l/gate")
+        #expect(!console.screen(width: 80).contains("t/l/gate"))
     }
 }

@@ -35,7 +35,7 @@ import Testing
 
     @Test func atMostWindowStatesAreWithTheBroker() {
         let (publisher, broker) = make(window: 4)
-        for i in 0..<100 { publisher.publish(device: "d\(i)", payload: Array("s\(i)".utf8)) }
+        for i in 0..<100 { publisher.publish(DevicePublication(device: "d\(i)", state: Array("s\(i)".utf8))) }
         #expect(broker.messages.count == 4)
         #expect(publisher.pending == (4, 96))
         // Each acknowledgement lets exactly one more out, in the order the devices became due.
@@ -66,12 +66,12 @@ import Testing
             }
             queued.forEach { $0() }
         }
-        for i in 0..<3 { publisher.publish(device: "d\(i)", payload: Array("s\(i)".utf8)) }
+        for i in 0..<3 { publisher.publish(DevicePublication(device: "d\(i)", state: Array("s\(i)".utf8))) }
         #expect(broker.messages.isEmpty)
         #expect(jobs.withLock { $0.count } == 1)
         runJobs()
         #expect(broker.messages.map(\.payload) == ["s0", "s1", "s2"])
-        publisher.publish(device: "d0", payload: Array("s0'".utf8))
+        publisher.publish(DevicePublication(device: "d0", state: Array("s0'".utf8)))
         #expect(jobs.withLock { $0.count } == 1)
         runJobs()
         #expect(broker.messages.map(\.payload) == ["s0", "s1", "s2", "s0'"])
@@ -83,11 +83,11 @@ import Testing
 
     @Test func aDeviceWaitingForItsTurnGoesOutOnceWithItsNewestState() {
         let (publisher, broker) = make(window: 1)
-        publisher.publish(device: "a", payload: Array("a1".utf8))
-        publisher.publish(device: "b", payload: Array("b1".utf8))
-        publisher.publish(device: "b", payload: Array("b2".utf8))
-        publisher.publish(device: "c", payload: Array("c1".utf8))
-        publisher.publish(device: "b", payload: nil)  // forgotten: an empty retained message
+        publisher.publish(DevicePublication(device: "a", state: Array("a1".utf8)))
+        publisher.publish(DevicePublication(device: "b", state: Array("b1".utf8)))
+        publisher.publish(DevicePublication(device: "b", state: Array("b2".utf8)))
+        publisher.publish(DevicePublication(device: "c", state: Array("c1".utf8)))
+        publisher.publish(DevicePublication(device: "b", state: nil))  // forgotten: an empty retained message
         for id in 1...3 { #expect(ack(publisher, Int32(id))) }
         #expect(broker.messages.map(\.topic) == ["p/devices/a/state", "p/devices/b/state", "p/devices/c/state"])
         #expect(broker.messages.map(\.payload) == ["a1", "", "c1"])
@@ -96,7 +96,7 @@ import Testing
 
     @Test func otherAcknowledgementsAreLeftForTheOutbox() {
         let (publisher, broker) = make(window: 2)
-        publisher.publish(device: "a", payload: [1])
+        publisher.publish(DevicePublication(device: "a", state: [1]))
         #expect(!ack(publisher, 99))
         #expect(ack(publisher, 1, reason: 0x87))  // refused: counted as answered, not resent
         #expect(!ack(publisher, 1))
@@ -105,7 +105,7 @@ import Testing
 
     @Test func aReconnectSendsEveryStateAgainAndFreesTheWindow() {
         let (publisher, broker) = make(window: 2)
-        for device in ["a", "b", "c"] { publisher.publish(device: device, payload: Array(device.utf8)) }
+        for device in ["a", "b", "c"] { publisher.publish(DevicePublication(device: device, state: Array(device.utf8))) }
         #expect(broker.messages.count == 2)
         // The connection drops before any PUBACK; after the reconnect the old ids do not hold the window.
         publisher.republishAll()
@@ -121,8 +121,8 @@ import Testing
     @Test func aStateTheClientRejectsDoesNotBlockTheOthers() {
         let (publisher, broker) = make(window: 1)
         broker.failing.withLock { $0 = ["p/devices/bad/state"] }
-        publisher.publish(device: "bad", payload: [1])
-        publisher.publish(device: "good", payload: [2])
+        publisher.publish(DevicePublication(device: "bad", state: [1]))
+        publisher.publish(DevicePublication(device: "good", state: [2]))
         #expect(broker.messages.map(\.topic) == ["p/devices/good/state"])
         #expect(publisher.pending == (1, 0))
     }

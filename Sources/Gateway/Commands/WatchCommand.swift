@@ -13,14 +13,16 @@ enum WatchCommand: Subcommand {
         Usage: geotrigger watch [--config FILE] [--broker HOST:PORT] [--prefix P]
                                 [--events N] [--timeout S] [--plain]
 
-        Subscribes to PREFIX/events/#, PREFIX/devices/# (the .../state topics) and PREFIX/status/+ and shows
-        a table of devices with the fences they are in (from the retained device states),
-        the gateways' status, and a scrolling log of events with their messages.
+        Subscribes to PREFIX/events/#, PREFIX/devices/# (the .../state topics), PREFIX/status/+ and
+        PREFIX/occupancy/# and shows a table of devices with the fences they are in (from the
+        retained device states), the devices in each fence (with output.occupancy), the
+        gateways' status, and a scrolling log of events with their messages.
         On a terminal the screen is redrawn in place; when the output is piped (or with
         --plain) it prints one line per change:
 
           event    12:03:07  enter dispatch/v17  Depot (fleet/depot)  "Vehicle at Depot"
           inside   dispatch/v17: Depot
+          occupied Depot (fleet/fleet/depot): 3 devices
           gateway  gw-1: started · 3 devices · 12 events
 
         Options:
@@ -47,6 +49,7 @@ enum WatchCommand: Subcommand {
         try client.subscribe("\(prefix)/events/#")
         try client.subscribe("\(prefix)/devices/#")  // device ids may span levels; take .../state
         try client.subscribe("\(prefix)/status/+")
+        try client.subscribe("\(prefix)/occupancy/#")
         try client.start()
         defer { client.stop() }
 

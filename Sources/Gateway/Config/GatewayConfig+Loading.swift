@@ -50,7 +50,7 @@ extension GatewayConfig {
 
     init(decoding value: JSONValue, with d: inout ConfigDecoder) {
         self.init()
-        let top = ["gateway", "broker", "remote", "input", "fences", "output", "journal", "outbox", "runtime", "feeds", "triggers"]
+        let top = ["gateway", "broker", "remote", "input", "fences", "output", "homeassistant", "journal", "outbox", "runtime", "feeds", "triggers"]
         guard let root = d.object(value, at: [], allowed: Set(top)) else { return }
 
         if let v = root["gateway"], let o = d.object(v, at: [.key("gateway")], allowed: ["id", "database", "fences", "durability", "hibernateAfter", "forgetAfter"]) {
@@ -84,7 +84,7 @@ extension GatewayConfig {
         if let v = root["fences"], let o = d.object(v, at: [.key("fences")], allowed: ["maxVertices"]) {
             if let x = d.integer(o, "maxVertices", at: [.key("fences")], range: 4...Int(Int32.max)) { fences.maxVertices = x }
         }
-        if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval", "metricsFile"]) {
+        if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval", "occupancy", "metricsFile"]) {
             let p: [JSONPathComponent] = [.key("output")]
             if let s = d.string(o, "prefix", at: p), let s {
                 if s.isEmpty || s.contains("+") || s.contains("#") || s.hasSuffix("/") {
@@ -97,11 +97,23 @@ extension GatewayConfig {
             if let x = d.bool(o, "owntracks", at: p) { output.owntracks = x }
             if let x = d.number(o, "statusInterval", at: p, range: 0.1...Double.infinity) { output.statusInterval = x }
             if let x = d.number(o, "stateInterval", at: p, range: 0...Double.infinity) { output.stateInterval = x }
+            if let x = d.bool(o, "occupancy", at: p) { output.occupancy = x }
             if let s = d.string(o, "metricsFile", at: p, nullable: true) {
                 if s?.isEmpty == true || s?.hasSuffix("/") == true {
                     d.report(p + [.key("metricsFile")], "expected the path of a file or null, found \(JSONValue.string(s ?? "").serialized())")
                 } else {
                     output.metricsFile = s
+                }
+            }
+        }
+        if let v = root["homeassistant"], let o = d.object(v, at: [.key("homeassistant")], allowed: ["discovery", "prefix"]) {
+            let p: [JSONPathComponent] = [.key("homeassistant")]
+            if let x = d.bool(o, "discovery", at: p) { homeassistant.discovery = x }
+            if let s = d.string(o, "prefix", at: p), let s {
+                if s.isEmpty || s.contains("+") || s.contains("#") || s.hasPrefix("/") || s.hasSuffix("/") {
+                    d.report(p + [.key("prefix")], "expected topic levels without '+', '#' or a leading or trailing '/', found \(JSONValue.string(s).serialized())")
+                } else {
+                    homeassistant.prefix = s
                 }
             }
         }

@@ -72,8 +72,17 @@ public struct GatewayConfig: Sendable {
         public var owntracks = false
         public var statusInterval: Double = 30
         public var stateInterval: Double = 10
+        /// Retained occupancy per (trigger, layer, fence): `PREFIX/occupancy/TRIGGER/LAYER/FENCE`.
+        public var occupancy = false
         /// The Prometheus textfile (docs/metrics.md), nil: none; relative to the config's folder.
         public var metricsFile: String?
+    }
+
+    /// Home Assistant MQTT discovery (DESIGN.md "Occupancy, Home Assistant, metrics").
+    public struct HomeAssistant: Sendable {
+        public var discovery = false
+        /// Home Assistant's discovery prefix (its MQTT integration's setting).
+        public var prefix = "homeassistant"
     }
 
     public struct Journal: Sendable {
@@ -114,6 +123,7 @@ public struct GatewayConfig: Sendable {
     public var input = Input()
     public var fences = Fences()
     public var output = Output()
+    public var homeassistant = HomeAssistant()
     public var journal = Journal()
     public var runtime = Runtime()
     public var outbox = Outbox()

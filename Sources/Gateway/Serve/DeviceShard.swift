@@ -193,7 +193,7 @@ final class DeviceShard: Sendable {
                         slot.publishedStays = monitor.stays
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
-                        context.statePublisher.publish(device: monitor.device, payload: payloadBytes(monitor.stateJSON(updated: WallClock.now())))
+                        context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
                         commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                         s.slots[monitor.device] = slot
                     } catch {
@@ -344,7 +344,7 @@ final class DeviceShard: Sendable {
     private func forget(_ device: String, mustWait: inout Bool) {
         context.logger.info("forgetting a device idle for gateway.forgetAfter", ["device.id": device])
         commit(EventCommitter.Item(
-            state: DeviceStateChange(device: device, state: nil), publication: (device: device, payload: nil)), mustWait: &mustWait)
+            state: DeviceStateChange(device: device, state: nil), publication: .forgotten(device)), mustWait: &mustWait)
     }
 
     /// What a step's notifications, state change and device state publication give to commit
@@ -374,7 +374,7 @@ final class DeviceShard: Sendable {
         }
         if publish {
             slot.lastPublished = now
-            item.publication = (device: device, payload: payloadBytes(slot.monitor.stateJSON(updated: wall)))
+            item.publication = context.publication(of: slot.monitor, updated: wall)
         }
         if item.state != nil || !item.events.isEmpty || item.publication != nil { return item }
         return nil

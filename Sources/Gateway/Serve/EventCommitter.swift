@@ -42,6 +42,15 @@ protocol CommittedOutbox: Sendable {
     func notifyCommitted()
     /// Messages the database refused, to publish from memory.
     func publishVolatile(_ messages: [OutboxMessage])
+    /// Ids of events published from memory that the broker acknowledged.
+    var deliveredFromMemory: Set<String> { get }
+    /// The database took these events again, with outbox rows (see ``OutboxWindow/committedFromMemory(_:)``).
+    func committedFromMemory(_ events: Set<String>)
+}
+
+extension CommittedOutbox {
+    var deliveredFromMemory: Set<String> { [] }
+    func committedFromMemory(_ events: Set<String>) {}
 }
 
 final class EventCommitter: Service, StepSink, Sendable {
@@ -50,13 +59,13 @@ final class EventCommitter: Service, StepSink, Sendable {
         var state: DeviceStateChange?
         var events: [JournalEvent] = []
         var outbox: [OutboxMessage] = []
-        /// A retained device state to publish once committed (payload nil: clear it).
-        var publication: (device: String, payload: [UInt8]?)?
+        /// A device's retained state (and what follows from it) to publish once committed.
+        var publication: DevicePublication?
     }
 
     private struct Pending {
         var batch = StoreBatch()
-        var publications: [(device: String, payload: [UInt8]?)] = []
+        var publications: [DevicePublication] = []
         /// Monitors waiting for room (a resumed continuation or an opened gate).
         var waiters: [@Sendable () -> Void] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -235,12 +244,25 @@ final class EventCommitter: Service, StepSink, Sendable {
         var batch = retried
         batch.stateChanges += taken.stateChanges
         batch.events += taken.events
-        batch.outbox = taken.outbox
+        // Events of a failed commit were published from memory; the ones the broker has not
+        // acknowledged yet get outbox rows now, so a kill after the fault cannot lose them
+        // (one acknowledged meanwhile may then arrive twice, with the same id).
+        if !retried.outbox.isEmpty {
+            var delivered: [OutboxDestination: Set<String>] = [:]
+            for (destination, publisher) in publishers { delivered[destination] = publisher.deliveredFromMemory }
+            batch.outbox.removeAll { delivered[$0.destination]?.contains($0.eventID) == true }
+        }
+        batch.outbox += taken.outbox
         var retry = StoreBatch()
         if !batch.isEmpty {
             do {
                 let receipt = try store.commit(batch)
                 warnings.clear("database", resolved: "the database accepts writes again")
+                if !retried.outbox.isEmpty {
+                    for (destination, publisher) in publishers {
+                        publisher.committedFromMemory(Set(retried.outbox.lazy.filter { $0.destination == destination }.map(\.eventID)))
+                    }
+                }
                 if receipt.dropped.local + receipt.dropped.remote > 0 {
                     warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
                 }
@@ -259,19 +281,26 @@ final class EventCommitter: Service, StepSink, Sendable {
                 }
             } catch {
                 warnings.set("database", databaseWarning(error))
-                // Events go out now, from memory; state and journal are tried again.
+                // The new events go out now, from memory; state, journal and outbox rows are
+                // tried again (the retried ones are in memory already).
                 for (destination, publisher) in publishers {
-                    let messages = batch.outbox.filter { $0.destination == destination }
+                    let messages = taken.outbox.filter { $0.destination == destination }
                     if !messages.isEmpty { publisher.publishVolatile(messages) }
                 }
                 retry.stateChanges = batch.stateChanges
                 retry.events = Array(batch.events.suffix(retryCap))
+                if retry.events.count == batch.events.count {
+                    retry.outbox = batch.outbox
+                } else {
+                    let kept = Set(retry.events.map(\.id))
+                    retry.outbox = batch.outbox.filter { kept.contains($0.eventID) }
+                }
             }
             counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
             counters.events.add(taken.events.count, ordering: .relaxed)
         }
         for publication in publications {
-            statePublisher.publish(device: publication.device, payload: publication.payload)
+            statePublisher.publish(publication)
         }
         let failed = !retry.isEmpty
         let (idle, again): ([CheckedContinuation<Void, Never>], Bool) = pending.withLock { p in

@@ -79,7 +79,9 @@ struct GatewayServer: Sendable {
                 destination: destination, client: client, store: store, window: config.outbox.inflight, counters: counters,
                 warnings: warnings, logger: logger, volatileCap: min(config.outbox.cap, 100_000))
         }
-        let statePublisher = StatePublisher(client: local, prefix: prefix, logger: logger)
+        let statePublisher = StatePublisher(
+            client: local, prefix: prefix, logger: logger,
+            discovery: config.homeassistant.discovery ? HomeAssistantDiscovery(config: config) : nil, occupancy: config.output.occupancy)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger)
@@ -142,6 +144,7 @@ struct GatewayServer: Sendable {
         services += [committer, pool, runtimeFences, queries, control, localConnection] as [any Service]
         services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
+        if config.output.occupancy { services.append(OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
         services.append(status)
         // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
         services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]

@@ -165,6 +165,13 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         notifyCommitted()
     }
 
+    var deliveredFromMemory: Set<String> { withWindow { $0.deliveredFromMemory } }
+
+    func committedFromMemory(_ events: Set<String>) {
+        guard !events.isEmpty else { return }
+        withWindow { $0.committedFromMemory(events) }
+    }
+
     /// Waits (at most `seconds`) until no event is in flight or the connection is gone.
     func waitForAcknowledgements(within seconds: Double) async {
         let deadline = MonotonicClock.now() + seconds

@@ -23,8 +23,8 @@ import Store
 struct OutboxWindow: Sendable {
     /// What a message handed to libmosquitto was.
     enum Handed: Sendable, Equatable {
-        /// Published from memory (the database refused it): nothing to remove.
-        case volatile
+        /// Published from memory (the database refused it), by event id: nothing to remove.
+        case volatile(String)
         /// An outbox table row.
         case table(Int64)
         /// An event of the stream on the journal, by its journal sequence.
@@ -33,7 +33,7 @@ struct OutboxWindow: Sendable {
         /// For the log.
         var place: String {
             switch self {
-            case .volatile: "memory"
+            case .volatile(let event): "memory (event \(event))"
             case .table(let sequence): "outbox row \(sequence)"
             case .journal(let sequence): "journal row \(sequence)"
             }
@@ -129,6 +129,10 @@ struct OutboxWindow: Sendable {
     private var nextProgressCommit = 0.0
     /// Events the database refused, published from memory before anything else.
     private(set) var volatile: [OutboxMessage] = []
+    /// Ids of events published from memory that the broker acknowledged (at most
+    /// ``volatileCap``): once the database takes the events again, these are not queued in its
+    /// outbox (``committedFromMemory(_:)``).
+    private(set) var deliveredFromMemory: Set<String> = []
     /// Rows just committed, in sequence order: handed over without a database read while
     /// their source holds nothing older that was not handed over, else read back.
     private(set) var fresh: [OutboxRow] = []
@@ -222,7 +226,11 @@ struct OutboxWindow: Sendable {
         if !inflightQoS0.isEmpty { inflightQoS0.removeValue(forKey: ack.messageId) }
         if case .journal(let sequence) = handed { inflightStream.remove(sequence) }
         if ack.isSuccess {
-            if case .table(let sequence) = handed { work.acknowledge(destination, sequence: sequence) }
+            switch handed {
+            case .table(let sequence): work.acknowledge(destination, sequence: sequence)
+            case .volatile(let event) where deliveredFromMemory.count < volatileCap: deliveredFromMemory.insert(event)
+            case .volatile, .journal: break
+            }
             return .delivered
         }
         // Kept: a table row stays; a stream event moves to the table (in full), so the stream
@@ -244,6 +252,14 @@ struct OutboxWindow: Sendable {
         let excess = max(0, volatile.count - volatileCap)
         if excess > 0 { volatile.removeFirst(excess) }
         return excess
+    }
+
+    /// The database took again the events with these ids (the committer's retry after a
+    /// fault), with outbox rows of their own: those still waiting in memory are no longer
+    /// published from there, and their acknowledgements from memory are no longer needed.
+    mutating func committedFromMemory(_ events: Set<String>) {
+        volatile.removeAll { events.contains($0.eventID) }
+        deliveredFromMemory.subtract(events)
     }
 
     // MARK: The network thread's inputs
@@ -308,7 +324,7 @@ struct OutboxWindow: Sendable {
             awaiting = nil
             var failed: [OutboxMessage] = []
             for (message, id) in zip(messages, ids) {
-                if let id { inflight[id] = .volatile } else { failed.append(message) }
+                if let id { inflight[id] = .volatile(message.eventID) } else { failed.append(message) }
             }
             if !failed.isEmpty {
                 volatile.insert(contentsOf: failed, at: 0)

@@ -1,18 +1,20 @@
+import GeotriggerCore
 import MQTT
 import Synchronization
 
-/// Publishes retained device states (`PREFIX/devices/DEVICE/state`) and remembers them, so
-/// that every (re)connect can publish them all again (DESIGN.md: "On every (re)connect ...
-/// republish retained device states").
+/// Publishes the gateway's retained topics (device states `PREFIX/devices/DEVICE/state`,
+/// occupancy, Home Assistant discovery) and remembers them, so that every (re)connect can
+/// publish them all again (DESIGN.md: "On every (re)connect ... republish retained device
+/// states").
 ///
-/// At most `window` states are with libmosquitto at a time (QoS 1, waiting for their PUBACK).
-/// The others wait here as "device D is due", and a device whose state changes again before
-/// its turn goes out once, with its newest state. Without the window, 10,000 devices
+/// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK).
+/// The others wait here as "topic T is due", and a topic whose payload changes again before
+/// its turn goes out once, with its newest payload. Without the window, 10,000 devices
 /// appearing at once queued 14,000 copies of their states in libmosquitto behind the broker's
-/// receive maximum (3.8 MB at the benchmark's peak); with it the queue holds device names.
+/// receive maximum (3.8 MB at the benchmark's peak); with it the queue holds topic names.
 ///
-/// States are handed to libmosquitto on its network thread (``MQTTClient/perform(_:)``), where
-/// the acknowledgements arrive too: the committer's thread only marks a device as due.
+/// Messages are handed to libmosquitto on its network thread (``MQTTClient/perform(_:)``),
+/// where the acknowledgements arrive too: the committer's thread only marks a topic as due.
 final class StatePublisher: Sendable {
     /// Hands one message to libmosquitto and returns its message id.
     typealias Send = @Sendable (_ topic: String, _ payload: [UInt8]) throws -> Int32
@@ -22,6 +24,11 @@ final class StatePublisher: Sendable {
     let prefix: String
     let logger: Logger
     let window: Int
+    /// With `homeassistant.discovery`: a device's tracker config and attributes go with its state.
+    let discovery: HomeAssistantDiscovery?
+    /// With `output.occupancy`: the devices in each fence, from the device publications.
+    let occupancyEnabled: Bool
+    let occupancy = Mutex(OccupancyBook())
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
     private let perform: Perform
@@ -30,23 +37,23 @@ final class StatePublisher: Sendable {
     private let pumpScheduled = Atomic<Bool>(false)
 
     private struct Book: ~Copyable {
-        /// The newest state of every known device (a forgotten device is absent).
-        var states: [String: [UInt8]] = [:]
-        /// Devices whose newest state has not been handed to libmosquitto, oldest first
+        /// The newest payload of every retained topic (a cleared topic is absent).
+        var payloads: [String: [UInt8]] = [:]
+        /// Topics whose newest payload has not been handed to libmosquitto, oldest first
         /// (`due[head...]`), and the same as a set.
         var due: [String] = []
         var head = 0
         var dueSet: Set<String> = []
-        /// Message id -> device, for the states libmosquitto holds.
+        /// Message id -> topic, for the messages libmosquitto holds.
         var inflight: [Int32: String] = [:]
 
-        mutating func markDue(_ device: String) {
-            if dueSet.insert(device).inserted { due.append(device) }
+        mutating func markDue(_ topic: String) {
+            if dueSet.insert(topic).inserted { due.append(topic) }
         }
 
         mutating func nextDue() -> String? {
             guard head < due.count else { return nil }
-            let device = due[head]
+            let topic = due[head]
             head += 1
             if head == due.count {
                 due.removeAll(keepingCapacity: due.count <= 1024)
@@ -55,40 +62,73 @@ final class StatePublisher: Sendable {
                 due.removeFirst(head)
                 head = 0
             }
-            dueSet.remove(device)
-            return device
+            dueSet.remove(topic)
+            return topic
         }
     }
 
     /// Publishing through `client` (nil: only remembering states).
-    convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64) {
+    convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64,
+                     discovery: HomeAssistantDiscovery? = nil, occupancy: Bool = false) {
         guard let client else {
-            self.init(prefix: prefix, logger: logger, window: window, send: nil)
+            self.init(prefix: prefix, logger: logger, window: window, send: nil, discovery: discovery, occupancy: occupancy)
             return
         }
         self.init(prefix: prefix, logger: logger, window: window,
                   send: { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) },
-                  perform: { client.perform($0) })
+                  perform: { client.perform($0) }, discovery: discovery, occupancy: occupancy)
     }
 
     /// Publishing through any `send` (the tests' fake broker), called in the jobs given to
     /// `perform` (default: right away).
-    init(prefix: String, logger: Logger, window: Int, send: Send?, perform: @escaping Perform = { $0() }) {
+    init(prefix: String, logger: Logger, window: Int, send: Send?, perform: @escaping Perform = { $0() },
+         discovery: HomeAssistantDiscovery? = nil, occupancy: Bool = false) {
         self.prefix = prefix
         self.logger = logger
         self.window = max(1, window)
         self.send = send
         self.perform = perform
+        self.discovery = discovery
+        self.occupancyEnabled = occupancy
+        if let discovery { publish(topic: discovery.gatewayConfigTopic, payload: discovery.gatewayConfig()) }
     }
 
     func topic(_ device: String) -> String { "\(prefix)/devices/\(device)/state" }
 
-    /// Publishes `payload` retained for `device`; nil clears the retained message (forgotten device).
-    func publish(device: String, payload: [UInt8]?) {
+    /// Publishes a device's state and, with discovery, its tracker's config (the first time in
+    /// this run) and attributes; a forgotten device's topics are cleared. Occupancy follows
+    /// its stays.
+    func publish(_ publication: DevicePublication) {
         book.withLock { book in
-            book.states[device] = payload
-            if send != nil { book.markDue(device) }
+            set(topic(publication.device), publication.state, in: &book)
+            guard let discovery else { return }
+            let config = discovery.trackerConfigTopic(device: publication.device)
+            if publication.state == nil {
+                set(config, nil, in: &book)
+                set(discovery.attributesTopic(device: publication.device), nil, in: &book)
+            } else {
+                if book.payloads[config] == nil { set(config, discovery.trackerConfig(device: publication.device), in: &book) }
+                set(discovery.attributesTopic(device: publication.device), publication.attributes, in: &book)
+            }
         }
+        if occupancyEnabled { occupancy.withLock { $0.update(device: publication.device, stays: publication.stays) } }
+        schedulePump()
+    }
+
+    /// Publishes `payload` retained on `topic`; nil clears the retained message (and the topic
+    /// is no longer published on a connect).
+    func publish(topic: String, payload: [UInt8]?) {
+        book.withLock { set(topic, payload, in: &$0) }
+        schedulePump()
+    }
+
+    private func set(_ topic: String, _ payload: [UInt8]?, in book: inout Book) {
+        book.payloads[topic] = payload
+        if send != nil { book.markDue(topic) }
+    }
+
+    /// Has the due topics handed over on the network thread, unless a job for it is queued.
+    private func schedulePump() {
         guard send != nil, !pumpScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         perform { [self] in
             // Cleared before the pump looks: a device marked due from now on schedules another.
@@ -97,7 +137,7 @@ final class StatePublisher: Sendable {
         }
     }
 
-    /// Publishes every known state again (after a connect). libmosquitto sends again what it
+    /// Publishes every retained topic again (after a connect). libmosquitto sends again what it
     /// held when the connection dropped; those acknowledgements no longer count here, so a
     /// message lost with a session cannot hold a place in the window for ever.
     func republishAll() {
@@ -105,41 +145,42 @@ final class StatePublisher: Sendable {
         perform { [self] in
             book.withLock { book in
                 book.inflight.removeAll()
-                for device in book.states.keys { book.markDue(device) }
+                for topic in book.payloads.keys { book.markDue(topic) }
                 pump(&book)
             }
         }
     }
 
-    /// Takes the broker's answer to a state message and sends the next due state. Returns
-    /// false when `ack` is not for a state message (an event's, for the outbox).
+    /// Takes the broker's answer to a retained message and sends the next due one. Returns
+    /// false when `ack` is not for one of them (an event's, for the outbox).
     func acknowledged(_ ack: MQTTAcknowledgement) -> Bool {
         book.withLock { book in
             guard book.inflight.removeValue(forKey: ack.messageId) != nil else { return false }
             if !ack.isSuccess {
-                logger.warning("the broker refused a device state", ["mqtt.reason": "0x\(String(ack.reasonCode, radix: 16)) \(ack.reason)"])
+                logger.warning("the broker refused a retained message", ["mqtt.reason": "0x\(String(ack.reasonCode, radix: 16)) \(ack.reason)"])
             }
             pump(&book)
             return true
         }
     }
 
-    var count: Int { book.withLock { $0.states.count } }
+    /// The retained topics known (published and not cleared).
+    var count: Int { book.withLock { $0.payloads.count } }
 
-    /// States handed to libmosquitto and not yet acknowledged, and states waiting for a place.
+    /// Messages handed to libmosquitto and not yet acknowledged, and topics waiting for a place.
     var pending: (inflight: Int, due: Int) { book.withLock { ($0.inflight.count, $0.dueSet.count) } }
 
-    /// Hands due states to libmosquitto while the window has room. Called with the lock held, so
+    /// Hands due messages to libmosquitto while the window has room. Called with the lock held, so
     /// an acknowledgement cannot overtake the message id being recorded (and on the network
     /// thread, where the acknowledgements arrive).
     private func pump(_ book: inout Book) {
         guard let send else { return }
-        while book.inflight.count < window, let device = book.nextDue() {
+        while book.inflight.count < window, let topic = book.nextDue() {
             do {
-                let id = try send(topic(device), book.states[device] ?? [])
-                book.inflight[id] = device
+                let id = try send(topic, book.payloads[topic] ?? [])
+                book.inflight[id] = topic
             } catch {
-                logger.debug("device state not published now (sent again on reconnect)", ["device.id": device, "error": "\(error)"])
+                logger.debug("retained message not published now (sent again on reconnect)", ["mqtt.topic": topic, "error": "\(error)"])
             }
         }
     }

@@ -1,8 +1,8 @@
 import GeotriggerCore
 
 /// The state of `geotrigger watch`: devices with the fences they are in (from retained state),
-/// gateway statuses, and the recent events; renders a full screen (TTY) or one line per change
-/// (piped).
+/// occupancy per fence (from the retained occupancy topics, with `output.occupancy`), gateway
+/// statuses, and the recent events; renders a full screen (TTY) or one line per change (piped).
 struct WatchConsole {
     struct Device {
         var inside: [String]
@@ -13,6 +13,8 @@ struct WatchConsole {
     var prefix: String
     var devices: [String: Device] = [:]
     var gateways: [String: String] = [:]
+    /// `TRIGGER/LAYER/FENCE` -> (fence name, device count).
+    var occupancy: [String: (name: String, count: Int)] = [:]
     var events: [String] = []
     var eventLimit = 15
 
@@ -29,6 +31,9 @@ struct WatchConsole {
                 devices[device] = nil
                 return "forgot   \(device)"
             }
+            if kind == "occupancy", occupancy.removeValue(forKey: rest.joined(separator: "/")) != nil {
+                return "removed  \(rest.joined(separator: "/"))"
+            }
             return nil
         }
         guard let value = try? JSONReader.parse(payload, file: topic, dialect: .json).value, case .object(let o) = value else {
@@ -38,6 +43,7 @@ struct WatchConsole {
         case "events": return event(o)
         case "devices" where rest.last == "state": return state(o, device: rest.dropLast().joined(separator: "/"))
         case "status": return status(o, gateway: rest.joined(separator: "/"))
+        case "occupancy": return occupancy(o, key: rest.joined(separator: "/"))
         default: return nil
         }
     }
@@ -72,6 +78,15 @@ struct WatchConsole {
         return "inside   \(device): " + (inside.isEmpty ? "(no fence)" : inside.joined(separator: ", "))
     }
 
+    private mutating func occupancy(_ o: JSONObject, key: String) -> String? {
+        let count = o["count"]?.numberValue.map { Int(exactly: $0.rounded()) ?? 0 } ?? 0
+        let name = o["name"]?.stringValue ?? o["fence"]?.stringValue ?? key
+        let old = occupancy[key]
+        occupancy[key] = (name, count)
+        guard old?.count != count else { return nil }
+        return "occupied \(name) (\(key)): \(count) device\(count == 1 ? "" : "s")"
+    }
+
     /// A number from a payload as a whole number; one too large for an Int (anyone may publish
     /// 1e300) is written as it is instead of trapping.
     static func whole(_ n: Double) -> String {
@@ -102,6 +117,12 @@ struct WatchConsole {
             let line = device.padding(toLength: 24) + d.position.padding(toLength: 22) + d.updated.padding(toLength: 10)
                 + (d.inside.isEmpty ? "-" : d.inside.joined(separator: ", "))
             out += String(line.prefix(width)) + "\n"
+        }
+        if !occupancy.isEmpty {
+            out += "\n" + "FENCE".padding(toLength: 46) + "DEVICES\n"
+            for (key, o) in occupancy.sorted(by: { $0.key < $1.key }) {
+                out += String(("\(o.name) (\(key))".padding(toLength: 46) + "\(o.count)").prefix(width)) + "\n"
+            }
         }
         out += "\nRECENT EVENTS\n"
         for e in events.reversed() { out += String(e.prefix(width)) + "\n" }

@@ -80,6 +80,10 @@ extension DeviceMonitor {
         public var fence: String
         public var since: Double
         public var visit: String
+
+        public init(trigger: String, layer: String, fence: String, since: Double, visit: String) {
+            (self.trigger, self.layer, self.fence, self.since, self.visit) = (trigger, layer, fence, since, visit)
+        }
     }
 
     /// The confirmed stays, in the order they began (for the state payload and tests).
