@@ -52,3 +52,32 @@ import TestSupport
         #expect(unit["MemoryHigh"] != nil && unit["MemoryMax"] != nil && unit["TasksMax"] != nil)
     }
 }
+
+/// `output.metricsFile` in the deploy files: the example's (commented) path is in a folder the
+/// unit lets the gateway write, the one docs/metrics.md tells node_exporter to read, and the
+/// tests' packages bring promtool.
+@Suite struct DeployMetricsFileTests {
+    @Test func exampleMetricsFileIsWritableUnderTheUnitAndReadByNodeExporter() throws {
+        let example = try String(contentsOfFile: "\(DeployFilesTests.deploy)/geotrigger.example.json5", encoding: .utf8)
+        let commented = "// metricsFile: "
+        #expect(example.contains(commented), "the example shows output.metricsFile commented")
+        let folder = try TemporaryDirectory(prefix: "etc-geotrigger")
+        let path = try folder.write("geotrigger.json5", example.replacingOccurrences(of: commented, with: "metricsFile: "))
+        let config = try GatewayConfig.load(file: path)
+        let metrics = config.resolve(try #require(config.output.metricsFile))
+        let directory = String(metrics[..<metrics.lastIndex(of: "/")!])
+        #expect(metrics.hasSuffix(".prom"), "node_exporter's textfile collector reads *.prom only")
+
+        let unit = try DeployFilesTests.unitSettings()
+        let writable = (unit["ReadWritePaths"] ?? "").split(separator: " ").map { $0.hasPrefix("-") ? String($0.dropFirst()) : String($0) }
+        #expect(writable.contains(directory), "\(directory) is not in the unit's ReadWritePaths (\(writable))")
+
+        let docs = try String(contentsOfFile: repositoryRoot + "/docs/metrics.md", encoding: .utf8)
+        #expect(docs.contains("--collector.textfile.directory=\(directory)"))
+        #expect(docs.contains(metrics))
+
+        let setup = try String(contentsOfFile: "\(DeployFilesTests.deploy)/setup.sh", encoding: .utf8)
+        let packages = try #require(setup.split(separator: "\n").first { $0.hasPrefix("RUN_PACKAGES=(") })
+        #expect(packages.dropFirst("RUN_PACKAGES=(".count).dropLast().split(separator: " ").contains("prometheus"), "promtool for the tests")
+    }
+}

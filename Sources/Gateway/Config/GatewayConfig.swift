@@ -74,6 +74,8 @@ public struct GatewayConfig: Sendable {
         public var stateInterval: Double = 10
         /// Retained occupancy per (trigger, layer, fence): `PREFIX/occupancy/TRIGGER/LAYER/FENCE`.
         public var occupancy = false
+        /// The Prometheus textfile (docs/metrics.md), nil: none; relative to the config's folder.
+        public var metricsFile: String?
     }
 
     /// Home Assistant MQTT discovery (DESIGN.md "Occupancy, Home Assistant, metrics").

@@ -13,8 +13,56 @@ public final class GatewayCounters: Sendable {
     public let feedMessages = Atomic<Int>(0)
     public let feedBytes = Atomic<Int>(0)
     private let dropped = Mutex<[DropReason: Int]>([:])
+    /// Events per trigger and type (the metrics file's `geotrigger_events_total`), counted
+    /// per commit, not per update.
+    private let eventsByKind = Mutex<[EventKind: Int]>([:])
 
     public init() {}
+
+    /// What an event is counted by in the metrics: its trigger and its type (`enter`, `exit`,
+    /// `dwell`); never its device.
+    public struct EventKind: Hashable, Sendable {
+        public var trigger: String
+        public var type: String
+
+        public init(trigger: String, type: String) {
+            self.trigger = trigger
+            self.type = type
+        }
+    }
+
+    /// The counters of one moment, read once per status tick for the status payload and the
+    /// metrics file alike.
+    public struct Values: Sendable {
+        public var received = 0
+        public var accepted = 0
+        /// Every reason, zeros included.
+        public var dropped: [DropReason: Int] = [:]
+        public var events = 0
+        public var acked = 0
+        /// Only the kinds seen so far.
+        public var eventsByKind: [EventKind: Int] = [:]
+    }
+
+    /// Counts one event per element of `kinds` (its trigger and type), under one lock for a
+    /// whole commit; a key is stored only the first time it is seen.
+    public func countEvents<Kinds: Sequence>(_ kinds: Kinds) where Kinds.Element == (trigger: String, type: String) {
+        eventsByKind.withLock { counts in
+            for kind in kinds { counts[EventKind(trigger: kind.trigger, type: kind.type), default: 0] += 1 }
+        }
+    }
+
+    /// The counters now.
+    public func values() -> Values {
+        var v = Values()
+        v.received = received.load(ordering: .relaxed)
+        v.accepted = accepted.load(ordering: .relaxed)
+        v.events = events.load(ordering: .relaxed)
+        v.acked = acked.load(ordering: .relaxed)
+        v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
+        v.eventsByKind = eventsByKind.withLock { $0 }
+        return v
+    }
 
     public func drop(_ reason: DropReason, count: Int = 1) {
         dropped.withLock { $0[reason, default: 0] += count }
@@ -31,15 +79,14 @@ public final class GatewayCounters: Sendable {
 
     public func droppedCount(_ reason: DropReason) -> Int { dropped.withLock { $0[reason] ?? 0 } }
 
-    /// The `counters` object; `dropped` lists every reason (zeros included) in the contract's order.
-    public func json(queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int) -> JSONValue {
-        let drops = dropped.withLock { d in
-            JSONObject(DropReason.allCases.map { (key: $0.rawValue, value: JSONValue.number(Double(d[$0] ?? 0))) })
-        }
-        func n(_ a: borrowing Atomic<Int>) -> JSONValue { .number(Double(a.load(ordering: .relaxed))) }
+    /// The `counters` object of `values`; `dropped` lists every reason (zeros included) in the
+    /// contract's order.
+    public static func json(_ values: Values, queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int) -> JSONValue {
+        let drops = JSONObject(DropReason.allCases.map { (key: $0.rawValue, value: JSONValue.number(Double(values.dropped[$0] ?? 0))) })
+        func n(_ a: Int) -> JSONValue { .number(Double(a)) }
         return .object([
-            "received": n(received), "accepted": n(accepted), "dropped": .object(drops), "events": n(events),
-            "acked": n(acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
+            "received": n(values.received), "accepted": n(values.accepted), "dropped": .object(drops), "events": n(values.events),
+            "acked": n(values.acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
         ])
     }

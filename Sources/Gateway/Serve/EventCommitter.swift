@@ -310,6 +310,7 @@ final class EventCommitter: Service, StepSink, Sendable {
                     retry.outbox = batch.outbox.filter { kept.contains($0.eventID) }
                 }
             }
+            counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
             counters.events.add(taken.events.count, ordering: .relaxed)
         }
         for publication in publications {

@@ -21,6 +21,7 @@ struct GatewayServer: Sendable {
     let committer: EventCommitter
     let pool: MonitorPool
     let pipeline: FeedPipeline
+    let status: StatusReporter
     let group: ServiceGroup
     let logger: Logger
 
@@ -113,8 +114,9 @@ struct GatewayServer: Sendable {
                 if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }
             }
         }
-        let status = StatusReporter(client: local, topic: statusTopic, interval: config.output.statusInterval, store: store,
-                                    counters: counters, warnings: warnings) {
+        let metricsFile = config.output.metricsFile.map { MetricsFile(path: config.resolve($0), warnings: warnings) }
+        let status = StatusReporter(client: local, remote: remote, topic: statusTopic, interval: config.output.statusInterval, store: store,
+                                    counters: counters, warnings: warnings, metricsFile: metricsFile) {
             (pool.queueDepth + local.inboundDepth + counters.unreadFeedMessages(unreadBytes: local.unreadBytes), pool.deviceCount)
         }
         let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { [publishers] client in
@@ -166,7 +168,7 @@ struct GatewayServer: Sendable {
         }
         return GatewayServer(
             setup: setup, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
-            publishers: publishers, committer: committer, pool: pool, pipeline: pipeline, group: group, logger: logger)
+            publishers: publishers, committer: committer, pool: pool, pipeline: pipeline, status: status, group: group, logger: logger)
     }
 
     /// Commits what a run killed during a database fault left in its spill file (README
@@ -197,9 +199,11 @@ struct GatewayServer: Sendable {
         do {
             try await group.run()
         } catch {
+            await status.writeFinalMetrics()
             await store.close()
             throw error
         }
+        await status.writeFinalMetrics()
         await store.close()
         let written = await store.statistics
         logger.notice("stopped", ["updates.received": "\(counters.received.load(ordering: .relaxed))",

@@ -6,6 +6,10 @@ import Synchronization
 /// The retained gateway status `PREFIX/status/GATEWAY_ID` (DESIGN.md "Outputs"): `started` on
 /// every connect, every `output.statusInterval` seconds, `stopped` at shutdown; the will says
 /// `offline`.
+///
+/// With `output.metricsFile` it also writes the ``MetricsFile`` on the same tick, from the same
+/// ``StatusSample`` (also while the broker is unreachable), once when it starts and once at a
+/// graceful stop (``writeFinalMetrics()``).
 final class StatusReporter: Service, Sendable {
     let name = "status"
     let client: MQTTClient
@@ -16,6 +20,9 @@ final class StatusReporter: Service, Sendable {
     let since: Double
     /// Where the outbox sizes are read (a few times a second, for the payload).
     let store: GatewayStore
+    /// The upstream broker's client, when `remote` is configured (for its connection state).
+    let remote: MQTTClient?
+    let metricsFile: MetricsFile?
     private let gauges: @Sendable () -> (queueDepth: Int, devices: Int)
     private let outboxCounts = Mutex(OutboxCounts())
     private let status = Mutex("starting")
@@ -23,11 +30,13 @@ final class StatusReporter: Service, Sendable {
 
     /// `gauges`: the queue depth and device count of the moment (called from any thread).
     init(
-        client: MQTTClient, topic: String, interval: Double, store: GatewayStore, counters: GatewayCounters, warnings: Warnings,
-        gauges: @escaping @Sendable () -> (queueDepth: Int, devices: Int)
+        client: MQTTClient, remote: MQTTClient? = nil, topic: String, interval: Double, store: GatewayStore, counters: GatewayCounters,
+        warnings: Warnings, metricsFile: MetricsFile? = nil, gauges: @escaping @Sendable () -> (queueDepth: Int, devices: Int)
     ) {
         self.store = store
         self.client = client
+        self.remote = remote
+        self.metricsFile = metricsFile
         self.topic = topic
         self.interval = interval
         self.counters = counters
@@ -39,14 +48,22 @@ final class StatusReporter: Service, Sendable {
     /// The will: what the broker publishes if the gateway vanishes.
     static func willPayload() -> [UInt8] { payloadBytes(.object(["status": .string("offline")])) }
 
-    /// The status payload for `status`.
-    func payload(_ status: String) -> [UInt8] {
+    /// The counters, gauges and connections of this moment: the one place they are gathered.
+    func sample() -> StatusSample {
         let g = gauges()
-        let outbox = outboxCounts.withLock { $0 }
+        var brokers = [StatusSample.Broker(name: "local", connected: client.isConnected)]
+        if let remote { brokers.append(StatusSample.Broker(name: "remote", connected: remote.isConnected)) }
+        return StatusSample(counters: counters.values(), queueDepth: g.queueDepth, devices: g.devices,
+                            outbox: outboxCounts.withLock { $0 }, brokers: brokers, version: GatewayVersion.current)
+    }
+
+    /// The status payload for `status` (with `sample`, else one taken now).
+    func payload(_ status: String, _ sample: StatusSample? = nil) -> [UInt8] {
+        let sample = sample ?? self.sample()
         return payloadBytes(.object([
             "status": .string(status),
             "warnings": .array(warnings.texts.map { .string($0) }),
-            "counters": counters.json(queueDepth: g.queueDepth, devices: g.devices, outboxLocal: outbox.local, outboxRemote: outbox.remote),
+            "counters": sample.countersJSON,
             "since": .string(ISO8601Time.format(since, milliseconds: true)),
             "version": .string(GatewayVersion.current),
         ]))
@@ -54,12 +71,30 @@ final class StatusReporter: Service, Sendable {
 
     /// Publishes `status` now (and keeps it for the periodic reports). Returns the message id.
     @discardableResult
-    func publish(_ status: String) -> Int32? {
+    func publish(_ status: String, _ sample: StatusSample? = nil) -> Int32? {
         self.status.withLock { $0 = status }
-        return try? client.publish(topic: topic, payload: payload(status), qos: .atLeastOnce, retain: true)
+        return try? client.publish(topic: topic, payload: payload(status, sample), qos: .atLeastOnce, retain: true)
+    }
+
+    /// Reads the outbox sizes again (on the store's queue).
+    private func refreshOutboxCounts() async {
+        let counts = await store.outboxCounts
+        outboxCounts.withLock { $0 = counts }
+    }
+
+    /// The metrics file's last write, at a graceful stop: after the services stopped (the
+    /// counts are final, the broker disconnected), before the database closes.
+    func writeFinalMetrics() async {
+        guard let metricsFile else { return }
+        await refreshOutboxCounts()
+        await metricsFile.writeAndWait(sample())
     }
 
     func run() async throws {
+        if let metricsFile {
+            await refreshOutboxCounts()
+            metricsFile.write(sample())
+        }
         var next = MonotonicClock.now() + interval
         var nextCounts = 0.0
         while !stopped.load(ordering: .relaxed) {
@@ -67,12 +102,13 @@ final class StatusReporter: Service, Sendable {
             let now = MonotonicClock.now()
             if now >= nextCounts {
                 nextCounts = now + 0.25
-                let counts = await store.outboxCounts
-                outboxCounts.withLock { $0 = counts }
+                await refreshOutboxCounts()
             }
             guard now >= next, !stopped.load(ordering: .relaxed) else { continue }
             next = now + interval
-            if client.isConnected { publish(status.withLock { $0 }) }
+            let sample = sample()
+            if client.isConnected { publish(status.withLock { $0 }, sample) }
+            metricsFile?.write(sample)
         }
     }
 
