@@ -40,7 +40,7 @@ private final class ControlPlaneRig: @unchecked Sendable {
     }
 
     func stopGateway() {
-        #expect(gateway?.terminate() == 0)
+        #expect(gateway?.terminate() == 0, "\(gateway.map { tail($0.log) } ?? "")")
         gateway = nil
     }
 

@@ -39,8 +39,10 @@ struct GatewayServer: Sendable {
             }
             return ExitStatus.usage
         }
+        // Taken from here on: a SIGTERM while the gateway starts stops it in order once it runs.
+        let signals = SignalStream.gateway()
         do {
-            let server = try await build(setup, configFile: configFile, logger: logger)
+            let server = try await build(setup, configFile: configFile, logger: logger, signals: signals)
             try await server.run()
             return ExitStatus.ok
         } catch let error as UsageError {
@@ -58,7 +60,8 @@ struct GatewayServer: Sendable {
     /// clients, which are not started yet). `configFile` is read again on SIGHUP. `ownsProcess`:
     /// the gateway is the whole process (`serve`), so it puts the process's other threads
     /// below its network threads (``NetworkThreadPriority``); false in a test's process.
-    static func build(_ setup: GatewaySetup, configFile: String?, logger: Logger, ownsProcess: Bool = true) async throws -> GatewayServer {
+    static func build(_ setup: GatewaySetup, configFile: String?, logger: Logger, ownsProcess: Bool = true,
+                      signals: SignalStream? = nil) async throws -> GatewayServer {
         let config = setup.config
         let counters = GatewayCounters()
         let warnings = Warnings(logger: logger)
@@ -152,7 +155,7 @@ struct GatewayServer: Sendable {
         // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
         services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 
-        let group = ServiceGroup(services: services, logger: logger) {
+        let group = ServiceGroup(services: services, logger: logger, signals: signals) {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
