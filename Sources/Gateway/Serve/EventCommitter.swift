@@ -52,6 +52,8 @@ final class EventCommitter: Service, StepSink, Sendable {
         var outbox: [OutboxMessage] = []
         /// A retained device state to publish once committed (payload nil: clear it).
         var publication: (device: String, payload: [UInt8]?)?
+        /// Expected arrivals opened, settled or removed (``Expectations``), committed with the rest.
+        var expectations: [ExpectationChange] = []
     }
 
     private struct Pending {
@@ -68,7 +70,7 @@ final class EventCommitter: Service, StepSink, Sendable {
         /// State and journal of batches the database refused, tried again with the next commit.
         var retry = StoreBatch()
         var count: Int { batch.stateChanges.count + batch.events.count }
-        var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty }
+        var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty }
         var isIdle: Bool { isEmpty && !committing }
 
         /// Marks a job as queued; true if the caller must queue it (none was).
@@ -127,6 +129,7 @@ final class EventCommitter: Service, StepSink, Sendable {
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
             p.batch.outbox.append(contentsOf: item.outbox)
+            p.batch.expectations.append(contentsOf: item.expectations)
             if let publication = item.publication { p.publications.append(publication) }
             let full = p.count > limit
             return (full, deferred && !full ? false : p.schedule())
@@ -236,6 +239,7 @@ final class EventCommitter: Service, StepSink, Sendable {
         batch.stateChanges += taken.stateChanges
         batch.events += taken.events
         batch.outbox = taken.outbox
+        batch.expectations += taken.expectations
         var retry = StoreBatch()
         if !batch.isEmpty {
             do {
@@ -266,6 +270,7 @@ final class EventCommitter: Service, StepSink, Sendable {
                 }
                 retry.stateChanges = batch.stateChanges
                 retry.events = Array(batch.events.suffix(retryCap))
+                retry.expectations = batch.expectations
             }
             counters.events.add(taken.events.count, ordering: .relaxed)
         }
