@@ -19,7 +19,7 @@ struct ExpectationBook: Sendable {
     }
 
     struct Entry: Sendable, Equatable {
-        var expectation: Expectation
+        var expectation: ExpectedArrival
         var status: Status
         /// A stay check is on the way: the deadline waits for its answer.
         var checking = false
@@ -31,7 +31,7 @@ struct ExpectationBook: Sendable {
         /// Commit this decision (its settling and its result message, in one transaction).
         case decide(ExpectationDecision)
         /// Ask the device's monitor whether it is in the fence now; answer with ``stay(_:generation:since:now:)``.
-        case checkStay(Expectation, generation: Int)
+        case checkStay(ExpectedArrival, generation: Int)
         /// Publish an empty retained message on `PREFIX/expect/ID`.
         case clearRetained(String)
         /// Publish why the payload was rejected on `PREFIX/expect/ID/error`.
@@ -57,15 +57,15 @@ struct ExpectationBook: Sendable {
     mutating func restore(_ rows: [ExpectationRow]) {
         for row in rows {
             if let resultID = row.resultID {
-                entries[row.id] = Entry(expectation: Expectation(row: row), status: .settled(resultID: resultID))
+                entries[row.id] = Entry(expectation: ExpectedArrival(row: row), status: .settled(resultID: resultID))
             } else {
-                open(Expectation(row: row))
+                open(ExpectedArrival(row: row))
             }
         }
     }
 
     /// A payload accepted for `expectation.id` at wall time `now`.
-    mutating func offer(_ expectation: Expectation, now: Double) -> [Action] {
+    mutating func offer(_ expectation: ExpectedArrival, now: Double) -> [Action] {
         let id = expectation.id
         if let entry = entries[id], entry.expectation.payload == expectation.payload {
             switch entry.status {
@@ -163,7 +163,7 @@ struct ExpectationBook: Sendable {
     }
 
     /// The open expectations, of `device` (nil: all), by deadline then id.
-    func open(device: String?) -> [Expectation] {
+    func open(device: String?) -> [ExpectedArrival] {
         let ids: [String] = device.map { Array(openByDevice[$0] ?? []) }
             ?? entries.compactMap { if case .open = $0.value.status { $0.key } else { nil } }
         return ids.compactMap { entries[$0]?.expectation }.sorted { ($0.by, $0.id) < ($1.by, $1.id) }
@@ -172,7 +172,7 @@ struct ExpectationBook: Sendable {
     // MARK: Bookkeeping
 
     @discardableResult
-    private mutating func open(_ expectation: Expectation) -> Int {
+    private mutating func open(_ expectation: ExpectedArrival) -> Int {
         generation += 1
         entries[expectation.id] = Entry(expectation: expectation, status: .open(generation: generation))
         openByDevice[expectation.device, default: []].insert(expectation.id)
@@ -188,7 +188,7 @@ struct ExpectationBook: Sendable {
         leaveOpen(entry.expectation)
     }
 
-    private mutating func leaveOpen(_ expectation: Expectation) {
+    private mutating func leaveOpen(_ expectation: ExpectedArrival) {
         openCount -= 1
         openByDevice[expectation.device]?.remove(expectation.id)
         if openByDevice[expectation.device]?.isEmpty == true { openByDevice[expectation.device] = nil }

@@ -46,7 +46,7 @@ final class Expectations: Service, Sendable {
     private let openCount = Atomic<Int>(0)
     private let pool = Mutex<MonitorPool?>(nil)
     /// Stay checks to make, and decided ids whose retained topic is to be cleared once committed.
-    private let work = Mutex<(checks: [(Expectation, Int)], clears: [(id: String, resultID: String)])>(([], []))
+    private let work = Mutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(([], []))
     private let stopped = Atomic<Bool>(false)
     private let exited = Atomic<Bool>(false)
 
@@ -107,7 +107,7 @@ final class Expectations: Service, Sendable {
             warnings.clear("expect-\(id)")
             return
         }
-        switch Expectation.parse(message.payload, id: id, topic: message.topic, snapshot: snapshot(), maxPayload: maxPayload, received: now) {
+        switch ExpectedArrival.parse(message.payload, id: id, topic: message.topic, snapshot: snapshot(), maxPayload: maxPayload, received: now) {
         case .failure(let problem):
             reject(id, problem.message)
         case .success(let expectation):
@@ -271,7 +271,7 @@ final class Expectations: Service, Sendable {
 
     /// The fix time since which the device has been confirmed inside the expectation's fence
     /// (the earliest of its triggers' stays), or nil.
-    private func staySince(_ expectation: Expectation, pool: MonitorPool) async -> Double? {
+    private func staySince(_ expectation: ExpectedArrival, pool: MonitorPool) async -> Double? {
         let shard = pool.shard(for: expectation.device)
         let answer = await withCheckedContinuation { c in
             let query = DeviceShard.Work.query(.device(expectation.device), c)

@@ -5,7 +5,7 @@ import Store
 /// `{"device": "vehicles/v17", "layer": "sites", "fence": "depot", "by": "2026-12-02T09:30:00Z"}`.
 /// It is met by the device's first confirmed enter into the fence (or its stay there) with a fix
 /// time at or before `by`, and missed when the gateway's wall clock passes `by` first.
-struct Expectation: Sendable, Equatable {
+struct ExpectedArrival: Sendable, Equatable {
     /// The ID level of the topic.
     var id: String
     var device: String
@@ -34,7 +34,7 @@ struct Expectation: Sendable, Equatable {
     /// what was expected.
     static func parse(
         _ payload: [UInt8], id: String, topic: String, snapshot: EngineSnapshot, maxPayload: Int, received: Double
-    ) -> Result<Expectation, ExpectationProblem> {
+    ) -> Result<ExpectedArrival, ExpectationProblem> {
         if let problem = problem(withID: id) { return .failure(ExpectationProblem(problem)) }
         if payload.count > maxPayload {
             return .failure(ExpectationProblem("the payload is \(payload.count) bytes, over the \(maxPayload) bytes an expectation may have (input.maxPayload)"))
@@ -76,7 +76,7 @@ struct Expectation: Sendable, Equatable {
         guard snapshot.settings.contains(where: { $0.layer == layer && $0.applies(to: device) }) else {
             return .failure(ExpectationProblem("no trigger watches layer \"\(layer)\" for device \"\(device)\" (see the triggers' fences and devices)"))
         }
-        return .success(Expectation(id: id, device: device, layer: layer, fence: fence, by: by, payload: payload, received: received))
+        return .success(ExpectedArrival(id: id, device: device, layer: layer, fence: fence, by: by, payload: payload, received: received))
     }
 
     /// The stored row of this expectation, open.
@@ -115,7 +115,7 @@ struct ExpectationDecision: Sendable, Equatable {
         case missed
     }
 
-    var expectation: Expectation
+    var expectation: ExpectedArrival
     var outcome: Outcome
     /// When it was decided (wall clock).
     var decided: Double
