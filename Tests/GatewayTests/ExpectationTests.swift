@@ -312,3 +312,34 @@ extension ServeTests {
         }
     }
 }
+
+extension ServeTests.ShippedBroker {
+    /// Under the shipped ACL the dispatcher may publish expectations and read their results,
+    /// and the gateway may read them, write results and clear the settled topic.
+    @Test func expectationsWorkUnderTheShippedACL() async throws {
+        let h = try ServeHarness("expect-acl", broker: try Self.options())
+        defer { h.close() }
+        let statusTopic = GatewayStatus.topic(prefix: "geotriggers", gatewayID: h.gatewayID)
+        let dispatcher = try await h.probe("dispatcher", subscribe: ["geotriggers/expect/#", h.eventsFilter(prefix: "geotriggers"), statusTopic],
+                                           configure: Self.credentials("dispatch"))
+        let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+        let gateway = try h.startGateway(config: try Self.gatewayConfig(h))
+        #expect(await dispatcher.waitStatus(statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+        let by = (Date().timeIntervalSince1970 + 3600).rounded()
+        try dispatcher.client.publish(
+            topic: "geotriggers/expect/meadow-v17",
+            payload: #"{"device":"v17","layer":"garden-sections","fence":"meadow","by":"\#(iso8601(by))"}"#, qos: .atLeastOnce, retain: true)
+        // Taken before or after the enter: the enter, or the stay check, meets it.
+        let t0 = fixTimeBase()
+        #expect(try await Self.vehicleEnters(h, watcher: dispatcher, vehicle: vehicle, at: t0), "\(tail(gateway.log))")
+        let arrived = await poll(timeout: .seconds(60)) {
+            dispatcher.received(on: "geotriggers/expect/meadow-v17/result").compactMap(json).contains { $0["result"] == .string("arrived") }
+        }
+        #expect(arrived, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+        let cleared = await poll(timeout: .seconds(30)) {
+            dispatcher.received(on: "geotriggers/expect/meadow-v17").contains { $0.payload.isEmpty }
+        }
+        #expect(cleared, "the gateway may clear the settled topic:\n\(tail(h.brokerLog))")
+        #expect(gateway.terminate() == 0)
+    }
+}
