@@ -19,8 +19,8 @@ private final class ExpectationRig: @unchecked Sendable {
     static let depot = (lat: 34.4288197, lon: -119.6932719)
     static let outside = (lat: 34.4265, lon: -119.6932)
 
-    init(_ name: String) async throws {
-        h = try ServeHarness(name)
+    init(_ name: String, broker: MosquittoProcess.Options = .init()) async throws {
+        h = try ServeHarness(name, broker: broker)
         configPath = try h.write("gw.json5", h.config(extra: """
             feeds: [{ name: "fleet", topic: "\(h.prefix)-in/fleet/+/+/location", format: "json" }],
             triggers: [{ name: "fleet", fences: ["fleet"], devices: ["vehicles/*"] }],
@@ -219,6 +219,31 @@ extension ServeTests {
             try rig.expect("barrier", device: "vehicles/v18", by: Date().timeIntervalSince1970 + 1)
             _ = try await rig.result("barrier")
             #expect(rig.results("overnight").count == 1, "\(rig.results("overnight"))")
+            rig.stop()
+        }
+
+        /// The deadline passes while the broker is down: decided then by the wall clock, delivered
+        /// after the reconnect, and the retained topic cleared once the broker is back.
+        @Test func aDeadlineDuringABrokerOutageIsMissedAndDeliveredAfterIt() async throws {
+            let rig = try await ExpectationRig("expect-outage", broker: .init(persistence: true))
+            defer { rig.close() }
+            try await rig.start()
+            let by = Date().timeIntervalSince1970 + 3
+            try rig.expect("storm", by: by)
+            #expect(try await rig.waitOpen(["storm"]))
+            rig.h.broker.stop()
+            #expect(await rig.dispatcher.waitDisconnected())
+            // The outage lasts past the deadline (the broker is down: nothing can arrive meanwhile).
+            #expect(await poll(timeout: .seconds(30)) { Date().timeIntervalSince1970 > by + 2 })
+            let backAt = Date().timeIntervalSince1970
+            try rig.h.broker.start()
+            let result = try await rig.result("storm", timeout: .seconds(90))
+            #expect(result["result"] == .string("missed"))
+            let emitted = try #require(result["emitted"]?.stringValue.flatMap(ISO8601Time.parse))
+            #expect(emitted >= by && emitted < backAt, "decided at the deadline during the outage, not after it")
+            #expect(await rig.waitCleared("storm"))
+            #expect(try await rig.retained(rig.topic("storm")) == nil)
+            #expect(Set(rig.results("storm").compactMap { $0["id"]?.stringValue }).count == 1)
             rig.stop()
         }
 

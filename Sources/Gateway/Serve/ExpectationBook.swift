@@ -162,6 +162,12 @@ struct ExpectationBook: Sendable {
         return true
     }
 
+    /// The clear counted by ``clearing(_:resultID:)`` could not be published: it will not come back.
+    mutating func clearFailed(_ id: String) {
+        guard let count = echoes[id] else { return }
+        echoes[id] = count > 1 ? count - 1 : nil
+    }
+
     /// The open expectations, of `device` (nil: all), by deadline then id.
     func open(device: String?) -> [ExpectedArrival] {
         let ids: [String] = device.map { Array(openByDevice[$0] ?? []) }

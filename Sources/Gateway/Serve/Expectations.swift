@@ -181,6 +181,7 @@ final class Expectations: Service, Sendable {
             _ = try client.publish(topic: "\(prefix)/expect/\(id)", payload: [UInt8](), qos: .atLeastOnce, retain: true)
         } catch {
             // The retained copy comes back at the next connect and is cleared then.
+            book.withLock { $0.clearFailed(id) }
             logger.debug("cannot clear a settled expectation's topic", ["expectation": id, "error": "\(error)"])
         }
     }
