@@ -205,7 +205,7 @@ import Testing
         #expect(parse(#"{"device":"vehicles/v17","layer":"fleet","fence":"dock","by":"2026-12-02T09:30:00Z"}"#)?.contains("no fence \"dock\"") == true)
         #expect(parse(#"{"device":"walkers/ann","layer":"fleet","fence":"depot","by":"2026-12-02T09:30:00Z"}"#)?.contains("no trigger watches layer \"fleet\" for device \"walkers/ann\"") == true)
         #expect(parse(#"{"device":"a/+","layer":"fleet","fence":"depot","by":"2026-12-02T09:30:00Z"}"#)?.contains("wildcard") == true)
-        #expect(parse(String(repeating: " ", count: 300) + "{}")?.contains("input.maxPayload") == true)
+        #expect(parse(String(repeating: " ", count: 300) + "{}")?.contains("over the 256 bytes an expectation may have") == true)
         #expect(parse("{}", id: "")?.contains("needs an expectation ID") == true)
     }
 }

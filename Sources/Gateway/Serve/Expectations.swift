@@ -29,8 +29,11 @@ final class Expectations: Service, Sendable {
     let logger: Logger
     /// `output.qos` of the results.
     let qos: Int
-    /// `input.maxPayload`: a larger payload is rejected.
+    /// ``payloadLimit``, or `input.maxPayload` if smaller: a larger payload is rejected.
     let maxPayload: Int
+    /// The largest expectation payload (open ones are kept in memory: at most 100 MB for
+    /// ``capacity`` of them; a real one is about 120 bytes).
+    static let payloadLimit = 1024
     let snapshot: @Sendable () -> EngineSnapshot
     /// How often deadlines, stay checks and clears are looked at (seconds).
     let interval: Double
@@ -63,7 +66,7 @@ final class Expectations: Service, Sendable {
         self.warnings = warnings
         self.logger = logger
         qos = config.output.qos
-        maxPayload = config.input.maxPayload
+        maxPayload = min(config.input.maxPayload, Self.payloadLimit)
         self.snapshot = snapshot
         self.interval = interval
         var book = ExpectationBook(capacity: Self.capacity)

@@ -37,7 +37,7 @@ struct ExpectedArrival: Sendable, Equatable {
     ) -> Result<ExpectedArrival, ExpectationProblem> {
         if let problem = problem(withID: id) { return .failure(ExpectationProblem(problem)) }
         if payload.count > maxPayload {
-            return .failure(ExpectationProblem("the payload is \(payload.count) bytes, over the \(maxPayload) bytes an expectation may have (input.maxPayload)"))
+            return .failure(ExpectationProblem("the payload is \(payload.count) bytes, over the \(maxPayload) bytes an expectation may have"))
         }
         let shape = "{\"device\": ID, \"layer\": LAYER, \"fence\": FENCE_ID, \"by\": ISO-8601 time}"
         let document: JSONDocument
