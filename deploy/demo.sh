@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . deploy/setup.sh
 RATE="${1:-40}"
 
-install_packages "${BUILD_PACKAGES[@]}" mosquitto
+install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients
 ensure_swift
 echo "demo: building a release (the first build takes a few minutes)"
 swift build -c release 2>&1 | tail -n 1
@@ -57,6 +57,13 @@ PIDS+=($!)
 PIDS+=($!)
 sleep 1
 
+# Expected arrivals (docs/expectations.md): a dispatcher expects visitor-1 at the fleet depot
+# within 5 s; the garden tour never goes there, so the gateway publishes "missed".
+mosquitto_sub -p "$PORT" -v -t 'geotriggers/expect/+/result' > "$WORK/expect.log" 2>&1 &
+PIDS+=($!)
+mosquitto_pub -p "$PORT" -r -q 1 -t geotriggers/expect/visitor-1-depot -m \
+    "{\"device\": \"visitor-1\", \"layer\": \"fleet\", \"fence\": \"depot\", \"by\": \"$(date -u -d '+5 seconds' +%FT%TZ)\"}"
+
 echo "demo: two visitors walk the Santa Barbara Botanic Garden tour at ${RATE}x real time"
 "$BIN" simulate deploy/routes/garden-tour.geojson --config "$WORK/geotrigger.json5" \
     --device visitor --devices 2 --speed 1.4 --interval 2 --accuracy 5 --noise 1 --rate "$RATE" --quiet
@@ -64,4 +71,7 @@ sleep 2
 echo
 echo "demo: the event journal (geotrigger events --config ...):"
 "$BIN" events --config "$WORK/geotrigger.json5" | tail -n 8
+for _ in $(seq 1 100); do grep -q '"missed"' "$WORK/expect.log" && break; sleep 0.1; done
+echo "demo: the expected arrival (geotriggers/expect/visitor-1-depot/result):"
+cat "$WORK/expect.log"
 echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) events in the journal; stopping"

@@ -117,6 +117,7 @@ extension GatewayStore {
                        journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
         var receipt = StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: batch.outbox.count))
         try writeStates(batch.stateChanges, on: connection)
+        if !batch.expectations.isEmpty { try writeExpectations(batch.expectations, on: connection) }
         let plan = OutboxPlan(batch)
         let initiallySettled = OutboxDestination.allCases.map { streams[$0].settled }
 

@@ -43,6 +43,7 @@ extension GatewayStore {
         leanJournalMigration,
         retentionBySequenceMigration,
         payloadFieldsMigration,
+        expectationsMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.

@@ -14,6 +14,9 @@ public struct StoreBatch: Sendable, Equatable {
     public var acknowledgements: [OutboxAcknowledgement]
     /// Per destination, the journal sequence up to which its stream's messages are settled.
     public var settled: [OutboxDestination: Int64]
+    /// Expected arrivals opened, settled (with their result's outbox message in ``outbox``)
+    /// or removed, applied in order after the state changes.
+    public var expectations: [ExpectationChange] = []
 
     public init(stateChanges: [DeviceStateChange] = [], events: [JournalEvent] = [],
                 outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = [],
@@ -28,6 +31,7 @@ public struct StoreBatch: Sendable, Equatable {
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
         stateChanges.isEmpty && events.isEmpty && outbox.isEmpty && acknowledgements.isEmpty && settled.isEmpty
+            && expectations.isEmpty
     }
 
     /// Stores `state` as `device`'s monitor state.

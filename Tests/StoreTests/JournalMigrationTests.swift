@@ -92,7 +92,7 @@ import TestSupport
             try connection.run("INSERT INTO device_state (device, state) VALUES ('d', x'0102')")
         }
         let store = try await GatewayStore(path: path)
-        #expect(try await store.withConnection { try $0.userVersion() } == 5)
+        #expect(try await store.withConnection { try $0.userVersion() } == GatewayStore.schemaVersion)
         // The monitor states were carried over (their table was rebuilt too).
         #expect(try await store.deviceStates() == ["d": [1, 2]])
         _ = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "d", state: [3])]))

@@ -2,7 +2,8 @@ import GeotriggerCore
 import MQTT
 
 /// The dispatcher's control plane on the main broker: runtime fences
-/// (`PREFIX/fences/LAYER/FENCE_ID`) and queries (`PREFIX/query/GATEWAY_ID`). ``FeedPipeline``
+/// (`PREFIX/fences/LAYER/FENCE_ID`), expected arrivals (`PREFIX/expect/ID`) and queries
+/// (`PREFIX/query/GATEWAY_ID`). ``FeedPipeline``
 /// leaves the messages on these topics in the client's queue; this service takes them there,
 /// in order, on a task (they need to `await`).
 final class ControlPlane: Service, Sendable {
@@ -11,18 +12,21 @@ final class ControlPlane: Service, Sendable {
     let fences: RuntimeFences
     let queries: QueryService
     let counters: GatewayCounters
+    let expectations: Expectations?
 
-    init(client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters) {
+    init(client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters, expectations: Expectations? = nil) {
         self.client = client
         self.fences = fences
         self.queries = queries
         self.counters = counters
+        self.expectations = expectations
     }
 
     /// Subscribes to the control topics (again after every reconnect, by the client).
     func subscribe() throws {
         try client.subscribe(fences.filter, qos: .atLeastOnce)
         try client.subscribe(queries.topic, qos: .atLeastOnce)
+        if let expectations { try client.subscribe(expectations.filter, qos: .atLeastOnce) }
     }
 
     /// On every connect: subscribe to the fence topics afresh so the broker sends every
@@ -31,11 +35,15 @@ final class ControlPlane: Service, Sendable {
     func connected() {
         try? client.unsubscribe(fences.filter)
         try? client.subscribe(fences.filter, qos: .atLeastOnce)
+        if let expectations {
+            try? client.unsubscribe(expectations.filter)
+            try? client.subscribe(expectations.filter, qos: .atLeastOnce)
+        }
     }
 
     /// Whether `topic` is a control topic (its messages are left to ``run()``).
     func handles(_ topic: String) -> Bool {
-        topic == queries.topic || fences.handles(topic)
+        topic == queries.topic || fences.handles(topic) || expectations?.handles(topic) == true
     }
 
     /// Takes the control messages from the client's queue.
@@ -46,6 +54,8 @@ final class ControlPlane: Service, Sendable {
                 queries.take(message)
             } else if fences.handles(message.topic) {
                 fences.take(message)
+            } else if let expectations, expectations.handles(message.topic) {
+                expectations.take(message)
             }
         }
     }

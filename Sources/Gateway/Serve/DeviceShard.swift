@@ -364,6 +364,7 @@ final class DeviceShard: Sendable {
                 slot.publishedStays = stays
                 publish = true
             }
+            context.expectations?.observe(device: device, notes: notes, stays: stays, into: &item)
         }
         if !publish, now - slot.lastPublished >= context.config.output.stateInterval { publish = true }
         // The wall clock only for what is emitted (most updates emit nothing).

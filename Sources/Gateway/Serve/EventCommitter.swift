@@ -61,6 +61,8 @@ final class EventCommitter: Service, StepSink, Sendable {
         var outbox: [OutboxMessage] = []
         /// A device's retained state (and what follows from it) to publish once committed.
         var publication: DevicePublication?
+        /// Expected arrivals opened, settled or removed (``Expectations``), committed with the rest.
+        var expectations: [ExpectationChange] = []
     }
 
     private struct Pending {
@@ -77,7 +79,7 @@ final class EventCommitter: Service, StepSink, Sendable {
         /// State and journal of batches the database refused, tried again with the next commit.
         var retry = StoreBatch()
         var count: Int { batch.stateChanges.count + batch.events.count }
-        var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty }
+        var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty }
         var isIdle: Bool { isEmpty && !committing }
 
         /// Marks a job as queued; true if the caller must queue it (none was).
@@ -142,6 +144,7 @@ final class EventCommitter: Service, StepSink, Sendable {
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
             p.batch.outbox.append(contentsOf: item.outbox)
+            p.batch.expectations.append(contentsOf: item.expectations)
             if let publication = item.publication { p.publications.append(publication) }
             let full = p.count > limit
             return (full, deferred && !full ? false : p.schedule())
@@ -260,6 +263,7 @@ final class EventCommitter: Service, StepSink, Sendable {
             batch.outbox.removeAll { delivered[$0.destination]?.contains($0.eventID) == true }
         }
         batch.outbox += taken.outbox
+        batch.expectations += taken.expectations
         var retry = StoreBatch()
         if !batch.isEmpty {
             do {
@@ -309,6 +313,7 @@ final class EventCommitter: Service, StepSink, Sendable {
                     let kept = Set(retry.events.map(\.id))
                     retry.outbox = batch.outbox.filter { kept.contains($0.eventID) }
                 }
+                retry.expectations = batch.expectations
             }
             counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
             counters.events.add(taken.events.count, ordering: .relaxed)

@@ -8,7 +8,7 @@ import Store
 /// ``stop()``); SIGHUP reloads fences and triggers.
 ///
 /// The services start in this order and stop in the reverse one (docs/architecture.md):
-/// broker connections, outboxes, committer, monitors, runtime fences, queries, journal
+/// broker connections, outboxes, committer, monitors, runtime fences, expectations, queries, journal
 /// retention, thread priorities, status, control plane, gpsd feeds.
 struct GatewayServer: Sendable {
     let setup: GatewaySetup
@@ -90,19 +90,22 @@ struct GatewayServer: Sendable {
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger)
+        let expectations = await Expectations(config: config, client: local, store: store, committer: committer, warnings: warnings,
+                                              logger: logger, snapshot: { runtimeFences.snapshot })
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
             eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks),
-            runtimeFences: runtimeFences)
+            runtimeFences: runtimeFences, expectations: expectations)
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
         let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
                                initialStates: saved)
         runtimeFences.attach(pool)
+        expectations.attach(pool)
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
-                                   logger: logger, snapshot: { runtimeFences.snapshot })
-        let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters)
+                                   logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)
+        let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations)
 
         var feeds: [FeedPipeline.Feed] = []
         var ownEcho: Set<String> = []
@@ -147,7 +150,7 @@ struct GatewayServer: Sendable {
             services.append(connection)
         }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, runtimeFences, queries, control, localConnection] as [any Service]
+        services += [committer, pool, runtimeFences, expectations, queries, control, localConnection] as [any Service]
         services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
         if config.output.occupancy { services.append(OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }

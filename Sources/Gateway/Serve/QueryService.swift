@@ -11,7 +11,7 @@ import Store
 /// client cannot make the gateway publish on event, state or status topics under its ACL);
 /// any other gets `{"error"}` on `PREFIX/query/GATEWAY_ID/reply`. Queries:
 /// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`,
-/// `{"fences": LAYER}`. Anything else gets `{"error": "..."}`. Queries wait in their own queue
+/// `{"fences": LAYER}`, `{"expectations": DEVICE_OR_*}` (open expected arrivals). Anything else gets `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
 /// The device shards answer about their own devices.
 final class QueryService: Service, Sendable {
@@ -24,6 +24,8 @@ final class QueryService: Service, Sendable {
     let store: GatewayStore
     let logger: Logger
     let snapshot: @Sendable () -> EngineSnapshot
+    /// Answers `{"expectations": ...}`; nil: that query is refused.
+    let expectations: Expectations?
     private let queue: BoundedQueue<MQTTMessage>
 
     /// A malformed query.
@@ -34,8 +36,9 @@ final class QueryService: Service, Sendable {
 
     init(
         prefix: String, gatewayID: String, client: MQTTClient, pool: MonitorPool, store: GatewayStore, logger: Logger,
-        snapshot: @escaping @Sendable () -> EngineSnapshot
+        snapshot: @escaping @Sendable () -> EngineSnapshot, expectations: Expectations? = nil
     ) {
+        self.expectations = expectations
         self.topic = "\(prefix)/query/\(gatewayID)"
         self.repliesPrefix = "\(prefix)/replies/"
         self.client = client
@@ -123,7 +126,7 @@ final class QueryService: Service, Sendable {
         guard kinds.count == 1, let kind = kinds.first else {
             throw QueryError(
                 kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\""
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\""
                     : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))")
         }
         let value = request[kind]!
@@ -153,8 +156,14 @@ final class QueryService: Service, Sendable {
         case "fences":
             guard case .string(let layer) = value else { throw QueryError("\"fences\" needs a layer name string") }
             return try fences(layer)
+        case "expectations":
+            guard case .string(let device) = value, !device.isEmpty else {
+                throw QueryError("\"expectations\" needs a device id string, or \"*\" for every device")
+            }
+            guard let expectations else { throw QueryError("expectations are not kept by this gateway") }
+            return expectations.list(device: device)
         default:
-            throw QueryError("unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\" or \"fences\")")
+            throw QueryError("unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\" or \"expectations\")")
         }
     }
 

@@ -14,4 +14,6 @@ struct ServeContext: Sendable {
     let eventBuilder: EventBuilder
     /// Runtime fence layers (following fences move on accepted updates); nil in tools and tests.
     var runtimeFences: RuntimeFences? = nil
+    /// Expected arrivals (enters and stays may meet one); nil in tools and tests.
+    var expectations: Expectations? = nil
 }

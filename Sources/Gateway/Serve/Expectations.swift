@@ -1,0 +1,328 @@
+import GeotriggerCore
+import MQTT
+import Store
+import Synchronization
+
+/// Expected arrivals (DESIGN.md "Expected arrivals"): a dispatcher publishes, retained,
+/// `PREFIX/expect/ID` `{"device", "layer", "fence", "by"}`; the gateway publishes one result on
+/// `PREFIX/expect/ID/result` (`arrived` at the device's first confirmed enter into the fence, or
+/// its stay there, with a fix time at or before `by`; `missed` when the wall clock passes `by`
+/// first), then clears the retained topic. An empty payload cancels; a new payload replaces.
+/// Rejected payloads get `PREFIX/expect/ID/error`.
+///
+/// The decisions are an ``ExpectationBook``'s, in one mutex. Enters and stays reach it from the
+/// device shards while they build a step's item (``observe(device:notes:stays:into:)``): the
+/// result message and the settling then commit in the enter's own transaction. Deadlines, stay
+/// checks and clears are this service's loop (every ``interval`` seconds). Every change goes
+/// through the ``EventCommitter`` (the expectation rows, the result as an outbox message with its
+/// deterministic id), so a restart or a `kill -9` neither loses nor repeats a decision, and the
+/// outbox delivers the result at least once.
+final class Expectations: Service, Sendable {
+    let name = "expectations"
+    let prefix: String
+    /// `PREFIX/expect/` as UTF-8 (see ``handles(_:)``).
+    private let topicPrefix: [UInt8]
+    let client: MQTTClient
+    let store: GatewayStore
+    let committer: EventCommitter
+    let warnings: Warnings
+    let logger: Logger
+    /// `output.qos` of the results.
+    let qos: Int
+    /// ``payloadLimit``, or `input.maxPayload` if smaller: a larger payload is rejected.
+    let maxPayload: Int
+    /// The largest expectation payload (open ones are kept in memory: at most 100 MB for
+    /// ``capacity`` of them; a real one is about 120 bytes).
+    static let payloadLimit = 1024
+    let snapshot: @Sendable () -> EngineSnapshot
+    /// How often deadlines, stay checks and clears are looked at (seconds).
+    let interval: Double
+    /// The most open expectations.
+    static let capacity = 100_000
+    /// The most expectations a query reply lists.
+    static let replyLimit = 1000
+    /// Settled rows whose retained copy never came back are deleted after this long (seconds).
+    static let settledRetention: Double = 30 * 86400
+
+    private let book: Mutex<ExpectationBook>
+    /// The book's open count, read without its lock on the update path.
+    private let openCount = Atomic<Int>(0)
+    private let pool = Mutex<MonitorPool?>(nil)
+    /// Stay checks to make, and decided ids whose retained topic is to be cleared once committed.
+    private let work = Mutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(([], []))
+    private let stopped = Atomic<Bool>(false)
+    private let exited = Atomic<Bool>(false)
+
+    /// Reads the stored expectations (deleting settled ones older than ``settledRetention``).
+    init(
+        config: GatewayConfig, client: MQTTClient, store: GatewayStore, committer: EventCommitter, warnings: Warnings, logger: Logger,
+        snapshot: @escaping @Sendable () -> EngineSnapshot, interval: Double = 0.2
+    ) async {
+        prefix = config.output.prefix
+        topicPrefix = Array("\(config.output.prefix)/expect/".utf8)
+        self.client = client
+        self.store = store
+        self.committer = committer
+        self.warnings = warnings
+        self.logger = logger
+        qos = config.output.qos
+        maxPayload = min(config.input.maxPayload, Self.payloadLimit)
+        self.snapshot = snapshot
+        self.interval = interval
+        var book = ExpectationBook(capacity: Self.capacity)
+        do {
+            try await store.purgeSettledExpectations(before: WallClock.now() - Self.settledRetention)
+            let rows = try await store.expectations()
+            book.restore(rows)
+            if !rows.isEmpty {
+                logger.notice("expectations restored from the database", ["open": "\(book.openCount)", "settled": "\(rows.count - book.openCount)"])
+            }
+        } catch {
+            warnings.set("expectations-store", "cannot read the saved expectations: \(error)")
+        }
+        openCount.store(book.openCount, ordering: .relaxed)
+        self.book = Mutex(book)
+    }
+
+    /// Starts asking `pool` about devices' stays.
+    func attach(_ pool: MonitorPool) { self.pool.withLock { $0 = pool } }
+
+    /// The topic filter the gateway subscribes to.
+    var filter: String { "\(prefix)/expect/+" }
+
+    /// Whether `topic` is `PREFIX/expect/ID` (one level), compared as bytes (asked of every message).
+    func handles(_ topic: String) -> Bool {
+        var topic = topic
+        return topic.withUTF8 { bytes in
+            guard bytes.count >= topicPrefix.count, bytes.starts(with: topicPrefix) else { return false }
+            return !bytes[topicPrefix.count...].contains(UInt8(ascii: "/"))
+        }
+    }
+
+    // MARK: Messages
+
+    /// Takes one message of `PREFIX/expect/ID`: an expectation, or (empty) a cancel.
+    func take(_ message: MQTTMessage) {
+        let id = String(decoding: message.topic.utf8.dropFirst(topicPrefix.count), as: UTF8.self)
+        let now = WallClock.now()
+        if message.payload.isEmpty {
+            apply { $0.cancel(id) }
+            warnings.clear("expect-\(id)")
+            return
+        }
+        switch ExpectedArrival.parse(message.payload, id: id, topic: message.topic, snapshot: snapshot(), maxPayload: maxPayload, received: now) {
+        case .failure(let problem):
+            reject(id, problem.message)
+        case .success(let expectation):
+            apply { $0.offer(expectation, now: now) }
+            warnings.clear("expect-\(id)")
+        }
+    }
+
+    /// Runs `body` on the book and performs its actions; the commits are handed over under the
+    /// book's lock, so the database sees the changes of an id in the order they were decided.
+    private func apply(_ body: (inout ExpectationBook) -> [ExpectationBook.Action]) {
+        var publish: [ExpectationBook.Action] = []
+        book.withLock { b in
+            let actions = body(&b)
+            var item = EventCommitter.Item()
+            for action in actions {
+                switch action {
+                case .store(let change): item.expectations.append(change)
+                case .decide(let decision): append(decision, to: &item)
+                case .checkStay(let expectation, let generation): work.withLock { $0.checks.append((expectation, generation)) }
+                case .clearRetained, .reject: publish.append(action)
+                }
+            }
+            openCount.store(b.openCount, ordering: .relaxed)
+            if !item.expectations.isEmpty { _ = committer.enqueue(item) }
+        }
+        for action in publish {
+            switch action {
+            case .clearRetained(let id): clearRetained(id)
+            case .reject(let id, let reason): reject(id, reason)
+            default: break
+            }
+        }
+    }
+
+    /// Commits `decisions` (from the deadline loop or a stay check).
+    private func commit(_ decisions: [ExpectationDecision]) {
+        guard !decisions.isEmpty else { return }
+        var item = EventCommitter.Item()
+        for decision in decisions { append(decision, to: &item) }
+        _ = committer.enqueue(item)
+    }
+
+    /// The settling and the result message of `decision`; the clear follows once committed.
+    private func append(_ decision: ExpectationDecision, to item: inout EventCommitter.Item) {
+        let expectation = decision.expectation
+        item.expectations.append(.settle(decision.row))
+        item.outbox.append(OutboxMessage(
+            destination: .local, eventID: decision.id, topic: "\(prefix)/expect/\(expectation.id)/result",
+            payload: payloadBytes(decision.resultJSON(emitted: WallClock.now())), qos: qos))
+        work.withLock { $0.clears.append((id: expectation.id, resultID: decision.id)) }
+        logger.info("expectation settled", [
+            "expectation": expectation.id, "device.id": expectation.device, "result": decision.result,
+            "time": ISO8601Time.format(decision.time),
+        ])
+    }
+
+    /// Publishes why a payload was rejected (not retained), shaped like a runtime fence's error,
+    /// and sets a status warning.
+    private func reject(_ id: String, _ reason: String) {
+        let payload = payloadBytes(.object([
+            "expectation": .string(id), "error": .string(reason),
+            "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
+        ]))
+        _ = try? client.publish(topic: "\(prefix)/expect/\(id)/error", payload: payload, qos: .atLeastOnce, retain: false)
+        warnings.set("expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)")
+    }
+
+    private func clearRetained(_ id: String) {
+        do {
+            _ = try client.publish(topic: "\(prefix)/expect/\(id)", payload: [UInt8](), qos: .atLeastOnce, retain: true)
+        } catch {
+            // The retained copy comes back at the next connect and is cleared then.
+            book.withLock { $0.clearFailed(id) }
+            logger.debug("cannot clear a settled expectation's topic", ["expectation": id, "error": "\(error)"])
+        }
+    }
+
+    // MARK: The update path
+
+    /// Called by a device shard while it builds a step's item (under its lock) when the step
+    /// changed the device's state or notified: each confirmed enter (inferred ones included) and
+    /// each confirmed stay (`stays`, as the step left them) may meet an open expectation of the
+    /// device; the decisions join `item`, so they commit with the enter.
+    func observe(device: String, notes: [FenceNotification], stays: [DeviceMonitor.Stay], into item: inout EventCommitter.Item) {
+        guard openCount.load(ordering: .relaxed) > 0 else { return }
+        book.withLock { b in
+            guard b.hasOpen(device: device) else { return }
+            let now = WallClock.now()
+            var decisions: [ExpectationDecision] = []
+            for note in notes where note.type == .enter {
+                decisions += b.arrival(device: device, layer: note.layer, fence: note.fenceID, time: note.position.time, now: now)
+            }
+            for stay in stays.sorted(by: { $0.since < $1.since }) where b.hasOpen(device: device) {
+                decisions += b.arrival(device: device, layer: stay.layer, fence: stay.fence, time: stay.since, now: now)
+            }
+            for decision in decisions { append(decision, to: &item) }
+            openCount.store(b.openCount, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Queries
+
+    /// The reply to `{"expectations": DEVICE_OR_*}`: the open expectations (of one device, or
+    /// all for `*`), by deadline: `{"expectations": [{"expectation", "device", "layer", "fence",
+    /// "by", "received"}], "count": N}`, at most ``replyLimit`` listed (`"truncated": true` beyond).
+    func list(device: String) -> JSONValue {
+        let open = book.withLock { $0.open(device: device == "*" ? nil : device) }
+        let rows: [JSONValue] = open.prefix(Self.replyLimit).map { e in
+            .object([
+                "expectation": .string(e.id), "device": .string(e.device), "layer": .string(e.layer), "fence": .string(e.fence),
+                "by": .string(ISO8601Time.format(e.by)), "received": .string(ISO8601Time.format(e.received, milliseconds: true)),
+            ])
+        }
+        var reply: JSONObject = ["expectations": .array(rows), "count": .number(Double(open.count))]
+        if open.count > Self.replyLimit { reply["truncated"] = .bool(true) }
+        return .object(reply)
+    }
+
+    // MARK: The loop
+
+    func run() async throws {
+        while !stopped.load(ordering: .relaxed) {
+            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+            let now = WallClock.now()
+            var due: [ExpectationDecision] = []
+            book.withLock { b in
+                due = b.tick(now: now)
+                commit(due)
+                openCount.store(b.openCount, ordering: .relaxed)
+            }
+            await checkStays()
+            await clearSettled()
+        }
+        exited.store(true, ordering: .relaxed)
+    }
+
+    func shutdown() async {
+        stopped.store(true, ordering: .relaxed)
+        let deadline = MonotonicClock.now() + 3
+        while !exited.load(ordering: .relaxed), MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Asks the device shards whether the devices of newly opened expectations are in their
+    /// fences (a stay that began before the expectation arrived meets it).
+    private func checkStays() async {
+        let checks = work.withLock { w in defer { w.checks = [] }; return w.checks }
+        guard !checks.isEmpty, let pool = pool.withLock({ $0 }) else {
+            if !checks.isEmpty { work.withLock { $0.checks += checks } }
+            return
+        }
+        for (expectation, generation) in checks {
+            let since = await staySince(expectation, pool: pool)
+            book.withLock { b in
+                commit(b.stay(expectation.id, generation: generation, since: since, now: WallClock.now()))
+                openCount.store(b.openCount, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// The fix time since which the device has been confirmed inside the expectation's fence
+    /// (the earliest of its triggers' stays), or nil.
+    private func staySince(_ expectation: ExpectedArrival, pool: MonitorPool) async -> Double? {
+        let shard = pool.shard(for: expectation.device)
+        let answer = await withCheckedContinuation { c in
+            let query = DeviceShard.Work.query(.device(expectation.device), c)
+            if !shard.mailbox.trySend(query) { Task { await shard.mailbox.send(query) } }
+        }
+        var states = answer.states
+        for device in answer.hibernated {
+            guard let bytes = try? await store.deviceState(device),
+                let (monitor, _) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot(), now: MonotonicClock.now())
+            else { continue }
+            states.append(monitor.stateJSON(updated: WallClock.now()))
+        }
+        var since: Double?
+        for case .object(let state) in states {
+            guard case .array(let stays)? = state["inside"] else { continue }
+            for case .object(let stay) in stays where stay["layer"] == .string(expectation.layer) && stay["fence"] == .string(expectation.fence) {
+                guard case .string(let text)? = stay["since"], let time = ISO8601Time.parse(text) else { continue }
+                since = min(since ?? time, time)
+            }
+        }
+        return since
+    }
+
+    /// Clears the retained topics of expectations whose decision is committed (and still what
+    /// their id holds). One not in the database yet (a commit still queued, or refused and being
+    /// retried) waits for the next round.
+    private func clearSettled() async {
+        let clears = work.withLock { w in defer { w.clears = [] }; return w.clears }
+        guard !clears.isEmpty else { return }
+        await committer.flush()
+        let stored: [String: String]
+        do {
+            stored = try await store.expectationResults(clears.map(\.id))
+            warnings.clear("expectations-store", resolved: "expectations are read again")
+        } catch {
+            warnings.set("expectations-store", "cannot read the settled expectations (their topics are cleared later): \(error)")
+            work.withLock { $0.clears = clears + $0.clears }
+            return
+        }
+        var later: [(id: String, resultID: String)] = []
+        for clear in clears {
+            guard stored[clear.id] == clear.resultID else {
+                if book.withLock({ $0.entries[clear.id]?.status == .settled(resultID: clear.resultID) }) { later.append(clear) }
+                continue
+            }
+            if book.withLock({ $0.clearing(clear.id, resultID: clear.resultID) }) { clearRetained(clear.id) }
+        }
+        if !later.isEmpty { work.withLock { $0.clears += later } }
+    }
+}
