@@ -80,7 +80,8 @@ enum ReplayCommand: Subcommand {
             }
         }
         let drops = run.dropped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
-        printError("replay: \(updates.count) updates (\(run.accepted) accepted\(drops.isEmpty ? "" : ", " + drops.joined(separator: ", "))), \(run.decisions.count) events")
+        printError("replay: \(updates.count) updates (\(run.accepted) accepted\(drops.isEmpty ? "" : ", " + drops.joined(separator: ", "))), \(run.decisions.count) events"
+            + (run.outsideSchedule > 0 ? " (\(run.outsideSchedule) outside their schedule, not shown)" : ""))
         if let out = args["svg"] {
             let svg = ReplaySVG().render(updates: updates, decisions: run.decisions, snapshot: setup.snapshot)
             guard FileManager.default.createFile(atPath: out, contents: Data(svg.utf8)) else {

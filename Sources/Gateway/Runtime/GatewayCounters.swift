@@ -8,6 +8,8 @@ public final class GatewayCounters: Sendable {
     public let accepted = Atomic<Int>(0)
     public let events = Atomic<Int>(0)
     public let acked = Atomic<Int>(0)
+    /// Events decided outside their trigger's `schedule`: neither published nor journaled.
+    public let outsideSchedule = Atomic<Int>(0)
     /// Feed messages taken on the network thread and their approximate size on the wire (not
     /// `received`, which also counts gpsd fixes and control messages).
     public let feedMessages = Atomic<Int>(0)
@@ -41,6 +43,7 @@ public final class GatewayCounters: Sendable {
             "received": n(received), "accepted": n(accepted), "dropped": .object(drops), "events": n(events),
             "acked": n(acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
+            "outsideSchedule": n(outsideSchedule),
         ])
     }
 }
