@@ -18,8 +18,8 @@ install_packages() {
 # Build and run-time packages of the gateway (the C libraries it links, pkg-config for SwiftPM).
 BUILD_PACKAGES=(pkg-config libmosquitto-dev libgps-dev libsqlite3-dev)
 # What the demo and the tests run: the broker, gpsd and gpsfake, openssl for test certificates,
-# rsvg-convert for replay pictures.
-RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin nats-server)
+# rsvg-convert for replay pictures, tzdata for schedules (/usr/share/zoneinfo).
+RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin nats-server tzdata)
 
 # ensure_swift: puts the Swift 6 toolchain on PATH, or explains where it is expected.
 # Debian's "swift" package is OpenStack Swift, not the compiler: never install it.
