@@ -13,7 +13,9 @@ enum ReplayCommand: Subcommand {
         track's fix times (so the result is the same every time), and prints the events:
         one line each, or with --json one event per line in exactly the MQTT event schema.
         After the last fix the clock runs on for one hour, so that holds (enterAfter,
-        exitAfter), dwell and staleAfter decided by silence still show.
+        exitAfter), dwell and staleAfter decided by silence still show. Events outside their
+        trigger's schedule (judged by the fix-time clock, as `serve` judges them) are left out
+        and counted in the summary on standard error.
 
         TRACK: GPX (with times), GeoJSON LineString (times from properties.coordTimes), an
         OwnTracks recorder file, an NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
