@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
 
-install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients gpsd
+install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients gpsd tzdata
 ensure_swift
 swift build -c release --static-swift-stdlib
 install -m 0755 "$(swift build -c release --show-bin-path)/geotrigger" /usr/local/bin/geotrigger

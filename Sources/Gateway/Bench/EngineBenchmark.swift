@@ -115,7 +115,7 @@ enum EngineBenchmark {
         var random = SplitMix64(seed: 2026)  // every run sees the same fences and walks
         var started = ResourceUsage.now()
         let (layers, side) = self.layers(fenceCount: fenceCount, random: &random)
-        let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers)
+        let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers, zones: SystemTimeZones.source)
         print("snapshot: \(fenceCount) fences in \(layers.count) layers, 3 triggers, built in \(ms(ResourceUsage.now() - started))")
 
         // Devices: one in three a vehicle (`fleet/...`, 10 m/s), the others walking (1.4 m/s).

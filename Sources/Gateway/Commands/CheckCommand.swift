@@ -16,7 +16,8 @@ enum CheckCommand: Subcommand {
               FILE: feature N ("NAME"): message         (a defective feature)
           - every trigger (config triggers, or one per layer without a `triggers` key) with its
             layer defaults and Arcade expressions (message, filter, where); a Point or Line fence
-            whose effective buffer is 0 in some trigger.
+            whose effective buffer is 0 in some trigger; schedules (time zones that
+            /usr/share/zoneinfo does not have, days, HH:MM times, empty windows).
 
         Options:
           --config FILE    the config file (default: none, every key has its default)

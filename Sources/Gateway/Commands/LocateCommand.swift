@@ -11,7 +11,9 @@ enum LocateCommand: Subcommand {
         accuracy radius, if larger), for every trigger watching it, nearest first: whether the
         point is inside by that trigger's geometry rule (its effective buffer, accuracyMode and
         spatialRelationship) and the signed distance in metres to the buffered boundary
-        (negative inside). LAT and LON are WGS84 degrees; negative values are fine.
+        (negative inside), and whether the trigger's schedule includes the present moment
+        (SCHEDULE: yes, or no when its events would not be published now; a trigger without
+        schedule is always yes). LAT and LON are WGS84 degrees; negative values are fine.
 
         The triggers are the config's (without a config file, or without a `triggers` key:
         one per fence layer, named after it, with the layer's "geotrigger" defaults).
@@ -19,7 +21,7 @@ enum LocateCommand: Subcommand {
         Options:
           --accuracy M     the point's horizontal accuracy in metres (68 % radius)
           --json           print one JSON array of {"trigger", "layer", "fence", "name",
-                           "inside", "distance"}
+                           "inside", "distance", "inSchedule"}
           --fences DIR     the fences folder (default: gateway.fences, else fences)
           --config FILE    the config file: its fences folder and triggers
         """
@@ -44,7 +46,7 @@ enum LocateCommand: Subcommand {
             for problem in error.problems { printError(problem) }
             return ExitStatus.usage
         }
-        let results = snapshot.locate(Coordinate(lat: lat, lon: lon), accuracy: accuracy)
+        let results = snapshot.locate(Coordinate(lat: lat, lon: lon), accuracy: accuracy, at: WallClock.now())
         if args.has("json") {
             print(JSONValue.array(results.map(\.json)).serialized())
         } else {
@@ -58,9 +60,10 @@ enum LocateCommand: Subcommand {
         guard !results.isEmpty else {
             return "no fence within \(LocateCommand.metres(within)) of \(lat), \(lon)"
         }
-        let header = ["TRIGGER", "LAYER", "FENCE", "NAME", "INSIDE", "DISTANCE"]
+        let header = ["TRIGGER", "LAYER", "FENCE", "NAME", "INSIDE", "SCHEDULE", "DISTANCE"]
         let rows = results.map {
-            [$0.trigger, $0.layer, $0.fence, $0.name ?? "-", $0.inside ? "yes" : "no", metres($0.distance)]
+            [$0.trigger, $0.layer, $0.fence, $0.name ?? "-", $0.inside ? "yes" : "no", $0.inSchedule == false ? "no" : "yes",
+             metres($0.distance)]
         }
         var widths = header.map(\.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }

@@ -13,7 +13,9 @@ enum ReplayCommand: Subcommand {
         track's fix times (so the result is the same every time), and prints the events:
         one line each, or with --json one event per line in exactly the MQTT event schema.
         After the last fix the clock runs on for one hour, so that holds (enterAfter,
-        exitAfter), dwell and staleAfter decided by silence still show.
+        exitAfter), dwell and staleAfter decided by silence still show. Events outside their
+        trigger's schedule (judged by the fix-time clock, as `serve` judges them) are left out
+        and counted in the summary on standard error.
 
         TRACK: GPX (with times), GeoJSON LineString (times from properties.coordTimes), an
         OwnTracks recorder file, an NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
@@ -80,7 +82,8 @@ enum ReplayCommand: Subcommand {
             }
         }
         let drops = run.dropped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
-        printError("replay: \(updates.count) updates (\(run.accepted) accepted\(drops.isEmpty ? "" : ", " + drops.joined(separator: ", "))), \(run.decisions.count) events")
+        printError("replay: \(updates.count) updates (\(run.accepted) accepted\(drops.isEmpty ? "" : ", " + drops.joined(separator: ", "))), \(run.decisions.count) events"
+            + (run.outsideSchedule > 0 ? " (\(run.outsideSchedule) outside their schedule, not shown)" : ""))
         if let out = args["svg"] {
             let svg = ReplaySVG().render(updates: updates, decisions: run.decisions, snapshot: setup.snapshot)
             guard FileManager.default.createFile(atPath: out, contents: Data(svg.utf8)) else {

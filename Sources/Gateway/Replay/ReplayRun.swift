@@ -17,6 +17,8 @@ struct ReplayRun {
     /// Counts of updates the monitors did not accept, by reason.
     var dropped: [String: Int] = [:]
     var accepted = 0
+    /// Events decided outside their trigger's `schedule` (not in ``decisions``).
+    var outsideSchedule = 0
 
     /// `maxAccuracy`: `input.maxAccuracy`, as `serve` drops a less accurate fix (`outOfRange`).
     init(updates: [LocationUpdate], snapshot: EngineSnapshot, maxAccuracy: Double = .infinity) {
@@ -39,17 +41,25 @@ struct ReplayRun {
             case .accepted: accepted += 1
             default: dropped[outcome.disposition.rawValue, default: 0] += 1
             }
-            decisions += outcome.notifications.map { Decision(notification: $0, decidedAt: update.time) }
+            record(outcome.notifications, at: update.time)
             last = max(last, update.time)
         }
         for device in order { advance(&monitors[device]!, to: last + ReplayRun.tail) }
+    }
+
+    /// Keeps the notifications decided at clock `time` that are inside their schedule (the same
+    /// function as `serve`'s, with the fix-time clock), and counts the others.
+    private mutating func record(_ notes: [FenceNotification], at time: Double) {
+        let (kept, outside) = notes.inSchedule(clock: time)
+        outsideSchedule += outside
+        decisions += kept.map { Decision(notification: $0, decidedAt: time) }
     }
 
     /// Fires every deadline of `monitor` up to `time`, each at its own time.
     private mutating func advance(_ monitor: inout DeviceMonitor, to time: Double) {
         while let deadline = monitor.nextDeadline(), deadline <= time {
             let notes = monitor.advance(to: deadline)
-            decisions += notes.map { Decision(notification: $0, decidedAt: deadline) }
+            record(notes, at: deadline)
             if notes.isEmpty, monitor.nextDeadline() == deadline { break }
         }
     }

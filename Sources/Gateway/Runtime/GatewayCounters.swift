@@ -8,6 +8,8 @@ public final class GatewayCounters: Sendable {
     public let accepted = Atomic<Int>(0)
     public let events = Atomic<Int>(0)
     public let acked = Atomic<Int>(0)
+    /// Events decided outside their trigger's `schedule`: neither published nor journaled.
+    public let outsideSchedule = Atomic<Int>(0)
     /// Feed messages taken on the network thread and their approximate size on the wire (not
     /// `received`, which also counts gpsd fixes and control messages).
     public let feedMessages = Atomic<Int>(0)
@@ -40,6 +42,7 @@ public final class GatewayCounters: Sendable {
         public var dropped: [DropReason: Int] = [:]
         public var events = 0
         public var acked = 0
+        public var outsideSchedule = 0
         /// Only the kinds seen so far.
         public var eventsByKind: [EventKind: Int] = [:]
     }
@@ -59,6 +62,7 @@ public final class GatewayCounters: Sendable {
         v.accepted = accepted.load(ordering: .relaxed)
         v.events = events.load(ordering: .relaxed)
         v.acked = acked.load(ordering: .relaxed)
+        v.outsideSchedule = outsideSchedule.load(ordering: .relaxed)
         v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
         v.eventsByKind = eventsByKind.withLock { $0 }
         return v
@@ -88,6 +92,7 @@ public final class GatewayCounters: Sendable {
             "received": n(values.received), "accepted": n(values.accepted), "dropped": .object(drops), "events": n(values.events),
             "acked": n(values.acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
+            "outsideSchedule": n(values.outsideSchedule),
         ])
     }
 }

@@ -370,7 +370,10 @@ final class DeviceShard: Sendable {
         // The wall clock only for what is emitted (most updates emit nothing).
         guard publish || !notes.isEmpty else { return item.state != nil ? item : nil }
         let wall = WallClock.now()
-        for note in notes {
+        // The state above keeps every decision; only what is inside its schedule leaves.
+        let (published, outside) = notes.inSchedule(clock: wall)
+        if outside > 0 { context.counters.outsideSchedule.add(outside, ordering: .relaxed) }
+        for note in published {
             context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
         }
         if publish {

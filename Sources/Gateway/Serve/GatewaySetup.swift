@@ -44,7 +44,7 @@ struct GatewaySetup: Sendable {
         }
         let configTriggers: JSONValue? = config.triggers.map { .array($0.map { .object($0) }) }
         do {
-            let snapshot = try EngineSnapshot(layers: layers, configTriggers: configTriggers)
+            let snapshot = try EngineSnapshot(layers: layers, configTriggers: configTriggers, zones: SystemTimeZones.source)
             for (i, settings) in snapshot.settings.enumerated() where settings.delivery != .local && config.remote == nil {
                 if !snapshot.settings[..<i].contains(where: { $0.trigger == settings.trigger && $0.delivery == settings.delivery }) {
                     problems.append("trigger \"\(settings.trigger)\": delivery \(settings.delivery.rawValue) needs a \"remote\" broker in the config")

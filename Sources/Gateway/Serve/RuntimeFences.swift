@@ -325,7 +325,8 @@ final class RuntimeFences: Service, Sendable {
                 layers.append(FenceLayer(name: name, file: "", fences: fences))
             }
             do {
-                let snapshot = try EngineSnapshot(layers: layers, configTriggers: s.configTriggers, reusing: s.snapshot)
+                let snapshot = try EngineSnapshot(
+                    layers: layers, configTriggers: s.configTriggers, reusing: s.snapshot, zones: SystemTimeZones.source)
                 s.snapshot = snapshot
                 s.previous = [:]
                 s.dirty = false

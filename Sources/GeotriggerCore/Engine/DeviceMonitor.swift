@@ -435,6 +435,7 @@ public struct DeviceMonitor: Sendable {
             visit: visit(of: entry), trigger: entry.trigger, layer: entry.layer, fenceID: entry.fenceID,
             fenceName: fence.name, fenceProperties: fence.properties, device: device, type: type, reason: reason,
             position: position, distance: distance, dwellSeconds: dwellSeconds,
-            message: message, messageError: messageError, delivery: watch?.settings.delivery ?? .local)
+            message: message, messageError: messageError, delivery: watch?.settings.delivery ?? .local,
+            decidedAt: decidedAt, schedule: watch?.settings.schedule)
     }
 }

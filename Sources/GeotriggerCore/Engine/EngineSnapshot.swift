@@ -84,25 +84,32 @@ public final class EngineSnapshot: Sendable {
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
     /// Fences the parser prepared (``FenceLayer/prepared``) are taken as they are. `reusing`: a
     /// previous snapshot whose prepared fences are taken over where the fence is unchanged
-    /// (runtime fence changes rebuild only what changed).
-    public convenience init(layers: [FenceLayer], configTriggers: JSONValue?, reusing previous: EngineSnapshot? = nil) throws(TriggerError) {
-        let (triggers, issues) = Trigger.parseCollecting(configTriggers, layers: layers)
+    /// (runtime fence changes rebuild only what changed). `zones`: where `schedule.timezone`
+    /// names are looked up (the gateway gives the system's tzdata).
+    public convenience init(
+        layers: [FenceLayer], configTriggers: JSONValue?, reusing previous: EngineSnapshot? = nil,
+        zones: TimeZoneSource = .utcOnly
+    ) throws(TriggerError) {
+        let (triggers, issues) = Trigger.parseCollecting(configTriggers, layers: layers, zones: zones)
         do {
-            try self.init(layers: layers, triggers: triggers, reusing: previous)
+            try self.init(layers: layers, triggers: triggers, reusing: previous, zones: zones)
         } catch {
             throw TriggerError(issues + error.issues)
         }
         if !issues.isEmpty { throw TriggerError(issues) }
     }
 
-    /// Builds the snapshot from fence layers and parsed triggers (`reusing`: see above).
-    public init(layers: [FenceLayer], triggers: [Trigger], reusing previous: EngineSnapshot? = nil) throws(TriggerError) {
+    /// Builds the snapshot from fence layers and parsed triggers (`reusing`, `zones`: see above;
+    /// `zones` serves the layers' defaults).
+    public init(
+        layers: [FenceLayer], triggers: [Trigger], reusing previous: EngineSnapshot? = nil, zones: TimeZoneSource = .utcOnly
+    ) throws(TriggerError) {
         var issues: [TriggerIssue] = []
         // Layer defaults, each read once (so an error in them is reported once).
         var defaults: [String: TriggerOptions] = [:]
         for layer in layers {
             let subject = layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file
-            defaults[layer.name] = TriggerOptions.parse(layer.defaults ?? JSONObject(), handledKeys: []) { path, message in
+            defaults[layer.name] = TriggerOptions.parse(layer.defaults ?? JSONObject(), handledKeys: [], zones: zones) { path, message in
                 let full: [JSONPathComponent] = [.key("geotrigger")] + path
                 issues.append(
                     TriggerIssue(

@@ -53,12 +53,17 @@ public struct FenceNotification: Sendable, Equatable {
     /// Why the `message` expression failed for this notification (for the log), if it did.
     public var messageError: String?
     public var delivery: Delivery
+    /// The fix time that decided it (the one ``id`` is derived from): the crossing's, or for a
+    /// dwell the enter's plus `dwell`.
+    public var decidedAt: Double
+    /// Its trigger's `schedule` (nil: always); see ``isInSchedule(clock:)``.
+    public var schedule: Schedule?
 
     public init(
         id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
-        messageError: String? = nil, delivery: Delivery
+        messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil
     ) {
         self.id = id
         self.visit = visit
@@ -76,5 +81,7 @@ public struct FenceNotification: Sendable, Equatable {
         self.message = message
         self.messageError = messageError
         self.delivery = delivery
+        self.decidedAt = decidedAt ?? position.time
+        self.schedule = schedule
     }
 }

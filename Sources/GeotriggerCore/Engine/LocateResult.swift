@@ -10,22 +10,28 @@ public struct LocateResult: Sendable, Equatable {
     public var inside: Bool
     /// Signed metres to the buffered boundary, negative inside.
     public var distance: Double
+    /// Whether the trigger's `schedule` (none: always) includes the instant asked about; nil
+    /// when no instant was given to ``EngineSnapshot/locate(_:accuracy:within:at:)``.
+    public var inSchedule: Bool?
 
     /// `{"trigger", "layer", "fence", "name", "inside", "distance"}` (`name` null when the fence
-    /// has none; distance rounded to 0.1 m).
+    /// has none; distance rounded to 0.1 m), and `"inSchedule"` when known.
     public var json: JSONValue {
-        .object([
+        var object: JSONObject = [
             "trigger": .string(trigger), "layer": .string(layer), "fence": .string(fence),
             "name": name.map(JSONValue.string) ?? .null, "inside": .bool(inside),
             "distance": .number(FenceNotification.round(distance, 10)),
-        ])
+        ]
+        if let inSchedule { object["inSchedule"] = .bool(inSchedule) }
+        return .object(object)
     }
 }
 
 extension EngineSnapshot {
     /// Every (trigger, fence) whose buffered boundary is within `max(100 m, accuracy)` of
-    /// `point` (or that holds it), nearest first (then by trigger, layer, fence id).
-    public func locate(_ point: Coordinate, accuracy: Double?, within minimum: Double = 100) -> [LocateResult] {
+    /// `point` (or that holds it), nearest first (then by trigger, layer, fence id). `clock`
+    /// (epoch seconds): also tell whether each trigger's schedule includes that instant.
+    public func locate(_ point: Coordinate, accuracy: Double?, within minimum: Double = 100, at clock: Double? = nil) -> [LocateResult] {
         let within = max(minimum, accuracy ?? 0)
         var results: [LocateResult] = []
         index.query(point, radius: within) { slot in
@@ -40,7 +46,8 @@ extension EngineSnapshot {
                 results.append(
                     LocateResult(
                         trigger: settings.trigger, layer: settings.layer, fence: fence.fence.id, name: fence.fence.name,
-                        inside: settings.spatialRelationship.enters(distance: d, radius: radius), distance: d))
+                        inside: settings.spatialRelationship.enters(distance: d, radius: radius), distance: d,
+                        inSchedule: clock.map { settings.schedule?.contains($0) ?? true }))
             }
         }
         return results.sorted {

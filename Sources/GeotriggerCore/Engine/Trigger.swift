@@ -43,8 +43,11 @@ public struct Trigger: Sendable, Equatable {
 
     /// Reads the config's `triggers` value: nil (the key is missing) gives one trigger per
     /// layer named after it; `[]` gives none. Every problem is collected into one ``TriggerError``.
-    public static func parseAll(_ triggers: JSONValue?, layers: [FenceLayer]) throws(TriggerError) -> [Trigger] {
-        let (result, issues) = parseCollecting(triggers, layers: layers)
+    /// `zones`: where `schedule.timezone` names are looked up.
+    public static func parseAll(
+        _ triggers: JSONValue?, layers: [FenceLayer], zones: TimeZoneSource = .utcOnly
+    ) throws(TriggerError) -> [Trigger] {
+        let (result, issues) = parseCollecting(triggers, layers: layers, zones: zones)
         if !issues.isEmpty { throw TriggerError(issues) }
         return result
     }
@@ -52,7 +55,9 @@ public struct Trigger: Sendable, Equatable {
     /// Like ``parseAll(_:layers:)``, but returns the problems beside the triggers that could be
     /// read (with defaults where a key was wrong), so that later checks (expressions, buffers)
     /// can still run and every problem is reported at once.
-    static func parseCollecting(_ triggers: JSONValue?, layers: [FenceLayer]) -> (triggers: [Trigger], issues: [TriggerIssue]) {
+    static func parseCollecting(
+        _ triggers: JSONValue?, layers: [FenceLayer], zones: TimeZoneSource
+    ) -> (triggers: [Trigger], issues: [TriggerIssue]) {
         var issues: [TriggerIssue] = []
         guard let triggers else {
             var result: [Trigger] = []
@@ -133,7 +138,7 @@ public struct Trigger: Sendable, Equatable {
             case let other?:
                 report([.key("fences"), ], "expected an array of layer names, found \(other.typeName)")
             }
-            let options = TriggerOptions.parse(object, handledKeys: ["name", "fences"], report: report)
+            let options = TriggerOptions.parse(object, handledKeys: ["name", "fences"], zones: zones, report: report)
             result.append(Trigger(name: name, layers: watched, options: options, source: .config(index: index)))
         }
         return (result, issues)

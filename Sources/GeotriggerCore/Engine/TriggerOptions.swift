@@ -21,6 +21,8 @@ public struct TriggerOptions: Sendable, Equatable {
     /// `message`: an Arcade expression.
     public var message: String?
     public var delivery: Delivery?
+    /// `schedule`: the local-time windows its events are published in (nil: always).
+    public var schedule: Schedule?
 
     public init() {}
 
@@ -28,14 +30,16 @@ public struct TriggerOptions: Sendable, Equatable {
     public static let keys = [
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",
-        "staleAfter", "message", "delivery",
+        "staleAfter", "message", "delivery", "schedule",
     ]
 
     /// Reads every key of `object` except `name` and `fences` (the caller reads those, and
     /// names them in `handledKeys`); an unknown key or a wrong value is reported through
     /// `report(keyPath relative to object, message)`. `null` means "not set" for every key.
+    /// `zones`: where a `schedule`'s `timezone` is looked up.
     static func parse(
-        _ object: JSONObject, handledKeys: Set<String>, report: (_ path: [JSONPathComponent], _ message: String) -> Void
+        _ object: JSONObject, handledKeys: Set<String>, zones: TimeZoneSource,
+        report: (_ path: [JSONPathComponent], _ message: String) -> Void
     ) -> TriggerOptions {
         var options = TriggerOptions()
         for (key, value) in object.entries {
@@ -76,6 +80,7 @@ public struct TriggerOptions: Sendable, Equatable {
             case "spatialRelationship": options.spatialRelationship = choice(value, fail)
             case "initial": options.initial = choice(value, fail)
             case "delivery": options.delivery = choice(value, fail)
+            case "schedule": options.schedule = Schedule.parse(value, zones: zones) { report(path + $0, $1) }
             case "name", "fences":
                 fail("not allowed here: a layer's defaults apply to the trigger named after the layer")
             default:
@@ -142,6 +147,7 @@ public struct TriggerOptions: Sendable, Equatable {
         o.staleAfter = staleAfter ?? fallback.staleAfter
         o.message = message ?? fallback.message
         o.delivery = delivery ?? fallback.delivery
+        o.schedule = schedule ?? fallback.schedule
         return o
     }
 }

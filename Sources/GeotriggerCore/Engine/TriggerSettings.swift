@@ -19,6 +19,8 @@ public struct TriggerSettings: Sendable, Equatable {
     public var staleAfter: Double?
     public var message: String?
     public var delivery: Delivery
+    /// `schedule`: nil means always.
+    public var schedule: Schedule?
 
     /// Merges `trigger`'s options over `layerDefaults` and the built-in defaults.
     public init(trigger: Trigger, layer: String, layerDefaults: TriggerOptions) {
@@ -40,6 +42,7 @@ public struct TriggerSettings: Sendable, Equatable {
         staleAfter = o.staleAfter
         message = o.message
         delivery = o.delivery ?? .local
+        schedule = o.schedule
     }
 
     /// True if the trigger applies to `device` (no `devices` key: every device).
