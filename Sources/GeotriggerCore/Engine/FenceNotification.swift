@@ -53,12 +53,14 @@ public struct FenceNotification: Sendable, Equatable {
     /// Why the `message` expression failed for this notification (for the log), if it did.
     public var messageError: String?
     public var delivery: Delivery
+    /// Inferred between two sparse fixes (`crossings`): the position and time are interpolated.
+    public var inferred: Bool
 
     public init(
         id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
-        messageError: String? = nil, delivery: Delivery
+        messageError: String? = nil, delivery: Delivery, inferred: Bool = false
     ) {
         self.id = id
         self.visit = visit
@@ -76,5 +78,6 @@ public struct FenceNotification: Sendable, Equatable {
         self.message = message
         self.messageError = messageError
         self.delivery = delivery
+        self.inferred = inferred
     }
 }

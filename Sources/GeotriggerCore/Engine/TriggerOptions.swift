@@ -21,6 +21,10 @@ public struct TriggerOptions: Sendable, Equatable {
     /// `message`: an Arcade expression.
     public var message: String?
     public var delivery: Delivery?
+    /// `crossings`: infer stays between sparse fixes (DESIGN.md "Crossings").
+    public var crossings: Bool?
+    /// `crossingMaxGap`: seconds; fixes further apart are never interpolated.
+    public var crossingMaxGap: Double?
 
     public init() {}
 
@@ -29,6 +33,7 @@ public struct TriggerOptions: Sendable, Equatable {
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",
         "staleAfter", "message", "delivery",
+        "crossings", "crossingMaxGap",
     ]
 
     /// Reads every key of `object` except `name` and `fences` (the caller reads those, and
@@ -76,6 +81,14 @@ public struct TriggerOptions: Sendable, Equatable {
             case "spatialRelationship": options.spatialRelationship = choice(value, fail)
             case "initial": options.initial = choice(value, fail)
             case "delivery": options.delivery = choice(value, fail)
+            case "crossings":
+                if case .bool(let b) = value { options.crossings = b } else { fail("expected true or false, found \(describe(value))") }
+            case "crossingMaxGap":
+                if case .number(let n) = value, n.isFinite, n > 0 {
+                    options.crossingMaxGap = n
+                } else {
+                    fail("expected a number of seconds > 0, found \(describe(value))")
+                }
             case "name", "fences":
                 fail("not allowed here: a layer's defaults apply to the trigger named after the layer")
             default:
@@ -142,6 +155,8 @@ public struct TriggerOptions: Sendable, Equatable {
         o.staleAfter = staleAfter ?? fallback.staleAfter
         o.message = message ?? fallback.message
         o.delivery = delivery ?? fallback.delivery
+        o.crossings = crossings ?? fallback.crossings
+        o.crossingMaxGap = crossingMaxGap ?? fallback.crossingMaxGap
         return o
     }
 }

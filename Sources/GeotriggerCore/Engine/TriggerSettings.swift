@@ -19,6 +19,10 @@ public struct TriggerSettings: Sendable, Equatable {
     public var staleAfter: Double?
     public var message: String?
     public var delivery: Delivery
+    /// Infer stays between sparse fixes (default false) no more than `crossingMaxGap` seconds
+    /// apart (default 300).
+    public var crossings: Bool
+    public var crossingMaxGap: Double
 
     /// Merges `trigger`'s options over `layerDefaults` and the built-in defaults.
     public init(trigger: Trigger, layer: String, layerDefaults: TriggerOptions) {
@@ -40,6 +44,8 @@ public struct TriggerSettings: Sendable, Equatable {
         staleAfter = o.staleAfter
         message = o.message
         delivery = o.delivery ?? .local
+        crossings = o.crossings ?? false
+        crossingMaxGap = o.crossingMaxGap ?? 300
     }
 
     /// True if the trigger applies to `device` (no `devices` key: every device).
