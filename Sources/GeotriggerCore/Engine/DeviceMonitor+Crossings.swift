@@ -23,7 +23,8 @@ extension DeviceMonitor {
         guard a != b else { return false }
         let snapshot = self.snapshot
         let gap = update.time - previous.time
-        let segment = LonLatSegment(from: a, to: b)
+        // Measured only when some fence is along the segment (it costs trigonometry).
+        var measured: LonLatSegment?
         var found: [(fence: Int, watch: Int, buffer: Double, crossing: PreparedFence.SegmentCrossing)] = []
         snapshot.index.query(segmentFrom: a, to: b, cache: nearby) { slot in
             let f = Int(snapshot.indexedFences[slot])
@@ -37,9 +38,11 @@ extension DeviceMonitor {
                 guard rule.crossings, gap <= rule.crossingMaxGap, applicable.contains(w), knownMask.contains(w),
                     !rejected.contains(w)
                 else { return }
-                for entry in entries where entry.fence == Int32(f) && entry.watch == Int32(w) { return }
+                for i in entries.indices where entries[i].fence == Int32(f) && entries[i].watch == Int32(w) { return }
                 if buffer != tracedBuffer {
                     tracedBuffer = buffer
+                    let segment = measured ?? LonLatSegment(from: a, to: b)
+                    measured = segment
                     crossing = snapshot.fences[f].crossing(along: segment, buffer: buffer)
                 }
                 guard let crossing else { return }
