@@ -85,6 +85,33 @@ private final class SVGElements: NSObject, XMLParserDelegate {
         #expect(svg.elements.contains { $0.attributes["class"] == "scale" })
     }
 
+    /// deploy/routes/gate-run.geojson at 60 km/h has fixes 500 m apart on both sides of the
+    /// 20 m gate of deploy/crossings (crossings on): an inferred enter and exit, drawn dashed.
+    @Test func sparseFixesOverAGateGiveAnInferredStayDrawnDashed() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("gate-\(UUID().uuidString).svg").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let route = repositoryRoot + "/deploy/routes/gate-run.geojson"
+        let args = ["replay", route, "--fences", repositoryRoot + "/deploy/crossings", "--speed", "16.7"]
+        let r = try runGeotrigger(args + ["--json", "--svg", out])
+        #expect(r.status == 0, "\(r.err)")
+        let events = try r.out.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        #expect(events.map { $0["type"] as? String } == ["enter", "exit"])
+        #expect(events.allSatisfy { $0["inferred"] as? Bool == true && $0["distance"] as? Double == 0 })
+        #expect(events.last?["visit"] as? String == events.first?["id"] as? String)
+        // 20 m at 16.7 m/s.
+        #expect(abs((events.last?["dwellSeconds"] as? Double ?? 0) - 20 / 16.7) < 0.01)
+        let parser = XMLParser(data: try Data(contentsOf: URL(fileURLWithPath: out)))
+        let svg = SVGElements()
+        parser.delegate = svg
+        #expect(parser.parse(), "the SVG is not well-formed XML")
+        let dashed = svg.elements.filter { $0.attributes["class"] == "inferred" }
+        #expect(dashed.count == 1 && dashed.first?.attributes["stroke-dasharray"] != nil)
+        #expect(dashed.first?.attributes["data-fence"] == "toll-gate")
+        #expect(svg.elements.filter { $0.attributes["class"] == "event" }.allSatisfy { $0.text.hasSuffix("(inferred)") })
+    }
+
     @Test func usageErrors() throws {
         #expect(try runGeotrigger(["replay"]).status == 2)
         let noTimes = try runGeotrigger(["replay", repositoryRoot + "/deploy/routes/garden-tour.geojson"])

@@ -22,8 +22,9 @@ enum EngineBenchmark {
             Builds N fences (default 10000) and 3 triggers, then sends one update per device per
             round (default 10000 devices, 60 rounds after 5 warm-up rounds) through the device
             monitors on one thread, firing due deadlines (silence, dwell, stale) as the gateway
-            would. Reports updates/s, per-update latency percentiles (every 16th update timed),
-            events, and then the memory of --idle idle monitors (default 100000): RSS growth, the
+            would. Runs the same walks twice, with crossings false and true on every trigger, and
+            reports for each updates/s, per-update latency percentiles (every 16th update timed),
+            events, then the cost of crossings (true against false), and then the memory of --idle idle monitors (default 100000): RSS growth, the
             struct's size and the persisted size. Target: >= 500,000 updates/s, <= 1 KB per idle device.
 
             Last, decodes --messages feed payloads per format (default 300000, json and
@@ -33,6 +34,8 @@ enum EngineBenchmark {
         run: { try await run($0) })
 
     static let origin = Coordinate(lat: 34.40, lon: -119.80)
+    /// Fix time of the first round.
+    static let startTime = 1_796_040_000.0
     static let metresPerDegreeLat = 110_900.0
     static let metresPerDegreeLon = 91_900.0
 
@@ -112,12 +115,73 @@ enum EngineBenchmark {
         print("warning: a debug build; build with `swift build -c release` for meaningful figures")
         #endif
 
-        var random = SplitMix64(seed: 2026)  // every run sees the same fences and walks
+        var random = SplitMix64(seed: 2026)  // every run sees the same fences
         var started = ResourceUsage.now()
         let (layers, side) = self.layers(fenceCount: fenceCount, random: &random)
         let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers, zones: SystemTimeZones.source)
         print("snapshot: \(fenceCount) fences in \(layers.count) layers, 3 triggers, built in \(ms(ResourceUsage.now() - started))")
 
+        // The same walks twice: the triggers as they are, then with `crossings: true` on all three.
+        var crossingTriggers: [JSONValue] = []
+        if case .array(let list) = triggers {
+            for case .object(var t) in list {
+                t["crossings"] = .bool(true)
+                crossingTriggers.append(.object(t))
+            }
+        }
+        let crossingSnapshot = try EngineSnapshot(layers: layers, configTriggers: .array(crossingTriggers))
+        var rates: [Int] = []
+        for (label, snap) in [("crossings false", snapshot), ("crossings true", crossingSnapshot)] {
+            print("\(label):")
+            rates.append(drive(snapshot: snap, side: side, deviceCount: deviceCount, rounds: rounds, warmUp: warmUp))
+        }
+        if rates.count == 2, rates[1] > 0 {
+            print("crossings: \(rates[1]) against \(rates[0]) updates per CPU second: \(Double(rates[0] * 100 / rates[1]) / 100)x the cost")
+        }
+
+        // Idle devices: each has taken one update outside every fence (so it has a last position
+        // and every trigger knows it).
+        started = ResourceUsage.now()
+        let far = coordinate(x: -5_000, y: -5_000)
+        let rssBefore = ResourceUsage.residentBytes()
+        var idle: [DeviceMonitor] = []
+        idle.reserveCapacity(idleCount)
+        var serializedBytes = 0
+        for i in 0..<idleCount {
+            let id = i % 3 == 0 ? "fleet/vehicles/idle\(i)" : "workers/idle\(i)"
+            var m = DeviceMonitor(device: id, snapshot: snapshot, now: 0)
+            _ = m.handle(LocationUpdate(device: id, lat: far.lat, lon: far.lon, time: startTime, accuracy: 5), receivedAt: 0)
+            if i < 1_000 { serializedBytes += m.serialized().count }
+            idle.append(m)
+        }
+        let rssAfter = ResourceUsage.residentBytes()
+        let perDevice = Double(rssAfter - rssBefore) / Double(idleCount)
+        print(
+            "idle devices: \(idleCount) monitors, RSS +\((rssAfter - rssBefore) / 1_048_576) MB = \(Int(perDevice)) bytes per device "
+                + "(struct \(MemoryLayout<DeviceMonitor>.stride) bytes + its arrays and id); persisted state \(serializedBytes / min(idleCount, 1_000)) bytes; "
+                + "created in \(ms(ResourceUsage.now() - started))")
+        withExtendedLifetime(idle) {}
+        idle = []
+
+        // Feed payload decoding last: its payload buffers (~30 MB) would otherwise count in the
+        // peak RSS and idle-device RSS figures above.
+        var decodeFigures: [String] = []
+        for format in [PayloadFormat.json, .owntracks] {
+            switch try decodeRate(format: format, messages: messageCount) {
+            case .success(let rate): decodeFigures.append("\(Int(rate)) messages/s (\(format))")
+            case .failure(let drop):
+                print("decode: a \(format) benchmark payload was dropped as \(drop.reason): \(drop.detail)")
+                return ExitStatus.failure
+            }
+        }
+        print("decode: \(decodeFigures.joined(separator: ", ")) per CPU second on one thread, \(messageCount) payloads each")
+        return ExitStatus.ok
+    }
+
+    /// Drives `deviceCount` walking devices for `rounds` rounds (after `warmUp`) through
+    /// monitors of `snapshot`, prints the figures and returns the updates per CPU second.
+    static func drive(snapshot: EngineSnapshot, side: Double, deviceCount: Int, rounds: Int, warmUp: Int) -> Int {
+        var random = SplitMix64(seed: 4711)  // every pass sees the same walks
         // Devices: one in three a vehicle (`fleet/...`, 10 m/s), the others walking (1.4 m/s).
         var walkers: [Walker] = []
         var ids: [String] = []
@@ -131,7 +195,7 @@ enum EngineBenchmark {
         }
         var monitors = ids.map { DeviceMonitor(device: $0, snapshot: snapshot, now: 0) }
         var batch = [LocationUpdate](repeating: LocationUpdate(device: "", lat: 0, lon: 0, time: 0), count: deviceCount)
-        let startTime = 1_796_040_000.0
+        let startTime = EngineBenchmark.startTime
 
         var handled = 0, events = 0, deadlineEvents = 0
         var busy = 0.0, busyCPU = 0.0
@@ -189,46 +253,9 @@ enum EngineBenchmark {
         print("latency per update: p50 \(percentile(0.5)), p99 \(percentile(0.99)), p99.9 \(percentile(0.999)), max \(percentile(1))")
         print("events: \(events) from updates + \(deadlineEvents) by the clock; stays open at the end: \(inside)")
         print("process CPU for all rounds incl. the simulation: \(ms(cpu)); peak RSS \(ResourceUsage.peakResidentBytes() / 1_048_576) MB")
-        monitors = []
-        batch = []
+        withExtendedLifetime(monitors) {}
+        return Int(Double(handled) / busyCPU)
 
-        // Idle devices: each has taken one update outside every fence (so it has a last position
-        // and every trigger knows it).
-        started = ResourceUsage.now()
-        let far = coordinate(x: -5_000, y: -5_000)
-        let rssBefore = ResourceUsage.residentBytes()
-        var idle: [DeviceMonitor] = []
-        idle.reserveCapacity(idleCount)
-        var serializedBytes = 0
-        for i in 0..<idleCount {
-            let id = i % 3 == 0 ? "fleet/vehicles/idle\(i)" : "workers/idle\(i)"
-            var m = DeviceMonitor(device: id, snapshot: snapshot, now: 0)
-            _ = m.handle(LocationUpdate(device: id, lat: far.lat, lon: far.lon, time: startTime, accuracy: 5), receivedAt: 0)
-            if i < 1_000 { serializedBytes += m.serialized().count }
-            idle.append(m)
-        }
-        let rssAfter = ResourceUsage.residentBytes()
-        let perDevice = Double(rssAfter - rssBefore) / Double(idleCount)
-        print(
-            "idle devices: \(idleCount) monitors, RSS +\((rssAfter - rssBefore) / 1_048_576) MB = \(Int(perDevice)) bytes per device "
-                + "(struct \(MemoryLayout<DeviceMonitor>.stride) bytes + its arrays and id); persisted state \(serializedBytes / min(idleCount, 1_000)) bytes; "
-                + "created in \(ms(ResourceUsage.now() - started))")
-        withExtendedLifetime(idle) {}
-        idle = []
-
-        // Feed payload decoding last: its payload buffers (~30 MB) would otherwise count in the
-        // peak RSS and idle-device RSS figures above.
-        var decodeFigures: [String] = []
-        for format in [PayloadFormat.json, .owntracks] {
-            switch try decodeRate(format: format, messages: messageCount) {
-            case .success(let rate): decodeFigures.append("\(Int(rate)) messages/s (\(format))")
-            case .failure(let drop):
-                print("decode: a \(format) benchmark payload was dropped as \(drop.reason): \(drop.detail)")
-                return ExitStatus.failure
-            }
-        }
-        print("decode: \(decodeFigures.joined(separator: ", ")) per CPU second on one thread, \(messageCount) payloads each")
-        return ExitStatus.ok
     }
 
     /// CPU seconds used by the calling thread (what "one core" spends, whatever else runs).

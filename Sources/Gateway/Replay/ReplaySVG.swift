@@ -10,7 +10,10 @@ import Glibc
 ///
 /// Structure (relied on by tests): one `<path class="fence">` per fence, one
 /// `<polyline class="track">` per device whose points are its updates in order, one
-/// `<text class="event">` per event starting with its type.
+/// `<text class="event">` per event starting with its type, and one dashed
+/// `<line class="inferred">` per stay inferred between sparse fixes (`crossings`), from its
+/// inferred enter to its inferred exit (the part of the track the device is taken to have
+/// spent inside).
 struct ReplaySVG {
     let width = 1000.0
     /// Context around the track: a quarter of its extent, at least 25 m.
@@ -90,6 +93,18 @@ struct ReplaySVG {
             out += "<polyline class=\"track\" data-device=\"\(escape(device))\" fill=\"none\" stroke=\"#444\" stroke-opacity=\"0.6\" stroke-width=\"0.8\" points=\"\(points.map { point($0.coordinate) }.joined(separator: " "))\"/>\n"
             for p in points { out += "<circle cx=\"\(f(x(p.coordinate)))\" cy=\"\(f(y(p.coordinate)))\" r=\"1.5\" fill=\"#222\"/>\n" }
         }
+        // Inferred stays: dashed, from the enter's position to the exit's of the same visit.
+        for enter in decisions.map(\.notification) where enter.inferred && enter.type == .enter {
+            guard let exit = decisions.first(where: { $0.notification.inferred && $0.notification.type == .exit && $0.notification.visit == enter.visit })?.notification
+            else { continue }
+            let a = enter.position.coordinate, b = exit.position.coordinate
+            out += """
+                <line class="inferred" data-fence="\(escape(enter.fenceID))" x1="\(f(x(a)))" y1="\(f(y(a)))" x2="\(f(x(b)))" \
+                y2="\(f(y(b)))" stroke="#1a7f37" stroke-width="3" stroke-dasharray="6 4"><title>inferred stay in \
+                \(escape(enter.fenceName ?? enter.fenceID)), \(f(exit.dwellSeconds ?? 0)) s</title></line>
+
+                """
+        }
         // Events, at their position, labelled with type and fence.
         let colours: [NotificationType: String] = [.enter: "#1a7f37", .exit: "#cf222e", .dwell: "#8250df"]
         for (i, decision) in decisions.enumerated() {
@@ -97,8 +112,10 @@ struct ReplaySVG {
             let c = n.position.coordinate
             let colour = colours[n.type] ?? "#000"
             let dy = Double(i % 3) * 13
-            out += "<circle cx=\"\(f(x(c)))\" cy=\"\(f(y(c)))\" r=\"5\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+            let dash = n.inferred ? " stroke-dasharray=\"3 2\"" : ""
+            out += "<circle cx=\"\(f(x(c)))\" cy=\"\(f(y(c)))\" r=\"5\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"\(dash)/>\n"
             var label = "\(n.type.rawValue) \(n.fenceName ?? n.fenceID)"
+            if n.inferred { label += " (inferred)" }
             if let reason = n.reason, reason != .moved { label += " (\(reason.rawValue))" }
             out += "<text class=\"event\" x=\"\(f(x(c) + 7))\" y=\"\(f(y(c) - 4 + dy))\" fill=\"\(colour)\">\(escape(label))</text>\n"
         }

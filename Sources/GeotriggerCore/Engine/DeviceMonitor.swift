@@ -94,6 +94,8 @@ public struct DeviceMonitor: Sendable {
     var accuracyApplies: Bool
     /// Every applicable watch is in ``known``.
     var allKnown: Bool
+    /// Some applicable watch infers stays between sparse fixes (`crossings`).
+    var crossingsApply: Bool
     /// The fences near the device's recent positions, for the next query of `snapshot.index`.
     var nearby = FenceIndex.NearbyCache()
 
@@ -111,6 +113,7 @@ public struct DeviceMonitor: Sendable {
         self.filtersApply = false
         self.accuracyApplies = false
         self.allKnown = false
+        self.crossingsApply = false
         computeMasks()
     }
 
@@ -124,6 +127,7 @@ public struct DeviceMonitor: Sendable {
         filtersApply = false
         accuracyApplies = false
         allKnown = true
+        crossingsApply = false
         for (w, watch) in snapshot.watches.enumerated() {
             let known = known.contains(watch.key)
             if known { knownMask.insert(w) }
@@ -131,6 +135,7 @@ public struct DeviceMonitor: Sendable {
                 applicable.insert(w)
                 if watch.expressions.hasFilter { filtersApply = true }
                 if watch.usesAccuracy { accuracyApplies = true }
+                if watch.settings.crossings { crossingsApply = true }
                 if !known { allKnown = false }
             }
         }
@@ -164,9 +169,15 @@ public struct DeviceMonitor: Sendable {
             }
         }
         lastReceived = now
+        let previous = lastFix
         lastFix = Fix(update)
         var notifications: [FenceNotification] = []
         var changed = false
+        // 0. Stays inferred between the previous fix and this one (`crossings`), before this
+        // update's own crossings, which come later in time.
+        if crossingsApply, let previous, let gap = snapshot.crossingMaxGap, update.time - previous.time <= gap {
+            if inferCrossings(from: previous, to: update, rejected: rejected, into: &notifications) { changed = true }
+        }
         let point = update.coordinate
         var preparedPoint: PreparedPoint?
         /// Prepared for distances only when some fence is near (it costs trigonometry).

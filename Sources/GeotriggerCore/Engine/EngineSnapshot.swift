@@ -26,6 +26,9 @@ public final class EngineSnapshot: Sendable {
         var publishesEnter: Bool
         var publishesExit: Bool
         var baseline: Bool
+        /// `crossings` is on: stays between sparse fixes up to `crossingMaxGap` apart are inferred.
+        var crossings: Bool
+        var crossingMaxGap: Double
 
         init(_ settings: TriggerSettings) {
             usesAccuracy = settings.accuracyMode == .useGeometryWithAccuracy
@@ -38,6 +41,8 @@ public final class EngineSnapshot: Sendable {
             publishesEnter = settings.rule.publishesEnter
             publishesExit = settings.rule.publishesExit
             baseline = settings.initial == .baseline
+            crossings = settings.crossings
+            crossingMaxGap = settings.crossingMaxGap
         }
     }
 
@@ -79,6 +84,9 @@ public final class EngineSnapshot: Sendable {
     /// enters it; ``hasFollowingFences`` is false when there is none (the hot path skips the check).
     let fenceFollows: [String?]
     let hasFollowingFences: Bool
+    /// The largest `crossingMaxGap` of the watches with `crossings` on; nil when none has it
+    /// (the hot path then skips inference).
+    let crossingMaxGap: Double?
 
     /// Builds the snapshot from fence layers and the config's `triggers` value (nil when the key
     /// is missing: one trigger per layer). Every problem is collected into one ``TriggerError``.
@@ -243,6 +251,7 @@ public final class EngineSnapshot: Sendable {
             if case .string(let device)? = $0.fence.properties["follow"] { device } else { nil }
         }
         self.hasFollowingFences = fenceFollows.contains { $0 != nil }
+        self.crossingMaxGap = watches.filter(\.settings.crossings).map(\.settings.crossingMaxGap).max()
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.

@@ -2,7 +2,8 @@ extension FenceNotification {
     /// The event published on `PREFIX/events/TRIGGER/DEVICE`, exactly as DESIGN.md "Outputs"
     /// shows it: keys in that order; `reason` only on exits, `dwellSeconds` only on exit and
     /// dwell, `message` only when the expression gave one, `accuracy` only when known, the fence
-    /// `name` only when it has one. `actions` and `properties` are always present (empty without
+    /// `name` only when it has one, `inferred` (true) only on a stay inferred between sparse
+    /// fixes. `actions` and `properties` are always present (empty without
     /// a message expression). `distance` is rounded to 0.1 m, `dwellSeconds` to 1 ms; position
     /// times are ISO-8601 UTC (milliseconds when not whole), `emitted` always with milliseconds.
     public func eventJSON(gateway: String, emitted: Double) -> JSONValue {
@@ -15,6 +16,7 @@ extension FenceNotification {
         event["type"] = .string(type.rawValue)
         event["notification"] = .string(type.notificationName)
         if let reason { event["reason"] = .string(reason.rawValue) }
+        if inferred { event["inferred"] = .bool(true) }
         var fence = JSONObject()
         fence["id"] = .string(fenceID)
         fence["layer"] = .string(layer)

@@ -58,12 +58,14 @@ public struct FenceNotification: Sendable, Equatable {
     public var decidedAt: Double
     /// Its trigger's `schedule` (nil: always); see ``isInSchedule(clock:)``.
     public var schedule: Schedule?
+    /// Inferred between two sparse fixes (`crossings`): the position and time are interpolated.
+    public var inferred: Bool
 
     public init(
         id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
-        messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil
+        messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil, inferred: Bool = false
     ) {
         self.id = id
         self.visit = visit
@@ -83,5 +85,6 @@ public struct FenceNotification: Sendable, Equatable {
         self.delivery = delivery
         self.decidedAt = decidedAt ?? position.time
         self.schedule = schedule
+        self.inferred = inferred
     }
 }

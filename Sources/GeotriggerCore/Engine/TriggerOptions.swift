@@ -23,6 +23,10 @@ public struct TriggerOptions: Sendable, Equatable {
     public var delivery: Delivery?
     /// `schedule`: the local-time windows its events are published in (nil: always).
     public var schedule: Schedule?
+    /// `crossings`: infer stays between sparse fixes (DESIGN.md "Crossings").
+    public var crossings: Bool?
+    /// `crossingMaxGap`: seconds; fixes further apart are never interpolated.
+    public var crossingMaxGap: Double?
 
     public init() {}
 
@@ -31,6 +35,7 @@ public struct TriggerOptions: Sendable, Equatable {
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",
         "staleAfter", "message", "delivery", "schedule",
+        "crossings", "crossingMaxGap",
     ]
 
     /// Reads every key of `object` except `name` and `fences` (the caller reads those, and
@@ -81,6 +86,14 @@ public struct TriggerOptions: Sendable, Equatable {
             case "initial": options.initial = choice(value, fail)
             case "delivery": options.delivery = choice(value, fail)
             case "schedule": options.schedule = Schedule.parse(value, zones: zones) { report(path + $0, $1) }
+            case "crossings":
+                if case .bool(let b) = value { options.crossings = b } else { fail("expected true or false, found \(describe(value))") }
+            case "crossingMaxGap":
+                if case .number(let n) = value, n.isFinite, n > 0 {
+                    options.crossingMaxGap = n
+                } else {
+                    fail("expected a number of seconds > 0, found \(describe(value))")
+                }
             case "name", "fences":
                 fail("not allowed here: a layer's defaults apply to the trigger named after the layer")
             default:
@@ -148,6 +161,8 @@ public struct TriggerOptions: Sendable, Equatable {
         o.message = message ?? fallback.message
         o.delivery = delivery ?? fallback.delivery
         o.schedule = schedule ?? fallback.schedule
+        o.crossings = crossings ?? fallback.crossings
+        o.crossingMaxGap = crossingMaxGap ?? fallback.crossingMaxGap
         return o
     }
 }

@@ -21,6 +21,10 @@ public struct TriggerSettings: Sendable, Equatable {
     public var delivery: Delivery
     /// `schedule`: nil means always.
     public var schedule: Schedule?
+    /// Infer stays between sparse fixes (default false) no more than `crossingMaxGap` seconds
+    /// apart (default 300).
+    public var crossings: Bool
+    public var crossingMaxGap: Double
 
     /// Merges `trigger`'s options over `layerDefaults` and the built-in defaults.
     public init(trigger: Trigger, layer: String, layerDefaults: TriggerOptions) {
@@ -43,6 +47,8 @@ public struct TriggerSettings: Sendable, Equatable {
         message = o.message
         delivery = o.delivery ?? .local
         schedule = o.schedule
+        crossings = o.crossings ?? false
+        crossingMaxGap = o.crossingMaxGap ?? 300
     }
 
     /// True if the trigger applies to `device` (no `devices` key: every device).

@@ -267,7 +267,7 @@ public struct FenceIndex: Sendable {
     }
 
     /// Runs `body` with the flat arrays.
-    private func withTree(_ body: (Tree) -> Void) {
+    func withTree(_ body: (Tree) -> Void) {
         boxes.withUnsafeBufferPointer { boxes in
             children.withUnsafeBufferPointer { children in
                 ids.withUnsafeBufferPointer { ids in
