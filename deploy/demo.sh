@@ -74,4 +74,9 @@ echo "demo: the event journal (geotrigger events --config ...):"
 for _ in $(seq 1 100); do grep -q '"missed"' "$WORK/expect.log" && break; sleep 0.1; done
 echo "demo: the expected arrival (geotriggers/expect/visitor-1-depot/result):"
 cat "$WORK/expect.log"
-echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) events in the journal; stopping"
+echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) events in the journal"
+# Crossings (docs/crossings.md): a vehicle reporting every 30 s at 60 km/h has no fix inside the
+# 20 m toll gate of deploy/crossings; with crossings on, its enter and exit are inferred.
+echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (geotrigger replay, crossings on):"
+"$BIN" replay deploy/routes/gate-run.geojson --fences deploy/crossings --speed 16.7 --device vehicles/v17
+echo "demo: stopping"

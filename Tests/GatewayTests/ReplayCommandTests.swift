@@ -110,6 +110,9 @@ private final class SVGElements: NSObject, XMLParserDelegate {
         #expect(dashed.count == 1 && dashed.first?.attributes["stroke-dasharray"] != nil)
         #expect(dashed.first?.attributes["data-fence"] == "toll-gate")
         #expect(svg.elements.filter { $0.attributes["class"] == "event" }.allSatisfy { $0.text.hasSuffix("(inferred)") })
+        // The readable lines say so too.
+        let lines = try runGeotrigger(args).out.split(separator: "\n")
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("  inferred") }, "\(lines)")
     }
 
     @Test func usageErrors() throws {

@@ -80,6 +80,7 @@ enum EventsCommand: Subcommand {
     private struct PayloadSummary: Decodable {
         struct FenceSummary: Decodable { var name: String? }
         var reason: String?
+        var inferred: Bool?
         var message: String?
         var dwellSeconds: Double?
         var fence: FenceSummary?
@@ -93,6 +94,7 @@ enum EventsCommand: Subcommand {
         var line = "\(time)  \(event.type.padding(toLength: 5)) \(event.device)  \(event.layer)/\(event.fence)"
         if let name = summary?.fence?.name, !name.isEmpty { line += " (\(name))" }
         line += "  trigger \(event.trigger)"
+        if summary?.inferred == true { line += "  inferred" }
         if let reason = summary?.reason, reason != "moved" { line += "  reason \(reason)" }
         if let dwell = summary?.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
         if let message = summary?.message, !message.isEmpty { line += "  \"\(message)\"" }

@@ -75,6 +75,7 @@ enum ReplayCommand: Subcommand {
             } else {
                 var line = "\(ISO8601Time.format(n.position.time))  \(n.type.rawValue.padding(toLength: 5))\(n.device)  "
                     + "\(n.layer)/\(n.fenceID)" + (n.fenceName.map { " (\($0))" } ?? "") + "  trigger \(n.trigger)"
+                if n.inferred { line += "  inferred" }
                 if let reason = n.reason, reason != .moved { line += "  reason \(reason.rawValue)" }
                 if let dwell = n.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
                 if let message = n.message?.message { line += "  \"\(message)\"" }

@@ -54,6 +54,7 @@ struct WatchConsole {
         let place = "\(fence?["layer"]?.stringValue ?? "?")/\(fence?["id"]?.stringValue ?? "?")"
         let type = o["type"]?.stringValue ?? "?"
         var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  \(name) (\(place))"
+        if o["inferred"] == .bool(true) { line += " [inferred]" }
         if let reason = o["reason"]?.stringValue, reason != "moved" { line += " [\(reason)]" }
         if let dwell = o["dwellSeconds"]?.numberValue { line += " after \(WatchConsole.whole(dwell)) s" }
         if let message = o["message"]?.stringValue { line += "  \"\(message)\"" }
