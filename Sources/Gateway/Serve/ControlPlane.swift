@@ -53,7 +53,7 @@ final class ControlPlane: Service, Sendable {
             if message.topic == queries.topic {
                 queries.take(message)
             } else if fences.handles(message.topic) {
-                fences.take(message)
+                await fences.take(message)
             } else if let expectations, expectations.handles(message.topic) {
                 expectations.take(message)
             }

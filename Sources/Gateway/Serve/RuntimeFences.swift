@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import GeotriggerCore
 import MQTT
@@ -15,6 +16,12 @@ import Synchronization
 /// is down; retained messages re-apply on every connect (fences the broker does not mention
 /// are kept). Following fences (`properties.follow`) move with their device at most once per
 /// ``followInterval`` seconds.
+///
+/// Parsing a payload and building a snapshot take time in proportion to the fence (a 30,000
+/// vertex polygon: a noticeable fraction of a second), so both run on a serial queue of their
+/// own (`geotrigger.fences`), never on the cooperative pool, and the state they change is only
+/// touched there. The update path (``isFollowed(_:)``, ``followedDeviceMoved(_:)``) and the
+/// readers of ``snapshot`` use small locks of their own and never wait for a build.
 final class RuntimeFences: Service, Sendable {
     let name = "runtime-fences"
     let prefix: String
@@ -64,7 +71,10 @@ final class RuntimeFences: Service, Sendable {
         var lastBuild = -Double.infinity
         /// After a failed save: when `unsaved` is tried again.
         var saveRetry = -Double.infinity
-        /// Device → following fences, and the device's latest position to move them to.
+    }
+
+    /// Device → following fences, and the device's latest position to move them to.
+    struct Followers: Sendable {
         var following: [String: [FenceKey]] = [:]
         var follows: [String: Follow] = [:]
     }
@@ -75,7 +85,14 @@ final class RuntimeFences: Service, Sendable {
         var fence: String
     }
 
+    /// Changed only on `queue`.
     private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "geotrigger.fences")
+    /// The live snapshot (also in `state`), for readers that must not wait for a build.
+    private let current: Mutex<EngineSnapshot>
+    private let followers = Mutex(Followers())
+    /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
+    private let backlog = Atomic<Int>(0)
     private let pool = Mutex<MonitorPool?>(nil)
     private let anyFollowing = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
@@ -124,12 +141,18 @@ final class RuntimeFences: Service, Sendable {
         } catch {
             warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
         }
+        current = Mutex(state.snapshot)
         self.state = Mutex(state)
         updateFollowing()
     }
 
-    /// The snapshot the monitors start with.
-    var snapshot: EngineSnapshot { state.withLock { $0.snapshot } }
+    /// The live snapshot (the one the monitors start with, then the latest adopted).
+    var snapshot: EngineSnapshot { current.withLock { $0 } }
+
+    /// Runs `body` on `queue` (parsing and building can take a while: not on the cooperative pool).
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: body()) } }
+    }
 
     /// Starts handing rebuilt snapshots to `pool`.
     func attach(_ pool: MonitorPool) { self.pool.withLock { $0 = pool } }
@@ -156,8 +179,23 @@ final class RuntimeFences: Service, Sendable {
 
     // MARK: Messages
 
-    /// Applies one message of `PREFIX/fences/LAYER/FENCE_ID`: add, replace or (empty) delete.
-    func take(_ message: MQTTMessage) {
+    /// Hands one message of `PREFIX/fences/LAYER/FENCE_ID` to the fences' queue, which applies
+    /// it: add, replace or (empty) delete. Returns at once, so the control plane goes on with
+    /// queries while a big fence is checked; past ``backlogLimit`` messages waiting (each up to
+    /// 1 MiB) it waits until this one is applied.
+    func take(_ message: MQTTMessage) async {
+        let waiting = backlog.add(1, ordering: .relaxed).newValue
+        queue.async { [self] in
+            apply(message)
+            backlog.subtract(1, ordering: .relaxed)
+        }
+        if waiting > Self.backlogLimit { await onQueue {} }
+    }
+
+    /// Fence messages handed to the queue and not applied yet, before ``take(_:)`` waits.
+    static let backlogLimit = 16
+
+    private func apply(_ message: MQTTMessage) {
         let levels = message.topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2 else { return }
         let layer = String(levels[0]), id = String(levels[1])
@@ -262,21 +300,21 @@ final class RuntimeFences: Service, Sendable {
 
     /// Cheap check on the update path: does a fence follow `device`?
     func isFollowed(_ device: String) -> Bool {
-        anyFollowing.load(ordering: .relaxed) && state.withLock { $0.following[device] != nil }
+        anyFollowing.load(ordering: .relaxed) && followers.withLock { $0.following[device] != nil }
     }
 
     /// An accepted update of a followed device: its fences move there (at most once per
     /// ``followInterval``; the latest position wins).
     func followedDeviceMoved(_ update: LocationUpdate) {
-        state.withLock { s in
-            guard s.following[update.device] != nil else { return }
-            s.follows[update.device, default: Follow()].position = update.coordinate
+        followers.withLock { f in
+            guard f.following[update.device] != nil else { return }
+            f.follows[update.device, default: Follow()].position = update.coordinate
         }
     }
 
     private func updateFollowing() {
-        let any = state.withLock { s in
-            var following: [String: [FenceKey]] = [:]
+        var following: [String: [FenceKey]] = [:]
+        state.withLock { s in
             for (layer, fences) in s.layers {
                 for (id, entry) in fences {
                     if case .string(let device)? = entry.fence.properties["follow"] {
@@ -284,25 +322,26 @@ final class RuntimeFences: Service, Sendable {
                     }
                 }
             }
-            s.following = following
-            s.follows = s.follows.filter { following[$0.key] != nil }
-            return !following.isEmpty
         }
-        anyFollowing.store(any, ordering: .relaxed)
+        followers.withLock { f in
+            f.following = following
+            f.follows = f.follows.filter { following[$0.key] != nil }
+        }
+        anyFollowing.store(!following.isEmpty, ordering: .relaxed)
     }
 
     /// Moves following fences whose device moved and whose interval passed; true if any moved.
-    private static func moveFollowing(_ s: inout State, now: Double, interval: Double) -> Bool {
+    private static func moveFollowing(_ s: inout State, _ f: inout Followers, now: Double, interval: Double) -> Bool {
         var moved = false
-        for (device, follow) in s.follows {
+        for (device, follow) in f.follows {
             guard let position = follow.position, now >= follow.nextMove else { continue }
-            for key in s.following[device] ?? [] {
+            for key in f.following[device] ?? [] {
                 guard var entry = s.layers[key.layer]?[key.fence] else { continue }
                 entry.fence.geometry = .points([position])
                 s.layers[key.layer]![key.fence] = entry
                 moved = true
             }
-            s.follows[device] = Follow(position: nil, nextMove: now + interval)
+            f.follows[device] = Follow(position: nil, nextMove: now + interval)
         }
         if moved { s.dirty = true }
         return moved
@@ -363,33 +402,37 @@ final class RuntimeFences: Service, Sendable {
     /// A SIGHUP reload: new file layers and triggers, runtime layers kept.
     func reload(_ setup: GatewaySetup) async {
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
-        state.withLock { s in
+        let triggers = setup.config.triggers, names = Set(setup.layers.map(\.name))
+        await onQueue { self.state.withLock { s in
             s.fileLayers = fileLayers
-            s.configTriggers = setup.config.triggers.map { .array($0.map { .object($0) }) }
-            s.namedRuntimeLayers = Set(setup.layers.map(\.name)).subtracting(fileLayers.map(\.name))
+            s.configTriggers = triggers.map { .array($0.map { .object($0) }) }
+            s.namedRuntimeLayers = names.subtracting(fileLayers.map(\.name))
             s.dirty = true
             s.lastBuild = -Double.infinity
-        }
+        } }
         await rebuildIfDue()
     }
 
     /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
     private func rebuildIfDue() async {
         let now = MonotonicClock.now()
-        var rejections: [(FenceKey, String)] = []
-        let (snapshot, saves) = state.withLock { s -> (EngineSnapshot?, [FenceKey: [UInt8]?]) in
-            _ = RuntimeFences.moveFollowing(&s, now: now, interval: followInterval)
-            guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, [:]) }
-            s.lastBuild = now
-            let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
-            let saves = s.unsaved
-            s.unsaved = [:]
-            return (snapshot, saves)
+        let (snapshot, saves, rejections) = await onQueue { [self] in
+            state.withLock { s -> (EngineSnapshot?, [FenceKey: [UInt8]?], [(FenceKey, String)]) in
+                _ = followers.withLock { RuntimeFences.moveFollowing(&s, &$0, now: now, interval: followInterval) }
+                guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, [:], []) }
+                s.lastBuild = now
+                var rejections: [(FenceKey, String)] = []
+                let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
+                let saves = s.unsaved
+                s.unsaved = [:]
+                return (snapshot, saves, rejections)
+            }
         }
         for (key, reason) in rejections { reject(key, reason) }
         await save(saves)
         guard let snapshot else { return }
-        updateFollowing()
+        current.withLock { $0 = snapshot }
+        await onQueue { self.updateFollowing() }
         for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
             warnings.clear("fence-\(key.layer)/\(key.fence)")
         }
@@ -410,20 +453,24 @@ final class RuntimeFences: Service, Sendable {
             warnings.clear("runtime-fences-store", resolved: "runtime fences saved")
         } catch {
             warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live; retried every second): \(error)")
-            state.withLock { s in
-                for (key, value) in saves where s.unsaved[key] == nil { s.unsaved[key] = .some(value) }
-                s.saveRetry = MonotonicClock.now() + 1
+            await onQueue { [self] in
+                state.withLock { s in
+                    for (key, value) in saves where s.unsaved[key] == nil { s.unsaved[key] = .some(value) }
+                    s.saveRetry = MonotonicClock.now() + 1
+                }
             }
         }
     }
 
     /// Saves what a failed save left (when its retry is due, or `now` at shutdown).
     private func retryUnsaved(force: Bool = false) async {
-        let saves: [FenceKey: [UInt8]?] = state.withLock { s in
-            guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else { return [:] }
-            let saves = s.unsaved
-            s.unsaved = [:]
-            return saves
+        let saves: [FenceKey: [UInt8]?] = await onQueue { [self] in
+            state.withLock { s in
+                guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else { return [:] }
+                let saves = s.unsaved
+                s.unsaved = [:]
+                return saves
+            }
         }
         await save(saves)
     }
