@@ -1,36 +1,49 @@
-// The query parser's input side. QueryService (Gateway module) reads a query with
-// `JSONReader.parse(_, dialect: .json)` and answers with `serializedBytes()`; the service
-// itself needs an MQTT client, the store and the monitor pool, so it is not linked here. This
-// target fuzzes what it relies on: the strict reader, error locations, the reply serializer
-// (its output must read back as the same value, non-finite numbers as null) and the
-// `replyTo` / `correlation` members a reply copies.
+// The query parser: `QueryRequest.parse`, which the gateway's QueryService calls on every
+// payload of PREFIX/query/GATEWAY_ID, and `QueryRequest.replyTopic`, which decides where its
+// reply may go. Properties: a parse never traps; an accepted query is one of the five kinds
+// with the bounds the contract gives; a payload the strict reader accepts as an object keeps its
+// `correlation`; a reply goes only under the replies prefix or to the fallback topic; the reply
+// (answer or error, with the correlation) reads back as the same value.
 import GeotriggerCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = fuzzBytes(data, size)
-    let document: JSONDocument
-    do {
-        document = try JSONReader.parse(bytes, file: "fleet/query/gw-1", dialect: .json)
-    } catch {
-        // The service quotes the location in its reply.
-        fuzzCheck(error.location.line >= 1 && error.location.column >= 1, "bad error location \(error.location)")
-        _ = "not JSON: \(error.location.line):\(error.location.column): \(error.message)"
-        return 0
-    }
-    var reply = document.value
-    if case .object(let request) = document.value {
-        var answer: JSONObject = ["error": .string("a query asks one thing, found \(request.keys.count)")]
-        if let correlation = request["correlation"] { answer["correlation"] = correlation }
-        if case .string(let replyTo)? = request["replyTo"] { answer["replyTo"] = .string(replyTo) }
-        reply = .object(answer)
-    }
-    for value in [document.value, reply] {
-        let text = value.serializedBytes()
-        guard let again = try? JSONReader.parseValue(text, file: "reply", dialect: .json) else {
-            fatalError("fuzz property violated: serialized reply is not JSON: \(String(decoding: text, as: UTF8.self))")
+    let request = QueryRequest.parse(bytes, file: "fleet/query/gw-1")
+    let document = try? JSONReader.parse(bytes, file: "fleet/query/gw-1", dialect: .json)
+    var reply: JSONObject
+    switch request.kind {
+    case .success(let kind):
+        guard case .object(let object)? = document?.value else { fatalError("fuzz property violated: a query accepted that is not a JSON object") }
+        fuzzCheck(request.correlation == object["correlation"], "correlation not kept")
+        switch kind {
+        case .near(let point, let radius):
+            fuzzCheck((-90...90).contains(point.lat) && (-180...180).contains(point.lon), "near point out of range: \(point)")
+            fuzzCheck(radius > 0 && radius <= QueryRequest.maxNearRadius, "near radius out of range: \(radius)")
+        case .device(let id), .expectations(let id):
+            fuzzCheck(!id.isEmpty, "empty device id accepted")
+        case .inside, .fences:
+            break
         }
-        fuzzCheck(again == finiteNumbers(value), "reply does not read back as the same value")
+        reply = ["answer": .string("\(kind)")]
+    case .failure(let problem):
+        fuzzCheck(!problem.message.isEmpty, "an empty error message")
+        reply = ["error": .string(problem.message)]
     }
+    if let correlation = request.correlation { reply["correlation"] = correlation }
+
+    let prefix = "fleet/replies/", fallback = "fleet/query/gw-1/reply"
+    let (topic, refusal) = QueryRequest.replyTopic(asked: request.replyTo, repliesPrefix: prefix, fallback: fallback)
+    if topic != fallback {
+        fuzzCheck(topic.hasPrefix(prefix) && topic.utf8.count > prefix.utf8.count && !topic.contains("+") && !topic.contains("#"),
+                  "a reply would go to \(topic)")
+    }
+    fuzzCheck((refusal != nil) == (request.replyTo != nil && topic == fallback), "refusal and topic disagree for \(request.replyTo ?? "nil")")
+
+    let text = JSONValue.object(reply).serializedBytes()
+    guard let again = try? JSONReader.parseValue(text, file: "reply", dialect: .json) else {
+        fatalError("fuzz property violated: serialized reply is not JSON: \(String(decoding: text, as: UTF8.self))")
+    }
+    fuzzCheck(again == finiteNumbers(.object(reply)), "reply does not read back as the same value")
     return 0
 }

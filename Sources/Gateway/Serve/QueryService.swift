@@ -28,12 +28,6 @@ final class QueryService: Service, Sendable {
     let expectations: Expectations?
     private let queue: BoundedQueue<MQTTMessage>
 
-    /// A malformed query.
-    struct QueryError: Error {
-        var message: String
-        init(_ message: String) { self.message = message }
-    }
-
     init(
         prefix: String, gatewayID: String, client: MQTTClient, pool: MonitorPool, store: GatewayStore, logger: Logger,
         snapshot: @escaping @Sendable () -> EngineSnapshot, expectations: Expectations? = nil
@@ -53,10 +47,8 @@ final class QueryService: Service, Sendable {
     /// `{"error": "busy"}` at once, so a flood of queries never holds up the control plane.
     func take(_ message: MQTTMessage) {
         guard !queue.trySend(message) else { return }
-        let request = try? JSONReader.parse(message.payload, file: message.topic, dialect: .json)
-        var object: JSONObject?
-        if case .object(let o)? = request?.value { object = o }
-        reply(.object(["error": .string("busy: \(queue.capacity) queries are waiting; ask again later")]), to: message, request: object)
+        let request = QueryRequest.parse(message.payload, file: message.topic)
+        reply(.object(["error": .string("busy: \(queue.capacity) queries are waiting; ask again later")]), to: message, request: request)
     }
 
     func run() async throws {
@@ -70,19 +62,12 @@ final class QueryService: Service, Sendable {
     // MARK: Answering
 
     private func answer(_ message: MQTTMessage) async {
-        var request: JSONObject?
+        let request = QueryRequest.parse(message.payload, file: message.topic)
         let answer: JSONValue
         do {
-            let document = try JSONReader.parse(message.payload, file: message.topic, dialect: .json)
-            guard case .object(let object) = document.value else {
-                throw QueryError("a query is a JSON object, found \(document.value.typeName)")
-            }
-            request = object
-            answer = try await respond(to: object)
-        } catch let error as QueryError {
+            answer = try await respond(to: request.kind.get())
+        } catch let error as QueryProblem {
             answer = .object(["error": .string(error.message)])
-        } catch let error as JSONSyntaxError {
-            answer = .object(["error": .string("not JSON: \(error.location.line):\(error.location.column): \(error.message)")])
         } catch {
             answer = .object(["error": .string("\(error)")])
         }
@@ -91,79 +76,31 @@ final class QueryService: Service, Sendable {
 
     /// Publishes `answer` to the query's reply topic (its `correlation` copied in), or an error
     /// to the default reply topic when the asked topic is not under ``repliesPrefix``.
-    private func reply(_ answer: JSONValue, to message: MQTTMessage, request: JSONObject?) {
-        var replyTo = message.responseTopic
-        if replyTo == nil, case .string(let s)? = request?["replyTo"] { replyTo = s }
-        var payload = answer
-        if let correlation = request?["correlation"], case .object(var object) = payload {
-            object["correlation"] = correlation
-            payload = .object(object)
-        }
-        var target = "\(topic)/reply"
-        if let replyTo {
-            if replyTo.hasPrefix(repliesPrefix), replyTo.count > repliesPrefix.count, !replyTo.contains("+"), !replyTo.contains("#") {
-                target = replyTo
-            } else {
-                var object = JSONObject()
-                object["error"] = .string("replies go only to topics under \(repliesPrefix), not \"\(replyTo)\"")
-                if let correlation = request?["correlation"] { object["correlation"] = correlation }
-                payload = .object(object)
-            }
-        }
+    private func reply(_ answer: JSONValue, to message: MQTTMessage, request: QueryRequest) {
+        let (target, refusal) = QueryRequest.replyTopic(
+            asked: message.responseTopic ?? request.replyTo, repliesPrefix: repliesPrefix, fallback: "\(topic)/reply")
+        var object = refusal.map { ["error": .string($0)] } ?? answer.objectValue ?? JSONObject()
+        if let correlation = request.correlation { object["correlation"] = correlation }
         var properties: MQTTPublishProperties?
         if client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil {
             properties = MQTTPublishProperties(correlationData: message.correlationData)
         }
         do {
-            try client.publish(topic: target, payload: payloadBytes(payload), qos: .atLeastOnce, retain: false, properties: properties)
+            try client.publish(topic: target, payload: payloadBytes(.object(object)), qos: .atLeastOnce, retain: false, properties: properties)
         } catch {
             logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
         }
     }
 
-    private func respond(to request: JSONObject) async throws -> JSONValue {
-        let kinds = request.keys.filter { $0 != "replyTo" && $0 != "correlation" }
-        guard kinds.count == 1, let kind = kinds.first else {
-            throw QueryError(
-                kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\""
-                    : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))")
-        }
-        let value = request[kind]!
+    private func respond(to kind: QueryRequest.Kind) async throws -> JSONValue {
         switch kind {
-        case "inside":
-            guard case .object(let o) = value, case .string(let layer)? = o["layer"], case .string(let fence)? = o["fence"] else {
-                throw QueryError("\"inside\" needs {\"layer\": string, \"fence\": string}")
-            }
-            return try await inside(layer: layer, fence: fence)
-        case "device":
-            guard case .string(let device) = value, !device.isEmpty else { throw QueryError("\"device\" needs a device id string") }
-            return try await deviceState(device)
-        case "near":
-            guard case .object(let o) = value, case .number(let lat)? = o["lat"], case .number(let lon)? = o["lon"] else {
-                throw QueryError("\"near\" needs {\"lat\": number, \"lon\": number, \"radius\": metres}")
-            }
-            guard (-90...90).contains(lat), (-180...180).contains(lon) else {
-                throw QueryError("\"near\": lat must be within -90...90 and lon within -180...180")
-            }
-            var radius = 100.0
-            switch o["radius"] {
-            case nil: break
-            case .number(let r)? where r > 0 && r <= 100_000: radius = r
-            default: throw QueryError("\"near\": radius must be a number of metres > 0 and <= 100000")
-            }
-            return near(Coordinate(lat: lat, lon: lon), radius: radius)
-        case "fences":
-            guard case .string(let layer) = value else { throw QueryError("\"fences\" needs a layer name string") }
-            return try fences(layer)
-        case "expectations":
-            guard case .string(let device) = value, !device.isEmpty else {
-                throw QueryError("\"expectations\" needs a device id string, or \"*\" for every device")
-            }
-            guard let expectations else { throw QueryError("expectations are not kept by this gateway") }
+        case .inside(let layer, let fence): return try await inside(layer: layer, fence: fence)
+        case .device(let device): return try await deviceState(device)
+        case .near(let point, let radius): return near(point, radius: radius)
+        case .fences(let layer): return try fences(layer)
+        case .expectations(let device):
+            guard let expectations else { throw QueryProblem("expectations are not kept by this gateway") }
             return expectations.list(device: device)
-        default:
-            throw QueryError("unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\" or \"expectations\")")
         }
     }
 
@@ -195,7 +132,7 @@ final class QueryService: Service, Sendable {
 
     private func inside(layer: String, fence: String) async throws -> JSONValue {
         guard snapshot().fence(layer: layer, id: fence) != nil else {
-            throw QueryError("no fence \"\(fence)\" in layer \"\(layer)\"")
+            throw QueryProblem("no fence \"\(fence)\" in layer \"\(layer)\"")
         }
         let answer = await ask(.inside(layer: layer, fence: fence))
         let states = answer.states + (await hibernatedStates(answer.hibernated))
@@ -220,7 +157,7 @@ final class QueryService: Service, Sendable {
         let answer = await ask(.device(device))
         if let state = answer.states.first { return state }
         if let state = await hibernatedStates(answer.hibernated).first { return state }
-        throw QueryError("no device \"\(device)\" is known to this gateway")
+        throw QueryProblem("no device \"\(device)\" is known to this gateway")
     }
 
     private func near(_ point: Coordinate, radius: Double) -> JSONValue {
@@ -240,7 +177,7 @@ final class QueryService: Service, Sendable {
     private func fences(_ layer: String) throws -> JSONValue {
         let snapshot = self.snapshot()
         guard snapshot.layerNames.contains(layer) else {
-            throw QueryError("no fence layer \"\(layer)\" (layers: \(snapshot.layerNames.sorted().joined(separator: ", ")))")
+            throw QueryProblem("no fence layer \"\(layer)\" (layers: \(snapshot.layerNames.sorted().joined(separator: ", ")))")
         }
         let rows: [JSONValue] = snapshot.fences.filter { $0.fence.layer == layer }.map { prepared in
             let fence = prepared.fence

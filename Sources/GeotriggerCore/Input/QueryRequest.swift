@@ -1,0 +1,112 @@
+/// One query of the dispatcher's control plane (`PREFIX/query/GATEWAY_ID`), read from its JSON
+/// payload: exactly one kind, plus the v3.1.1 reply members `replyTo` and `correlation`.
+///
+/// Pure, so that the gateway's `QueryService` and the fuzz target read queries the same way.
+public struct QueryRequest: Sendable, Equatable {
+    /// What the query asks.
+    public enum Kind: Sendable, Equatable {
+        /// `{"inside": {"layer", "fence"}}`: the devices with a confirmed stay in a fence.
+        case inside(layer: String, fence: String)
+        /// `{"device": ID}`: a device's state.
+        case device(String)
+        /// `{"near": {"lat", "lon", "radius"}}`: watched fences within `radius` metres.
+        case near(Coordinate, radius: Double)
+        /// `{"fences": LAYER}`: a layer's fences.
+        case fences(String)
+        /// `{"expectations": DEVICE_OR_*}`: open expected arrivals.
+        case expectations(String)
+    }
+
+    /// The kind, or why the query is malformed (the text of the `{"error"}` reply).
+    public var kind: Result<Kind, QueryProblem>
+    /// The JSON's `replyTo`, when it is a string.
+    public var replyTo: String?
+    /// The JSON's `correlation`, copied into the reply as it is.
+    public var correlation: JSONValue?
+
+    public init(kind: Result<Kind, QueryProblem>, replyTo: String? = nil, correlation: JSONValue? = nil) {
+        self.kind = kind
+        self.replyTo = replyTo
+        self.correlation = correlation
+    }
+
+    /// The largest `near` radius, in metres.
+    public static let maxNearRadius = 100_000.0
+
+    /// Reads a query payload; `file` names it in syntax errors (the query topic).
+    public static func parse(_ payload: [UInt8], file: String) -> QueryRequest {
+        let document: JSONDocument
+        do {
+            document = try JSONReader.parse(payload, file: file, dialect: .json)
+        } catch {
+            return QueryRequest(kind: .failure(QueryProblem("not JSON: \(error.location.line):\(error.location.column): \(error.message)")))
+        }
+        guard case .object(let object) = document.value else {
+            return QueryRequest(kind: .failure(QueryProblem("a query is a JSON object, found \(document.value.typeName)")))
+        }
+        var request = QueryRequest(kind: kind(of: object), correlation: object["correlation"])
+        if case .string(let replyTo)? = object["replyTo"] { request.replyTo = replyTo }
+        return request
+    }
+
+    private static func kind(of request: JSONObject) -> Result<Kind, QueryProblem> {
+        let kinds = request.keys.filter { $0 != "replyTo" && $0 != "correlation" }
+        guard kinds.count == 1, let kind = kinds.first, let value = request[kind] else {
+            return .failure(QueryProblem(
+                kinds.isEmpty
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\""
+                    : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))"))
+        }
+        switch kind {
+        case "inside":
+            guard case .object(let o) = value, case .string(let layer)? = o["layer"], case .string(let fence)? = o["fence"] else {
+                return .failure(QueryProblem("\"inside\" needs {\"layer\": string, \"fence\": string}"))
+            }
+            return .success(.inside(layer: layer, fence: fence))
+        case "device":
+            guard case .string(let device) = value, !device.isEmpty else { return .failure(QueryProblem("\"device\" needs a device id string")) }
+            return .success(.device(device))
+        case "near":
+            guard case .object(let o) = value, case .number(let lat)? = o["lat"], case .number(let lon)? = o["lon"] else {
+                return .failure(QueryProblem("\"near\" needs {\"lat\": number, \"lon\": number, \"radius\": metres}"))
+            }
+            guard (-90...90).contains(lat), (-180...180).contains(lon) else {
+                return .failure(QueryProblem("\"near\": lat must be within -90...90 and lon within -180...180"))
+            }
+            var radius = 100.0
+            switch o["radius"] {
+            case nil: break
+            case .number(let r)? where r > 0 && r <= maxNearRadius: radius = r
+            default: return .failure(QueryProblem("\"near\": radius must be a number of metres > 0 and <= 100000"))
+            }
+            return .success(.near(Coordinate(lat: lat, lon: lon), radius: radius))
+        case "fences":
+            guard case .string(let layer) = value else { return .failure(QueryProblem("\"fences\" needs a layer name string")) }
+            return .success(.fences(layer))
+        case "expectations":
+            guard case .string(let device) = value, !device.isEmpty else {
+                return .failure(QueryProblem("\"expectations\" needs a device id string, or \"*\" for every device"))
+            }
+            return .success(.expectations(device))
+        default:
+            return .failure(QueryProblem("unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\" or \"expectations\")"))
+        }
+    }
+
+    /// Where a reply goes: `asked` (the v5 response topic, else `replyTo`) when it lies under
+    /// `repliesPrefix` (one level at least, no wildcard), else `fallback`; with the refusal to
+    /// put in the reply instead of the answer when `asked` was elsewhere.
+    public static func replyTopic(asked: String?, repliesPrefix: String, fallback: String) -> (topic: String, refusal: String?) {
+        guard let asked else { return (fallback, nil) }
+        if asked.hasPrefix(repliesPrefix), asked.utf8.count > repliesPrefix.utf8.count, !asked.contains("+"), !asked.contains("#") {
+            return (asked, nil)
+        }
+        return (fallback, "replies go only to topics under \(repliesPrefix), not \"\(asked)\"")
+    }
+}
+
+/// Why a query cannot be answered: the text of its `{"error"}` reply.
+public struct QueryProblem: Error, Sendable, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}
