@@ -103,6 +103,15 @@ extension ServeTests {
             let rejection = probe.received(on: errorTopic).first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any] }
             #expect((rejection?["error"] as? String)?.contains("fences.maxVertices") == true, "\(rejection ?? [:])")
 
+            // Each rejected fence adds a status warning: 60 more leave 50 in the status, the
+            // last counting the rest.
+            for n in 0..<60 {
+                try probe.client.publish(topic: "\(h.prefix)/fences/junk/j\(n)", payload: #"{"type":"Feature","geometry":null}"#, qos: .atLeastOnce)
+            }
+            // (49 kept, the 45,000-vertex fence's among them, and 12 counted.)
+            let bounded = await probe.waitStatus(h.statusTopic) { $0.warnings.last?.hasPrefix("12 more warnings are in the log") == true }
+            #expect(bounded.ok && bounded.status?.warnings.count == 50, "\(bounded.status?.warnings ?? [])")
+
             // The valid device crosses the sawtooth's base strip 10 times; between its updates,
             // a client sends what must be dropped: an accuracy of 10,000 km, a fix time of 1e300
             // (epoch milliseconds), the year 99999 as text, and a latitude of 1e300.
@@ -146,7 +155,7 @@ extension ServeTests {
             print("hostile input: two sawtooths of 30,000 vertices live in \(String(format: "%.2f", liveSeconds)) s (an update sent behind it "
                   + "handled in \(String(format: "%.2f", walkerSeconds)) s, a query answered in \(String(format: "%.2f", firstAnswer.seconds)) s), RSS \(idle.rss) MiB idle -> "
                   + "\(afterSawtooth.rss) MiB (peak \(afterSawtooth.peak) MiB); 45,000 vertices rejected in \(String(format: "%.2f", rejectSeconds)) s: "
-                  + "\(rejection?["error"] as? String ?? "-"); \(hostile) hostile updates dropped, \(summary().count) of \(expected.count) "
+                  + "\(rejection?["error"] as? String ?? "-"); 61 rejected fences, \(bounded.status?.warnings.count ?? -1) warnings kept (the last: \(bounded.status?.warnings.last ?? "-")); \(hostile) hostile updates dropped, \(summary().count) of \(expected.count) "
                   + "valid events published; peak RSS at the end \(end.peak) MiB")
             // Linear preparation: tens of MiB at most; the old band structure needed ~3.6 GB.
             #expect(end.peak > 0 && end.peak < 256, "peak RSS \(end.peak) MiB")
