@@ -1,10 +1,9 @@
 import Foundation
+import TestSupport
 
-/// Test fixtures under `Tests/Fixtures/nmea`, found from this file's path.
+/// Test fixtures under `Tests/Fixtures/nmea`.
 enum Fixtures {
-    static let nmea = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/nmea")
+    static let nmea = URL(fileURLWithPath: repositoryRoot + "/Tests/Fixtures/nmea")
 
     static func nmea(_ name: String) -> URL { nmea.appendingPathComponent(name) }
 

@@ -1,42 +1,14 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Gateway
-
-/// The repository's root, from this file's path.
-let repositoryRoot: String = {
-    var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-    parts.removeLast(3)  // Tests/GatewayTests/CheckCommandTests.swift
-    return parts.joined(separator: "/")
-}()
 
 private let badFixtures = repositoryRoot + "/Tests/Fixtures/fences-bad"
 
 /// Runs the built `geotrigger` binary in the repository root; returns status, stdout, stderr.
-/// Output goes to temporary files, so a long error list can never block on a full pipe.
 func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-    let binary = repositoryRoot + "/.build/debug/geotrigger"
-    try #require(FileManager.default.isExecutableFile(atPath: binary), "build the geotrigger product first (swift build)")
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
-    process.currentDirectoryURL = URL(fileURLWithPath: repositoryRoot)
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    process.waitUntilExit()
-    try out.close()
-    try err.close()
-    return (
-        process.terminationStatus, try String(contentsOf: outURL, encoding: .utf8),
-        try String(contentsOf: errURL, encoding: .utf8)
-    )
+    let run = try BuiltProducts.run("geotrigger", arguments, in: repositoryRoot)
+    return (run.status, run.output, run.error)
 }
 
 @Suite(.serialized) struct CheckCommandTests {

@@ -11,10 +11,6 @@ import TestSupport
 
 /// Plumbing shared by the durability, delivery and database-fault tests.
 enum DurabilityRig {
-    /// The repository root (found from this file).
-    static let repositoryRoot: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
     /// The example fences (`garden-sections`, `garden-poi`, `fleet`).
     static var fencesFolder: String { repositoryRoot + "/fences" }
 

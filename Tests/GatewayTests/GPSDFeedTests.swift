@@ -18,8 +18,7 @@ import Testing
 @Suite(.serialized) struct GPSDFeedTests {
     static let gatewayID = "gw-gpsd"
     static let cycle = 0.05
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: repositoryRoot)
     static func nmea(_ name: String) -> URL { root.appendingPathComponent("Tests/Fixtures/nmea/\(name)") }
 
     /// One event as the tests compare it: type, fence, crossing fix time, reason.

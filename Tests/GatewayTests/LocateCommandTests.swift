@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct LocateCommandTests {
     struct Row: Decodable, Equatable {

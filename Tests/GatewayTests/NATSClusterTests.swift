@@ -174,7 +174,3 @@ import TestSupport
         print("NATS cluster run: \(tally.total) events, \(tally.redelivered) redelivered, \(missingBeforeRestart) waited for gw-1's restart")
     }
 }
-
-private func describe(_ probe: MQTTProbe) -> String {
-    probe.events.all.map { "\($0)" }.joined(separator: "\n")
-}

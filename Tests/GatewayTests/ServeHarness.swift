@@ -16,11 +16,7 @@ final class ServeHarness: @unchecked Sendable {
     // @unchecked: the test that owns the harness is its only user (one task).
 
     /// The repository's `fences/` folder.
-    static let repositoryFences: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return root.appendingPathComponent("fences").path
-    }()
+    static let repositoryFences = repositoryRoot + "/fences"
 
     let directory: TemporaryDirectory
     let broker: MosquittoProcess

@@ -7,18 +7,12 @@ import TestSupport
 /// Issue 7: `simulate` against a real broker and the real gateway gives the garden tour's
 /// events, and `watch` in piped mode prints them line by line.
 @Suite(.serialized) struct SimulateWatchTests {
-    /// The tour's crossings (the same list the engine's garden test checks against shapely).
-    static let expected = [
-        "enter arroyo", "enter entrance", "exit entrance", "exit arroyo", "enter meadow",
-        "enter meadow-overlook", "exit meadow-overlook", "exit meadow", "enter desert", "enter cactus-bed",
-        "exit cactus-bed", "enter tea-house", "exit tea-house", "exit desert", "enter manzanita", "exit manzanita",
-        "enter island", "enter island-ironwood", "exit island", "enter manzanita", "exit island-ironwood",
-        "exit manzanita", "enter oak-woodland", "enter manzanita-bench", "exit manzanita-bench", "enter oak-picnic",
-        "exit oak-picnic", "exit oak-woodland", "enter redwood", "enter mission-dam", "exit mission-dam",
-        "enter redwood-bridge", "exit redwood-bridge", "exit redwood", "enter arroyo",
-    ]
+    /// The tour's events (the list the engine's garden test checks, from shapely and pyproj).
+    static let expected = (try? String(contentsOfFile: repositoryRoot + "/Tests/Fixtures/replay/garden-tour-events.txt", encoding: .utf8))?
+        .split(separator: "\n").map(String.init) ?? []
 
     @Test func simulatedTourThroughTheGatewayAndWatch() async throws {
+        try #require(Self.expected.count == 35, "Tests/Fixtures/replay/garden-tour-events.txt")
         let broker = try MosquittoProcess(.init(maxQueuedMessages: 100_000))
         try broker.start()
         defer { broker.stop() }

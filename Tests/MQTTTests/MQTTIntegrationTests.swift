@@ -7,11 +7,6 @@ import TestSupport
 /// time (2 loaded cores); each test has its own broker, client ids and topic prefix.
 @Suite(.serialized) struct MQTTIntegrationTests {}
 
-/// The `MQTTConnectionEvent`s a probe saw, for failure messages.
-func describe(_ probe: MQTTProbe) -> String {
-    probe.events.all.map { "\($0)" }.joined(separator: "\n")
-}
-
 /// A private broker, a subscriber on `prefix/#` and a connected publisher: the setup the
 /// inline-handler and network-thread tests share. `prepare` runs on the subscriber before it
 /// connects (an inline handler, `collect()`). The caller stops both probes and keeps `broker`

@@ -30,7 +30,7 @@ import Glibc
     }
 
     @Test func killDashNineLeavesStateAndEventsTogether() async throws {
-        let helper = try BuiltExecutable.path("StoreHelper")
+        let helper = try BuiltProducts.path("StoreHelper")
         let directory = try TemporaryDirectory()
         let database = directory.file("crash.db")
         let devices = 8

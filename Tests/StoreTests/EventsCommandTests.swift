@@ -32,29 +32,29 @@ import Store
     @Test func jsonPrintsEachEventExactlyAsStoredWithFilters() async throws {
         let directory = try TemporaryDirectory()
         let database = try await Self.journal(in: directory)
-        let all = try BuiltExecutable.run("geotrigger", ["events", "--json", "--database", database], in: directory)
+        let all = try BuiltProducts.run("geotrigger", ["events", "--json", "--database", database], in: directory.path)
         #expect(all.status == 0, "\(all.error)")
         #expect(all.output == Self.payloads.joined(separator: "\n") + "\n")
 
-        let alice = try BuiltExecutable.run(
+        let alice = try BuiltProducts.run(
             "geotrigger", ["events", "--json", "--database", database, "--device", "workers/alice",
-                           "--since", "2026-11-30T12:15:00Z"], in: directory)
+                           "--since", "2026-11-30T12:15:00Z"], in: directory.path)
         #expect(alice.output == Self.payloads[2] + "\n")
-        let epoch = try BuiltExecutable.run(
-            "geotrigger", ["events", "--json", "--database=\(database)", "--since", "1796041800"], in: directory)
+        let epoch = try BuiltProducts.run(
+            "geotrigger", ["events", "--json", "--database=\(database)", "--since", "1796041800"], in: directory.path)
         #expect(epoch.output == Self.payloads[1] + "\n" + Self.payloads[2] + "\n")
-        let byTrigger = try BuiltExecutable.run(
-            "geotrigger", ["events", "--json", "--database", database, "--trigger", "depot"], in: directory)
+        let byTrigger = try BuiltProducts.run(
+            "geotrigger", ["events", "--json", "--database", database, "--trigger", "depot"], in: directory.path)
         #expect(byTrigger.output == Self.payloads[1] + "\n")
-        let byFence = try BuiltExecutable.run(
-            "geotrigger", ["events", "--json", "--database", database, "--fence", "desert"], in: directory)
+        let byFence = try BuiltProducts.run(
+            "geotrigger", ["events", "--json", "--database", database, "--fence", "desert"], in: directory.path)
         #expect(byFence.output == Self.payloads[0] + "\n" + Self.payloads[2] + "\n")
     }
 
     @Test func textPrintsOneReadableLinePerEvent() async throws {
         let directory = try TemporaryDirectory()
         let database = try await Self.journal(in: directory)
-        let text = try BuiltExecutable.run("geotrigger", ["events", "--database", database], in: directory)
+        let text = try BuiltProducts.run("geotrigger", ["events", "--database", database], in: directory.path)
         #expect(text.status == 0, "\(text.error)")
         #expect(text.output.split(separator: "\n") == [
             #"2026-11-30T12:00:00Z  enter  workers/alice  sections/desert (Desert Section)  trigger garden  "Entered Desert Section""#,
@@ -66,23 +66,23 @@ import Store
     @Test func usageErrorsExitTwoAndSayWhy() async throws {
         let directory = try TemporaryDirectory()
         let database = try await Self.journal(in: directory)
-        let config = try BuiltExecutable.run("geotrigger", ["events", "--config", "gw.json5", "--database", database], in: directory)
+        let config = try BuiltProducts.run("geotrigger", ["events", "--config", "gw.json5", "--database", database], in: directory.path)
         #expect(config.status == 2)
         #expect(config.error.contains("gw.json5: cannot read the config file: no such file"))
         // With a config, gateway.database (relative to the config's folder) is the journal.
         try FileManager.default.createDirectory(atPath: directory.file("etc"), withIntermediateDirectories: true)
         let name = URL(fileURLWithPath: database).lastPathComponent
         try "{ gateway: { database: \"../\(name)\" } }".write(toFile: directory.file("etc/real.json5"), atomically: true, encoding: .utf8)
-        let viaConfig = try BuiltExecutable.run("geotrigger", ["events", "--config", directory.file("etc/real.json5"), "--json"], in: directory)
+        let viaConfig = try BuiltProducts.run("geotrigger", ["events", "--config", directory.file("etc/real.json5"), "--json"], in: directory.path)
         #expect(viaConfig.status == 0, "\(viaConfig.error)")
         #expect(viaConfig.output.split(separator: "\n").count == 3)
-        let missing = try BuiltExecutable.run("geotrigger", ["events", "--database", directory.file("none.db")], in: directory)
+        let missing = try BuiltProducts.run("geotrigger", ["events", "--database", directory.file("none.db")], in: directory.path)
         #expect(missing.status == 2)
         #expect(missing.error.contains("none.db: no such file"))
-        let since = try BuiltExecutable.run("geotrigger", ["events", "--database", database, "--since", "yesterday"], in: directory)
+        let since = try BuiltProducts.run("geotrigger", ["events", "--database", database, "--since", "yesterday"], in: directory.path)
         #expect(since.status == 2)
         #expect(since.error.contains("--since expects an ISO-8601 time"))
-        let help = try BuiltExecutable.run("geotrigger", ["events", "--help"], in: directory)
+        let help = try BuiltProducts.run("geotrigger", ["events", "--help"], in: directory.path)
         #expect(help.status == 0)
         #expect(help.output.contains("Usage: geotrigger events [--since TIME]"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("none.db")))

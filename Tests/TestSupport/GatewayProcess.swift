@@ -4,12 +4,7 @@ import Foundation
 public final class GatewayProcess: @unchecked Sendable {
     /// The built `geotrigger` next to the test bundle (`swift build` builds it before the tests).
     public static var executable: String {
-        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let beside = bundleDirectory.appendingPathComponent("geotrigger").path
-        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-        // Fall back to the package's debug build.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/geotrigger").path
+        (try? BuiltProducts.path("geotrigger")) ?? repositoryRoot + "/.build/debug/geotrigger"
     }
 
     public let arguments: [String]

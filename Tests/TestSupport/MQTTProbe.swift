@@ -95,3 +95,8 @@ public final class MQTTProbe: Sendable {
     /// Stops the client (clean disconnect; waits for its network thread).
     public func stop() { client.stop() }
 }
+
+/// The `MQTTConnectionEvent`s a probe saw, one a line, for failure messages.
+public func describe(_ probe: MQTTProbe) -> String {
+    probe.events.all.map { "\($0)" }.joined(separator: "\n")
+}
