@@ -89,7 +89,9 @@ struct GatewayServer: Sendable {
         let spilled = await applySpill(spill, to: store, warnings: warnings, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled)
-        let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger)
+        let (snapshots, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
+        let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger,
+                                                adoptions: adoptions)
         let expectations = await Expectations(config: config, client: local, store: store, committer: committer, warnings: warnings,
                                               logger: logger, snapshot: { runtimeFences.snapshot })
         let context = ServeContext(
@@ -99,9 +101,8 @@ struct GatewayServer: Sendable {
             runtimeFences: runtimeFences, expectations: expectations)
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
-        let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)),
-                               initialStates: saved)
-        runtimeFences.attach(pool)
+        let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, snapshots: snapshots,
+                               shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)), initialStates: saved)
         expectations.attach(pool)
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)

@@ -3,6 +3,8 @@ import Synchronization
 
 /// The device monitors: one ``DeviceShard`` per core, each device always on the same shard
 /// (by a stable hash of its id), and a clock that ticks them every `tickInterval` seconds.
+/// New fence snapshots (runtime fences, SIGHUP) arrive on the `snapshots` stream and are
+/// adopted in order.
 /// Updates are handled on the caller's thread when their monitor is in memory (see
 /// ``DeviceShard``).
 final class MonitorPool: Service, Sendable {
@@ -19,11 +21,14 @@ final class MonitorPool: Service, Sendable {
     /// The feeds' connection going down and up (``feedsDown(at:)``), in the order it happened.
     private let connectionChanges: AsyncStream<DeviceShard.Work>
     private let connectionContinuation: AsyncStream<DeviceShard.Work>.Continuation
+    /// Snapshots to adopt (``RuntimeFences`` yields them).
+    private let snapshots: AsyncStream<EngineSnapshot>?
 
     init(
-        context: ServeContext, snapshot: EngineSnapshot, shardCount: Int, initialStates: [String: [UInt8]] = [:],
-        mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
+        context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil, shardCount: Int,
+        initialStates: [String: [UInt8]] = [:], mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
+        self.snapshots = snapshots
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
@@ -116,6 +121,19 @@ final class MonitorPool: Service, Sendable {
     var deviceCount: Int { shards.reduce(0) { $0 + $1.deviceCount.load(ordering: .relaxed) } }
 
     func run() async throws {
+        await withTaskGroup(of: Void.self) { adopting in
+            if let snapshots {
+                adopting.addTask { [self] in
+                    for await snapshot in snapshots { await adopt(snapshot) }
+                }
+            }
+            await runShards()
+            adopting.cancelAll()  // the shards have stopped: nothing more to adopt
+        }
+    }
+
+    /// The shards' tasks, the clock and the connection changes, until ``shutdown()``.
+    private func runShards() async {
         await withTaskGroup(of: Void.self) { group in
             for shard in shards {
                 group.addTask { await shard.run() }

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Each accepted change marks the set dirty; at most every ``rebuildInterval`` seconds a new
 /// ``EngineSnapshot`` (file layers + runtime layers, unchanged fences keep their prepared
-/// geometry) is built and adopted by the ``MonitorPool`` (stays in fences that left exit with
+/// geometry) is built and handed to the ``MonitorPool`` through the `adoptions` stream it reads (stays in fences that left exit with
 /// `fenceRemoved`; new fences are decided by each device's next update, per `initial`).
 /// Changes are saved in SQLite, so a gateway starts with its runtime fences when the broker
 /// is down; retained messages re-apply on every connect (fences the broker does not mention
@@ -93,15 +93,17 @@ final class RuntimeFences: Service, Sendable {
     private let followers = Mutex(Followers())
     /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
     private let backlog = Atomic<Int>(0)
-    private let pool = Mutex<MonitorPool?>(nil)
     private let anyFollowing = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
+    /// Where each rebuilt snapshot goes (the ``MonitorPool`` adopts them in order).
+    private let adoptions: AsyncStream<EngineSnapshot>.Continuation
 
     /// The runtime fences saved in `store`, applied over `setup`'s file layers and triggers.
     init(
         setup: GatewaySetup, client: MQTTClient, store: GatewayStore, warnings: Warnings, logger: Logger,
-        rebuildInterval: Double = 0.25, followInterval: Double = 1
+        adoptions: AsyncStream<EngineSnapshot>.Continuation, rebuildInterval: Double = 0.25, followInterval: Double = 1
     ) async {
+        self.adoptions = adoptions
         self.prefix = setup.config.output.prefix
         topicPrefix = Array("\(prefix)/fences/".utf8)
         self.client = client
@@ -153,9 +155,6 @@ final class RuntimeFences: Service, Sendable {
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: body()) } }
     }
-
-    /// Starts handing rebuilt snapshots to `pool`.
-    func attach(_ pool: MonitorPool) { self.pool.withLock { $0 = pool } }
 
     /// The topic filter the gateway subscribes to.
     var filter: String { "\(prefix)/fences/+/+" }
@@ -436,10 +435,9 @@ final class RuntimeFences: Service, Sendable {
         for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
             warnings.clear("fence-\(key.layer)/\(key.fence)")
         }
-        let started = MonotonicClock.now()
-        await pool.withLock { $0 }?.adopt(snapshot)
-        logger.debug("runtime fences: snapshot adopted", [
-            "fences": "\(snapshot.fences.count)", "build.ms": "\(Int((started - now) * 1000))",
+        adoptions.yield(snapshot)
+        logger.debug("runtime fences: snapshot built", [
+            "fences": "\(snapshot.fences.count)", "build.ms": "\(Int((MonotonicClock.now() - now) * 1000))",
         ])
     }
 
@@ -487,6 +485,7 @@ final class RuntimeFences: Service, Sendable {
     /// rebuild interval would otherwise come back from the database after a restart).
     func shutdown() async {
         stopped.store(true, ordering: .relaxed)
+        adoptions.finish()
         await retryUnsaved(force: true)
     }
 }
