@@ -78,5 +78,5 @@ echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) ev
 # Crossings (docs/crossings.md): a vehicle reporting every 30 s at 60 km/h has no fix inside the
 # 20 m toll gate of deploy/crossings; with crossings on, its enter and exit are inferred.
 echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (geotrigger replay, crossings on):"
-"$BIN" replay deploy/routes/gate-run.geojson --fences deploy/crossings --speed 16.7 --device vehicles/v17
+"$BIN" replay deploy/routes/gate-run.geojson --fences deploy/crossings --speed 16.7
 echo "demo: stopping"
