@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// Each accepted change marks the set dirty; at most every ``rebuildInterval`` seconds a new
 /// ``EngineSnapshot`` (file layers + runtime layers, unchanged fences keep their prepared
-/// geometry) is built and handed to the ``MonitorPool`` through the `adoptions` stream it reads (stays in fences that left exit with
-/// `fenceRemoved`; new fences are decided by each device's next update, per `initial`).
+/// geometry) is built, saved, and handed to the ``MonitorPool`` through the `adoptions`
+/// stream it reads (stays in fences that left exit with `fenceRemoved`; new fences are decided
+/// by each device's next update, per `initial`).
 /// Changes are saved in SQLite, so a gateway starts with its runtime fences when the broker
 /// is down; retained messages re-apply on every connect (fences the broker does not mention
 /// are kept). Following fences (`properties.follow`) move with their device at most once per
@@ -69,6 +70,8 @@ final class RuntimeFences: Service, Sendable {
         var previous: [FenceKey: Entry?] = [:]
         var unsaved: [FenceKey: [UInt8]?] = [:]
         var lastBuild = -Double.infinity
+        /// Counts the snapshots built, so that an older one is never handed on after a newer.
+        var generation = 0
         /// After a failed save: when `unsaved` is tried again.
         var saveRetry = -Double.infinity
     }
@@ -88,8 +91,9 @@ final class RuntimeFences: Service, Sendable {
     /// Changed only on `queue`.
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "geotrigger.fences")
-    /// The live snapshot (also in `state`), for readers that must not wait for a build.
-    private let current: Mutex<EngineSnapshot>
+    /// The live snapshot (also in `state`) and its generation, for readers that must not wait
+    /// for a build.
+    private let live: Mutex<(snapshot: EngineSnapshot, generation: Int)>
     private let followers = Mutex(Followers())
     /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
     private let backlog = Atomic<Int>(0)
@@ -143,13 +147,13 @@ final class RuntimeFences: Service, Sendable {
         } catch {
             warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
         }
-        current = Mutex(state.snapshot)
+        live = Mutex((state.snapshot, state.generation))
         self.state = Mutex(state)
         updateFollowing()
     }
 
     /// The live snapshot (the one the monitors start with, then the latest adopted).
-    var snapshot: EngineSnapshot { current.withLock { $0 } }
+    var snapshot: EngineSnapshot { live.withLock { $0.snapshot } }
 
     /// Runs `body` on `queue` (parsing and building can take a while: not on the cooperative pool).
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -366,6 +370,7 @@ final class RuntimeFences: Service, Sendable {
                 let snapshot = try EngineSnapshot(
                     layers: layers, configTriggers: s.configTriggers, reusing: s.snapshot, zones: SystemTimeZones.source)
                 s.snapshot = snapshot
+                s.generation += 1
                 s.previous = [:]
                 s.dirty = false
                 return snapshot
@@ -415,27 +420,32 @@ final class RuntimeFences: Service, Sendable {
     /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
     private func rebuildIfDue() async {
         let now = MonotonicClock.now()
-        let (snapshot, saves, rejections) = await onQueue { [self] in
-            state.withLock { s -> (EngineSnapshot?, [FenceKey: [UInt8]?], [(FenceKey, String)]) in
+        let (snapshot, generation, saves, rejections) = await onQueue { [self] in
+            state.withLock { s -> (EngineSnapshot?, Int, [FenceKey: [UInt8]?], [(FenceKey, String)]) in
                 _ = followers.withLock { RuntimeFences.moveFollowing(&s, &$0, now: now, interval: followInterval) }
-                guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, [:], []) }
+                guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, 0, [:], []) }
                 s.lastBuild = now
                 var rejections: [(FenceKey, String)] = []
                 let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
                 let saves = s.unsaved
                 s.unsaved = [:]
-                return (snapshot, saves, rejections)
+                return (snapshot, s.generation, saves, rejections)
             }
         }
         for (key, reason) in rejections { reject(key, reason) }
         await save(saves)
         guard let snapshot else { return }
-        current.withLock { $0 = snapshot }
-        await onQueue { self.updateFollowing() }
+        // A SIGHUP reload and the loop may both get here: the newest snapshot wins.
+        let newest = live.withLock { live in
+            guard generation > live.generation else { return false }
+            live = (snapshot, generation)
+            adoptions.yield(snapshot)
+            return true
+        }
+        if newest { await onQueue { self.updateFollowing() } }
         for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
             warnings.clear("fence-\(key.layer)/\(key.fence)")
         }
-        adoptions.yield(snapshot)
         logger.debug("runtime fences: snapshot built", [
             "fences": "\(snapshot.fences.count)", "build.ms": "\(Int((MonotonicClock.now() - now) * 1000))",
         ])
