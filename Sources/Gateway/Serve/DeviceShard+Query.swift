@@ -1,4 +1,5 @@
 import GeotriggerCore
+import Store
 
 extension DeviceShard {
     /// A question about devices, answered by the shard that owns their monitors (so no monitor
@@ -16,6 +17,25 @@ extension DeviceShard {
     struct QueryAnswer: Sendable {
         var states: [JSONValue] = []
         var hibernated: [String] = []
+
+        /// `states` and those of the hibernated devices, restored from `store` with `snapshot`.
+        func allStates(store: GatewayStore, snapshot: EngineSnapshot) async -> [JSONValue] {
+            var all = states
+            for device in hibernated {
+                guard let bytes = try? await store.deviceState(device),
+                    let (monitor, _) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: MonotonicClock.now())
+                else { continue }
+                all.append(monitor.stateJSON(updated: WallClock.now()))
+            }
+            return all
+        }
+    }
+
+    /// A question about one device from outside the pool (``MonitorPool`` reads them from a
+    /// stream and hands each to the device's shard), with where its answer goes.
+    struct DeviceQuestion: Sendable {
+        var device: String
+        var reply: CheckedContinuation<QueryAnswer, Never>
     }
 
     /// Answers `query` from the shard's own slots (called on the shard's worker).

@@ -47,7 +47,8 @@ final class Expectations: Service, Sendable {
     private let book: Mutex<ExpectationBook>
     /// The book's open count, read without its lock on the update path.
     private let openCount = Atomic<Int>(0)
-    private let pool = Mutex<MonitorPool?>(nil)
+    /// Questions about a device's stays, answered by its shard (``MonitorPool`` reads them).
+    private let questions: AsyncStream<DeviceShard.DeviceQuestion>.Continuation
     /// Stay checks to make, and decided ids whose retained topic is to be cleared once committed.
     private let work = Mutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(([], []))
     private let stopped = Atomic<Bool>(false)
@@ -56,8 +57,10 @@ final class Expectations: Service, Sendable {
     /// Reads the stored expectations (deleting settled ones older than ``settledRetention``).
     init(
         config: GatewayConfig, client: MQTTClient, store: GatewayStore, committer: EventCommitter, warnings: Warnings, logger: Logger,
-        snapshot: @escaping @Sendable () -> EngineSnapshot, interval: Double = 0.2
+        snapshot: @escaping @Sendable () -> EngineSnapshot, questions: AsyncStream<DeviceShard.DeviceQuestion>.Continuation,
+        interval: Double = 0.2
     ) async {
+        self.questions = questions
         prefix = config.output.prefix
         topicPrefix = Array("\(config.output.prefix)/expect/".utf8)
         self.client = client
@@ -83,9 +86,6 @@ final class Expectations: Service, Sendable {
         openCount.store(book.openCount, ordering: .relaxed)
         self.book = Mutex(book)
     }
-
-    /// Starts asking `pool` about devices' stays.
-    func attach(_ pool: MonitorPool) { self.pool.withLock { $0 = pool } }
 
     /// The topic filter the gateway subscribes to.
     var filter: String { "\(prefix)/expect/+" }
@@ -260,12 +260,8 @@ final class Expectations: Service, Sendable {
     /// fences (a stay that began before the expectation arrived meets it).
     private func checkStays() async {
         let checks = work.withLock { w in defer { w.checks = [] }; return w.checks }
-        guard !checks.isEmpty, let pool = pool.withLock({ $0 }) else {
-            if !checks.isEmpty { work.withLock { $0.checks += checks } }
-            return
-        }
         for (expectation, generation) in checks {
-            let since = await staySince(expectation, pool: pool)
+            let since = await staySince(expectation)
             book.withLock { b in
                 commit(b.stay(expectation.id, generation: generation, since: since, now: WallClock.now()))
                 openCount.store(b.openCount, ordering: .relaxed)
@@ -275,19 +271,14 @@ final class Expectations: Service, Sendable {
 
     /// The fix time since which the device has been confirmed inside the expectation's fence
     /// (the earliest of its triggers' stays), or nil.
-    private func staySince(_ expectation: ExpectedArrival, pool: MonitorPool) async -> Double? {
-        let shard = pool.shard(for: expectation.device)
+    private func staySince(_ expectation: ExpectedArrival) async -> Double? {
         let answer = await withCheckedContinuation { c in
-            let query = DeviceShard.Work.query(.device(expectation.device), c)
-            if !shard.mailbox.trySend(query) { Task { await shard.mailbox.send(query) } }
+            // Not enqueued: the pool has stopped reading (the gateway stops); no stay then.
+            if case .terminated = questions.yield(DeviceShard.DeviceQuestion(device: expectation.device, reply: c)) {
+                c.resume(returning: DeviceShard.QueryAnswer())
+            }
         }
-        var states = answer.states
-        for device in answer.hibernated {
-            guard let bytes = try? await store.deviceState(device),
-                let (monitor, _) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot(), now: MonotonicClock.now())
-            else { continue }
-            states.append(monitor.stateJSON(updated: WallClock.now()))
-        }
+        let states = await answer.allStates(store: store, snapshot: snapshot())
         var since: Double?
         for case .object(let state) in states {
             guard case .array(let stays)? = state["inside"] else { continue }

@@ -92,8 +92,9 @@ struct GatewayServer: Sendable {
         let (snapshots, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger,
                                                 adoptions: adoptions)
+        let (questions, askShards) = AsyncStream.makeStream(of: DeviceShard.DeviceQuestion.self)
         let expectations = await Expectations(config: config, client: local, store: store, committer: committer, warnings: warnings,
-                                              logger: logger, snapshot: { runtimeFences.snapshot })
+                                              logger: logger, snapshot: { runtimeFences.snapshot }, questions: askShards)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
@@ -101,9 +102,8 @@ struct GatewayServer: Sendable {
             runtimeFences: runtimeFences, expectations: expectations)
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
-        let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, snapshots: snapshots,
+        let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, snapshots: snapshots, questions: questions,
                                shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)), initialStates: saved)
-        expectations.attach(pool)
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)
         let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations)

@@ -4,7 +4,8 @@ import Synchronization
 /// The device monitors: one ``DeviceShard`` per core, each device always on the same shard
 /// (by a stable hash of its id), and a clock that ticks them every `tickInterval` seconds.
 /// New fence snapshots (runtime fences, SIGHUP) arrive on the `snapshots` stream and are
-/// adopted in order.
+/// adopted in order; questions about one device (expected arrivals) arrive on `questions` and
+/// go to its shard.
 /// Updates are handled on the caller's thread when their monitor is in memory (see
 /// ``DeviceShard``).
 final class MonitorPool: Service, Sendable {
@@ -23,12 +24,16 @@ final class MonitorPool: Service, Sendable {
     private let connectionContinuation: AsyncStream<DeviceShard.Work>.Continuation
     /// Snapshots to adopt (``RuntimeFences`` yields them).
     private let snapshots: AsyncStream<EngineSnapshot>?
+    /// Questions about one device for its shard (``Expectations`` yields them).
+    private let questions: AsyncStream<DeviceShard.DeviceQuestion>?
 
     init(
-        context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil, shardCount: Int,
+        context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
+        questions: AsyncStream<DeviceShard.DeviceQuestion>? = nil, shardCount: Int,
         initialStates: [String: [UInt8]] = [:], mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
         self.snapshots = snapshots
+        self.questions = questions
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
@@ -121,14 +126,22 @@ final class MonitorPool: Service, Sendable {
     var deviceCount: Int { shards.reduce(0) { $0 + $1.deviceCount.load(ordering: .relaxed) } }
 
     func run() async throws {
-        await withTaskGroup(of: Void.self) { adopting in
+        await withTaskGroup(of: Void.self) { inbound in
             if let snapshots {
-                adopting.addTask { [self] in
+                inbound.addTask { [self] in
                     for await snapshot in snapshots { await adopt(snapshot) }
                 }
             }
+            if let questions {
+                inbound.addTask { [self] in
+                    for await question in questions {
+                        let shard = shard(for: question.device)
+                        await shard.mailbox.send(.query(.device(question.device), question.reply))
+                    }
+                }
+            }
             await runShards()
-            adopting.cancelAll()  // the shards have stopped: nothing more to adopt
+            inbound.cancelAll()  // the shards have stopped: nothing more to adopt or answer
         }
     }
 

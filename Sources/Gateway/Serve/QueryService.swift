@@ -117,25 +117,12 @@ final class QueryService: Service, Sendable {
         return all
     }
 
-    /// Hibernated devices' states, restored from the store with the live snapshot.
-    private func hibernatedStates(_ devices: [String]) async -> [JSONValue] {
-        var states: [JSONValue] = []
-        let snapshot = self.snapshot()
-        for device in devices {
-            guard let bytes = try? await store.deviceState(device),
-                let (monitor, _) = try? DeviceMonitor.restore(from: bytes, snapshot: snapshot, now: MonotonicClock.now())
-            else { continue }
-            states.append(monitor.stateJSON(updated: WallClock.now()))
-        }
-        return states
-    }
-
     private func inside(layer: String, fence: String) async throws -> JSONValue {
         guard snapshot().fence(layer: layer, id: fence) != nil else {
             throw QueryProblem("no fence \"\(fence)\" in layer \"\(layer)\"")
         }
         let answer = await ask(.inside(layer: layer, fence: fence))
-        let states = answer.states + (await hibernatedStates(answer.hibernated))
+        let states = await answer.allStates(store: store, snapshot: snapshot())
         var rows: [(String, JSONValue)] = []
         for state in states {
             guard case .object(let s) = state, case .string(let device)? = s["device"], case .array(let stays)? = s["inside"] else { continue }
@@ -154,9 +141,7 @@ final class QueryService: Service, Sendable {
     }
 
     private func deviceState(_ device: String) async throws -> JSONValue {
-        let answer = await ask(.device(device))
-        if let state = answer.states.first { return state }
-        if let state = await hibernatedStates(answer.hibernated).first { return state }
+        if let state = await ask(.device(device)).allStates(store: store, snapshot: snapshot()).first { return state }
         throw QueryProblem("no device \"\(device)\" is known to this gateway")
     }
 
