@@ -43,16 +43,22 @@ if [ "$(cat "$out/lib/stamp" 2>/dev/null)" != "$core_stamp" ]; then
     echo "$core_stamp" > "$out/lib/stamp"
 fi
 
+# The targets build side by side, one per core (each is a separate swiftc and link).
+builds=()
 for t in "${targets[@]}"; do
     [ -f "Tests/Fuzz/$t.swift" ] || { echo "fuzz.sh: no target '$t' (Tests/Fuzz/$t.swift); targets: ${all_targets[*]}" >&2; exit 2; }
     sources=("Tests/Fuzz/$t.swift" Tests/Fuzz/Support/*.swift)
     s=$(stamp "$core_stamp ${link_flags[*]}" "${sources[@]}")
     if [ "$(cat "$out/bin/$t.stamp" 2>/dev/null)" != "$s" ]; then
+        while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
         echo "fuzz.sh: building $t"
-        swiftc "${flags[@]}" "${link_flags[@]}" -module-name "Fuzz_$t" -I "$out/lib" -L "$out/lib" -lGeotriggerCore \
-            "${sources[@]}" -o "$out/bin/$t"
-        echo "$s" > "$out/bin/$t.stamp"
+        (swiftc "${flags[@]}" "${link_flags[@]}" -module-name "Fuzz_$t" -I "$out/lib" -L "$out/lib" -lGeotriggerCore \
+            "${sources[@]}" -o "$out/bin/$t" && echo "$s" > "$out/bin/$t.stamp") &
+        builds+=("$t:$!")
     fi
+done
+for b in "${builds[@]}"; do
+    wait "${b#*:}" || { echo "fuzz.sh: building ${b%%:*} failed" >&2; exit 1; }
 done
 
 # seed TARGET PREFIX FILE...: copies each FILE (its first 16 KB, the inputs' limit) into the
