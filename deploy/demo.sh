@@ -48,7 +48,7 @@ cat > "$WORK/geotrigger.json5" <<CONF
 {
   gateway: { id: "demo", fences: "$PWD/fences", database: "$WORK/geotrigger.db" },
   broker: { port: $PORT },
-  output: { statusInterval: 5, occupancy: true },
+  output: { statusInterval: 5, occupancy: true, metricsFile: "$WORK/geotrigger.prom" },
 }
 CONF
 GEOTRIGGER_LOG_LEVEL=notice "$BIN" serve --config "$WORK/geotrigger.json5" 2> "$WORK/gateway.log" &
@@ -77,6 +77,9 @@ cat "$WORK/expect.log"
 echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) events in the journal"
 # Crossings (docs/crossings.md): a vehicle reporting every 30 s at 60 km/h has no fix inside the
 # 20 m toll gate of deploy/crossings; with crossings on, its enter and exit are inferred.
-echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (geotrigger replay, crossings on):"
+echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (replay, crossings on):"
 "$BIN" replay deploy/routes/gate-run.geojson --fences deploy/crossings --speed 16.7
+# The Prometheus textfile (docs/metrics.md), as node_exporter would read it; written again at the stop.
+echo "demo: the metrics file (output.metricsFile), without zero samples:"
+grep -v '^#' "$WORK/geotrigger.prom" | grep -v ' 0$' || true
 echo "demo: stopping"
