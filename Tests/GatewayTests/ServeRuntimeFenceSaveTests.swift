@@ -1,0 +1,54 @@
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+extension ServeTests {
+    /// DESIGN.md "Limits" / README "Runtime fences": a runtime fence change is never dropped by
+    /// a failed save. With the database full (the gateway's test hook caps its page count) a
+    /// published fence goes live, the save fails with a status warning and is retried; once
+    /// the database takes writes again the warning clears, and a start with the broker down
+    /// restores the fence from the database alone.
+    @Suite struct RuntimeFenceSave {
+        @Test(.timeLimit(.minutes(3))) func aFailedSaveIsRetriedUntilTheFenceIsInTheDatabase() async throws {
+            let h = try ServeHarness("fence-save")
+            defer { h.close() }
+            let limitFile = try h.write("page-limit", "1\n")  // clamped to the database's size at start
+            let config = try h.write("gw.json5", h.config())
+            let probe = try await h.probe("dispatch", subscribe: [h.statusTopic, "\(h.prefix)/replies/#"])
+            let gateway = try h.startGateway(config: config, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
+            #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
+
+            // A padded name makes the row larger than any free space left in the pages.
+            let name = String(repeating: "n", count: 20_000)
+            let feature = #"{"type":"Feature","properties":{"name":"\#(name)","buffer":40},"geometry":{"type":"Point","coordinates":[-119.70,34.45]}}"#
+            try probe.client.publish(topic: "\(h.prefix)/fences/jobs/pad", payload: feature, qos: .atLeastOnce, retain: true)
+            let failing = await probe.waitStatus(h.statusTopic) { $0.warnings.contains { $0.hasPrefix("cannot save runtime fences") } }
+            #expect(failing.ok, "\(failing.status?.warnings ?? [])\n\(tail(gateway.log))")
+            // Live all the same.
+            var queries = 0
+            let live = await poll(timeout: .seconds(20)) {
+                queries += 1
+                let replyTo = "\(h.prefix)/replies/save/\(queries)"
+                _ = try? probe.client.publish(topic: "\(h.prefix)/query/\(h.gatewayID)", payload: #"{"fences":"jobs","replyTo":"\#(replyTo)"}"#, qos: .atLeastOnce)
+                return await poll(timeout: .seconds(2)) { probe.received(on: replyTo).contains { $0.payloadText.contains(#""id":"pad""#) } }
+            }
+            #expect(live, "\(tail(gateway.log))")
+
+            // The database takes writes again (SIGHUP applies the hook's file): the retry saves it.
+            try "0\n".write(toFile: limitFile, atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            let saved = await probe.waitStatus(h.statusTopic) { !$0.warnings.contains { $0.hasPrefix("cannot save runtime fences") } }
+            #expect(saved.ok, "\(saved.status?.warnings ?? [])\n\(tail(gateway.log))")
+            #expect(gateway.terminate() == 0, "\(tail(gateway.log))")
+
+            // Broker down: only the database can bring the fence back.
+            h.broker.stop()
+            let second = try h.startGateway(config: config, log: "gateway-2.log")
+            #expect(await poll(timeout: .seconds(30)) { second.log.contains("runtime fences restored from the database") }, "\(second.log)")
+            print("runtime fence save: failed while full (\(failing.status?.warnings.first { $0.hasPrefix("cannot save") }?.prefix(120) ?? "-")), "
+                  + "saved after the fault; restart without a broker: \(second.log.split(separator: "\n").first { $0.contains("restored from the database") } ?? "-")")
+            #expect(second.log.contains("runtime fences restored from the database fences=1"), "\(second.log)")
+        }
+    }
+}
