@@ -135,8 +135,7 @@ extension ServeTests {
             }
             try probe.client.publish(topic: "devices/valid/location",
                                      payload: Payload.json(lat: outside.lat, lon: outside.lon, time: t0 + 100), qos: .atLeastOnce)
-            sent += 1
-            sent += 1  // the walker's
+            sent += 2  // that last update, and the walker's
             let status = await probe.waitStatus(h.statusTopic) { s in
                 s.counter("accepted") == sent && ["outOfRange", "futureTime", "wrongType"].reduce(0) { $0 + s.dropped($1) } == hostile
             }

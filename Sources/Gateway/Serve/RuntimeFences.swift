@@ -19,7 +19,7 @@ import Synchronization
 /// ``followInterval`` seconds.
 ///
 /// Parsing a payload and building a snapshot take time in proportion to the fence (a 30,000
-/// vertex polygon: a noticeable fraction of a second), so both run on a serial queue of their
+/// vertex polygon: about a second in a release build), so both run on a serial queue of their
 /// own (`geotrigger.fences`), never on the cooperative pool, and the state they change is only
 /// touched there. The update path (``isFollowed(_:)``, ``followedDeviceMoved(_:)``) and the
 /// readers of ``snapshot`` use small locks of their own and never wait for a build.
