@@ -13,7 +13,9 @@ import TestSupport
         try broker.start()
         defer { broker.stop() }
         let directory = try TemporaryDirectory(prefix: "stale-pause")
-        let stale = 10.0
+        // Long enough that a loaded 2-core CI machine (where the first enter has taken 8 s to
+        // arrive) still leaves a clear remainder of staleAfter after the outage.
+        let stale = 16.0
         let config = try directory.write("gw.json5", """
             { gateway: { id: "gw-stale", fences: "\(repositoryRoot)/fences", database: "\(directory.file("gw.db"))" },
               broker: { port: \(broker.port), clientId: "gw-stale" },
