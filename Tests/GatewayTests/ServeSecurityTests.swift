@@ -98,7 +98,7 @@ extension ServeTests {
             #expect(refusals.first.map { $0.contains("Not authorized") && $0.contains("broker.passwordFile") } == true, "\(refusals)")
             // Each attempt's delay is in the debug log, growing (1 s, 2 s, 4 s ...).
             let delays = log.split(separator: "\n").filter { $0.contains("next connection attempt") }
-                .compactMap { line in line.split(separator: " ").dropLast().last.flatMap { Double($0) } }
+                .compactMap { line in line.split(separator: " ").first { $0.hasPrefix("delay.seconds=") }.flatMap { Double($0.dropFirst(14)) } }
             #expect(delays.count >= 2 && zip(delays, delays.dropFirst()).allSatisfy { $0 < $1 }, "\(delays)\n\(tail(log))")
             #expect(gateway.terminate() == 0, "\(tail(gateway.log))")
         }

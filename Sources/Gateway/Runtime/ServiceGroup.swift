@@ -52,7 +52,7 @@ public final class ServiceGroup: Sendable {
                         await onReload?()
                         continue
                     }
-                    logger.notice("\(signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "stop()"): shutting down")
+                    logger.notice("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "none (stop())"])
                     return
                 }
             }

@@ -115,7 +115,7 @@ final class BrokerConnection: Service, Sendable {
         case .reconnecting(let delay):
             // The fault itself is a warning logged once; each retry only at debug level.
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-            logger.debug("next connection attempt to the \(label) broker at \(endpoint) in \(seconds) s")
+            logger.debug("next connection attempt", ["broker": label, "endpoint": "\(endpoint)", "delay.seconds": "\(seconds)"])
         }
         return change
     }
