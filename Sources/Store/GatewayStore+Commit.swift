@@ -115,7 +115,7 @@ extension GatewayStore {
     /// this loop runs for every event the gateway commits.
     private func apply(_ batch: StoreBatch, transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
                        journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
-        var receipt = StoreReceipt(transaction: transaction, outboxSequences: Array(repeating: 0, count: batch.outbox.count))
+        var receipt = StoreReceipt(transaction: transaction, outbox: batch.outbox.map { OutboxRow(sequence: 0, message: $0) })
         try writeStates(batch.stateChanges, on: connection)
         if !batch.expectations.isEmpty { try writeExpectations(batch.expectations, on: connection) }
         let plan = OutboxPlan(batch)
@@ -169,8 +169,8 @@ extension GatewayStore {
                 queues = true
                 let row = plan.events[index].flatMap { journalSequences[$0] }
                 if let row, plan.ridesOnJournal[index] {
-                    receipt.outboxSources[index] = .journal
-                    receipt.outboxSequences[index] = row
+                    receipt.outbox[index].source = .journal
+                    receipt.outbox[index].sequence = row
                     streams[destination].append(row)
                 } else {
                     messages.append(index)
@@ -202,7 +202,7 @@ extension GatewayStore {
                 // One statement's AUTOINCREMENT rows are numbered consecutively.
                 let first = connection.lastInsertRowID - Int64(chunk.count) + 1
                 for (offset, index) in messages[chunk].enumerated() {
-                    receipt.outboxSequences[index] = first + Int64(offset)
+                    receipt.outbox[index].sequence = first + Int64(offset)
                 }
             }
             counts[destination] += messages.count

@@ -11,7 +11,7 @@ public struct OutboxMessage: Sendable, Equatable {
     public var qos: Int
     /// The payload is the journal's payload of the event `eventID`, committed in the same
     /// batch: the message then rides on the event's journal row (its destination's stream,
-    /// ``OutboxSource/journal``), or, when it cannot (see ``StoreReceipt/outboxSources``), its
+    /// ``OutboxSource/journal``), or, when it cannot (see ``StoreReceipt/outbox``), its
     /// outbox row reads the payload from there. An event's JSON is written to disk once.
     public var payloadInJournal: Bool
 

@@ -4,13 +4,11 @@ internal import CSQLite
 public struct StoreReceipt: Sendable, Equatable {
     /// The number of the transaction that committed the batch (shared by a commit group).
     public var transaction: Int
-    /// The sequence given to each of the batch's outbox messages, in the batch's order: in the
-    /// outbox table, or in the journal (``outboxSources``).
-    public var outboxSequences: [Int64]
-    /// Where each of the batch's outbox messages waits: a message carrying an event journaled
-    /// in the same batch rides on its journal row (the first one per destination, with the
-    /// topic and QoS of the event's first), any other gets an outbox row of its own.
-    public var outboxSources: [OutboxSource]
+    /// The batch's outbox messages in the batch's order, each with its place: a message
+    /// carrying an event journaled in the same batch rides on its journal row (the first one
+    /// per destination, with the topic and QoS of the event's first), any other gets an outbox
+    /// table row of its own.
+    public var outbox: [OutboxRow]
     /// Messages removed from each outbox because it went past `outbox.cap` (oldest first).
     public var dropped: OutboxCounts
     /// Ids of the batch's events that were already journaled (kept once, not again).
@@ -19,11 +17,10 @@ public struct StoreReceipt: Sendable, Equatable {
     /// removed sequence removes nothing).
     public var acknowledged: Int
 
-    public init(transaction: Int, outboxSequences: [Int64] = [], outboxSources: [OutboxSource]? = nil,
+    public init(transaction: Int, outbox: [OutboxRow] = [],
                 dropped: OutboxCounts = OutboxCounts(), duplicateEventIDs: [String] = [], acknowledged: Int = 0) {
         self.transaction = transaction
-        self.outboxSequences = outboxSequences
-        self.outboxSources = outboxSources ?? Array(repeating: .table, count: outboxSequences.count)
+        self.outbox = outbox
         self.dropped = dropped
         self.duplicateEventIDs = duplicateEventIDs
         self.acknowledged = acknowledged

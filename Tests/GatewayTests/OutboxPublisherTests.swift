@@ -34,10 +34,7 @@ extension ServeTests {
             @discardableResult
             func commitFresh(_ numbers: Range<Int>, topic: String) async throws -> [OutboxRow] {
                 let batch = Rig.streamEvents(numbers, topic: topic)
-                let receipt = try await server.store.submit(batch)
-                let rows = batch.outbox.indices.map {
-                    OutboxRow(sequence: receipt.outboxSequences[$0], source: receipt.outboxSources[$0], message: batch.outbox[$0])
-                }
+                let rows = try await server.store.submit(batch).outbox
                 publisher.notifyCommitted(rows: rows)
                 return rows
             }

@@ -39,7 +39,7 @@ import Store
         ]
         decide.outbox = [OutboxMessage(destination: .local, eventID: "r-a", topic: "p/expect/a/result", payload: Array("{}".utf8), qos: 1)]
         let receipt = try await store.submit(decide)
-        #expect(receipt.outboxSequences.count == 1)
+        #expect(receipt.outbox.count == 1)
         // A second decision for a settled one is ignored.
         var again = StoreBatch()
         again.expectations = [.settle(Self.settled(Self.row("a"), result: "missed", id: "r-a2", at: 1_800_000_000))]

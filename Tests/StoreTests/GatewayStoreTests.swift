@@ -145,7 +145,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         var transition = testMessage(.local, "old-t")  // its own payload, kept in the outbox row
         transition.payloadInJournal = true  // but no journal row "old-t": stored in full
         let receipt = try await store.submit(StoreBatch(events: [old], outbox: [shared, retitled, transition]))
-        #expect(receipt.outboxSources == [.journal, .table, .table])
+        #expect(receipt.outbox.map(\.source) == [.journal, .table, .table])
         let stored = try await store.withConnection { c in
             try c.query("SELECT length(payload) FROM outbox_remote UNION ALL SELECT length(payload) FROM outbox_local") { $0.int(0) }
         }
@@ -154,7 +154,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         // The remote message rides on the event's journal row: its stream.
         let remote = try await store.outboxStream(.remote, limit: 10)
         #expect(remote.map(\.source) == [.journal])
-        #expect(remote.map(\.sequence) == [receipt.outboxSequences[0]])
+        #expect(remote.map(\.sequence) == [receipt.outbox[0].sequence])
         #expect(remote.map(\.message) == [shared])
         #expect(try await store.outbox(.remote, limit: 10).isEmpty)
         let local = try await store.outbox(.local, limit: 10)
@@ -190,12 +190,12 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         }
         batch.outbox.append(batch.outbox[0])  // a second message for e1 to the same place: a row of its own
         let first = try await store.submit(batch)
-        #expect(first.outboxSources == [.journal, .journal, .journal, .journal, .journal, .table])
+        #expect(first.outbox.map(\.source) == [.journal, .journal, .journal, .journal, .journal, .table])
         #expect(await store.outboxCounts == OutboxCounts(local: 5, remote: 1))
         let stream = try await store.outboxStream(.local, limit: 10)
         #expect(stream.map(\.message.eventID) == ["e1", "e2", "e3", "e4"])
         #expect(try await store.outboxStream(.local, after: stream[1].sequence, limit: 10).map(\.message.eventID) == ["e3", "e4"])
-        try await store.acknowledge(.local, sequences: [first.outboxSequences[5]])
+        try await store.acknowledge(.local, sequences: [first.outbox[5].sequence])
 
         // Settled up to e2: e3 and e4 wait.
         _ = try await store.submit(StoreBatch(settled: [.local: stream[1].sequence]))
@@ -292,9 +292,9 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(states["a"] == [3] && states["b"] == nil && states["c"] == [4] && states["d69"] == [69])
         #expect(states.count == 72)
         // Sequences are in batch order per outbox, and name the messages the outbox returns.
-        #expect(receipt.outboxSequences.count == 90)
+        #expect(receipt.outbox.count == 90)
         for destination in OutboxDestination.allCases {
-            let expected = zip(messages, receipt.outboxSequences).filter { $0.0.destination == destination }
+            let expected = zip(messages, receipt.outbox.map(\.sequence)).filter { $0.0.destination == destination }
             let rows = try await store.outbox(destination, limit: 100)
             #expect(rows.map(\.sequence) == expected.map(\.1))
             #expect(rows.map(\.message.eventID) == expected.map(\.0.eventID))
@@ -330,11 +330,11 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         // Every message carries its own event's payload: a new event's rides on its journal
         // row, a duplicate's (whose journal row is the earlier version) gets a row with its copy.
         let isDuplicate = (0..<40).map { $0 % 4 == 0 }
-        #expect(receipt.outboxSources == isDuplicate.map { $0 ? .table : .journal })
+        #expect(receipt.outbox.map(\.source) == isDuplicate.map { $0 ? .table : .journal })
         let rows = try await store.outbox(.local, limit: 100)
         let stream = try await store.outboxStream(.local, limit: 100)
-        #expect(rows.map(\.sequence) == zip(receipt.outboxSequences, isDuplicate).filter(\.1).map(\.0))
-        #expect(stream.map(\.sequence) == zip(receipt.outboxSequences, isDuplicate).filter { !$0.1 }.map(\.0))
+        #expect(rows.map(\.sequence) == zip(receipt.outbox.map(\.sequence), isDuplicate).filter(\.1).map(\.0))
+        #expect(stream.map(\.sequence) == zip(receipt.outbox.map(\.sequence), isDuplicate).filter { !$0.1 }.map(\.0))
         #expect(rows.map { String(decoding: $0.message.payload, as: UTF8.self) }
                 == zip(batch.events, isDuplicate).filter(\.1).map(\.0.payload))
         #expect(stream.map { String(decoding: $0.message.payload, as: UTF8.self) }
@@ -363,7 +363,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let queued = try await store.submit(StoreBatch(outbox: [
             testMessage(.local, "1"), testMessage(.remote, "1"), testMessage(.local, "2"), testMessage(.local, "3"),
         ]))
-        #expect(queued.outboxSequences.count == 4)
+        #expect(queued.outbox.count == 4)
         #expect(await store.outboxCounts == OutboxCounts(local: 3, remote: 1))
         let firstTwo = try await store.outbox(.local, limit: 2)
         #expect(firstTwo.map(\.message.eventID) == ["1", "2"])
@@ -387,7 +387,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let all = try await store.outbox(.local, limit: 100).map(\.sequence)
         #expect(try await store.acknowledge(.local, sequences: all) == 5)
         let next = try await store.submit(StoreBatch(outbox: [testMessage(.local, "9")]))
-        #expect(next.outboxSequences[0] > all.max()!)
+        #expect(next.outbox[0].sequence > all.max()!)
         await store.close()
 
         let reopened = try await GatewayStore(path: path, options: .init(outboxCap: 5))
@@ -422,7 +422,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(try await store.deviceStates().count == 50)
         #expect(await store.outboxCount(.local) == 1000)
         // Outbox sequences follow the commit order of the batches.
-        let ordered = receipts.sorted { $0.outboxSequences[0] < $1.outboxSequences[0] }
+        let ordered = receipts.sorted { $0.outbox[0].sequence < $1.outbox[0].sequence }
         #expect(ordered.map(\.transaction) == ordered.map(\.transaction).sorted())
         await store.close()
     }

@@ -196,7 +196,6 @@ enum StoreBenchmark {
                 }
                 _ = committed.trySend(acknowledged)
             }
-            func notifyCommitted() {}
             func publishVolatile(_ messages: [OutboxMessage]) {}
         }
 

@@ -38,8 +38,6 @@ protocol StepSink: Sendable {
 protocol CommittedOutbox: Sendable {
     /// Rows just committed, numbered, in order.
     func notifyCommitted(rows: [OutboxRow])
-    /// Rows were committed; read them from the database.
-    func notifyCommitted()
     /// Messages the database refused, to publish from memory.
     func publishVolatile(_ messages: [OutboxMessage])
     /// Ids of events published from memory that the broker acknowledged.
@@ -278,18 +276,9 @@ final class EventCommitter: Service, StepSink, Sendable {
                 if receipt.dropped.local + receipt.dropped.remote > 0 {
                     warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
                 }
-                // The receipt numbers the messages in batch order: hand them over in memory.
-                if receipt.outboxSequences.count == batch.outbox.count {
-                    var rows: [OutboxDestination: [OutboxRow]] = [:]
-                    for (index, message) in batch.outbox.enumerated() {
-                        rows[message.destination, default: []].append(OutboxRow(
-                            sequence: receipt.outboxSequences[index], source: receipt.outboxSources[index], message: message))
-                    }
-                    for (destination, committed) in rows {
-                        publishers[destination]?.notifyCommitted(rows: committed)
-                    }
-                } else {
-                    for destination in Set(batch.outbox.map(\.destination)) { publishers[destination]?.notifyCommitted() }
+                // The committed rows, numbered: handed over in memory.
+                for (destination, rows) in Dictionary(grouping: receipt.outbox, by: \.message.destination) {
+                    publishers[destination]?.notifyCommitted(rows: rows)
                 }
             } catch {
                 warnings.set("database", databaseWarning(error))

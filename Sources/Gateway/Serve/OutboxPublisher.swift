@@ -125,7 +125,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         if wakeRun { signalFresh() }
     }
 
-    /// New rows were committed to this destination's outbox (read them from the database).
+    /// Tells ``run()`` to read what waits in the database or in memory.
     func notifyCommitted() {
         if !committedPending.exchange(true, ordering: .acquiringAndReleasing) {
             _ = signals.trySend(.committed)
@@ -277,7 +277,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
                 do {
                     let receipt = try await store.submit(work)
                     // The refused events' new rows (the batch queues nothing else).
-                    withWindow { $0.progressCommitted(outboxSequences: receipt.outboxSequences) }
+                    withWindow { $0.progressCommitted(outboxSequences: receipt.outbox.map(\.sequence)) }
                 } catch {
                     logger.warning("could not commit the outbox's acknowledgements (they are sent again after a restart)", ["outbox": destination.rawValue, "error": "\(error)"])
                     withWindow { $0.progressCommitFailed() }
