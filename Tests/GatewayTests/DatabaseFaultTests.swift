@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 extension DurabilityIntegrationTests {
-    /// Issue 6, "Must show": a full database. Tests run as root, so file modes cannot make it
+    /// A full database. Tests run as root, so file modes cannot make it
     /// fail; the gateway's test hook `GEOTRIGGER_TEST_STORE_PAGE_LIMIT=FILE` sets
     /// `PRAGMA max_page_count` on its connection from FILE at start and on SIGHUP.
     @Suite(.serialized) struct DatabaseFaultTests {

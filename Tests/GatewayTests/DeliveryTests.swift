@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 extension DurabilityIntegrationTests {
-    /// Issue 6, "Must show": delivery `local`, `remote` and `both` with real brokers, a remote
+    /// Delivery `local`, `remote` and `both` with real brokers, a remote
     /// outage, and an ACL-denied publish.
     @Suite(.serialized) struct DeliveryTests {
         /// How long the remote broker stays down (the issue's figure).

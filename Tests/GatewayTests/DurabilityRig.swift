@@ -4,7 +4,7 @@ import MQTT
 import Testing
 import TestSupport
 
-/// Every test of issue 6 that starts brokers and the real `geotrigger` binary lives in a suite
+/// Every durability test that starts brokers and the real `geotrigger` binary lives in a suite
 /// nested here, so they run one at a time (2 loaded cores); each test has its own brokers,
 /// directories, database files and client ids.
 @Suite(.serialized) struct DurabilityIntegrationTests {}

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension DurabilityIntegrationTests {
-    /// Issue 6, "Must show": `kill -9` of the gateway at 5 random points of a 2,000-update
+    /// `kill -9` of the gateway at 5 random points of a 2,000-update
     /// drive of 20 devices, restarted each time, gives per device the same (trigger, fence,
     /// type) counts as an uninterrupted run, and no enter is fired twice.
     ///

@@ -85,7 +85,7 @@ extension ServeTests {
                                       gatewayLost: gateway.log.contains("lost the local broker")))
         }
 
-        /// DESIGN.md / issue 30: a device with its own valid password connects with the
+        /// DESIGN.md: a device with its own valid password connects with the
         /// gateway's client id. With the shipped config its id becomes its user name: the
         /// gateway keeps its connection and session and goes on handling updates; the device
         /// gets a fresh session of its own.

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 @testable import Gateway
 
-/// Issue 7: `simulate` against a real broker and the real gateway gives the garden tour's
+/// `simulate` against a real broker and the real gateway gives the garden tour's
 /// events, and `watch` in piped mode prints them line by line.
 @Suite(.serialized) struct SimulateWatchTests {
     /// The tour's events (the list the engine's garden test checks, from shapely and pyproj).
