@@ -7,7 +7,8 @@ import PackageDescription
 //   triggers and monitors). No C imports and no I/O; time is injected.
 // - MQTT, GPSD, Store: one thin wrapper per C library; the only modules importing C*.
 // - ReadInterposition: the process-wide `read`/`close` for MQTT's buffered reads.
-// - Gateway: wires feeds -> monitors -> delivery and implements every command.
+// - Gateway: wires feeds -> monitors -> delivery and implements every command but `bench`.
+// - Benchmarks: `geotrigger bench` (the benchmark programs and their load generator).
 // - geotrigger: the thin @main.
 let package = Package(
     name: "geotrigger",
@@ -39,7 +40,8 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: ["GeotriggerCore", "MQTT", "GPSD", "Store"]),
-        .executableTarget(name: "geotrigger", dependencies: ["Gateway", "ReadInterposition"]),
+        .target(name: "Benchmarks", dependencies: ["Gateway", "GeotriggerCore", "MQTT", "Store"]),
+        .executableTarget(name: "geotrigger", dependencies: ["Gateway", "Benchmarks", "ReadInterposition"]),
         // Fixtures live in Tests/Fixtures and are found through #filePath (no resource bundles).
         // Test plumbing (real brokers, certificates, polling); never a product dependency.
         .target(name: "TestSupport", dependencies: ["MQTT"], path: "Tests/TestSupport"),
@@ -49,7 +51,7 @@ let package = Package(
         // Run by StoreTests as a separate process (kill -9) and for store measurements.
         .executableTarget(name: "StoreHelper", dependencies: ["Store"], path: "Tests/StoreHelper"),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "GeotriggerCore", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Benchmarks", "GeotriggerCore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
-@testable import Gateway
+@testable import Benchmarks
+import Gateway
 import GeotriggerCore
 import Testing
 

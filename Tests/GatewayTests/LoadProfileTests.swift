@@ -1,5 +1,6 @@
 import Foundation
-@testable import Gateway
+@testable import Benchmarks
+import Gateway
 import Testing
 
 /// `bench e2e`'s load profile: the figures it takes from /proc and the bottleneck it names.

@@ -1,13 +1,13 @@
 /// A small command-line reader: `--name value`, `--name=value`, flags and positionals.
 ///
 /// Commands declare what they accept; anything else is a ``UsageError`` naming it.
-struct Arguments {
+package struct Arguments {
     private(set) var options: [String: String] = [:]
     private(set) var flags: Set<String> = []
     private(set) var positionals: [String] = []
 
     /// Reads `arguments`; `valued` names options that take a value, `flags` those that do not.
-    init(_ arguments: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
+    package init(_ arguments: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -38,12 +38,12 @@ struct Arguments {
         }
     }
 
-    func has(_ flag: String) -> Bool { flags.contains(flag) }
+    package func has(_ flag: String) -> Bool { flags.contains(flag) }
 
-    subscript(option: String) -> String? { options[option] }
+    package subscript(option: String) -> String? { options[option] }
 
     /// The value of `option` as a number, if given; a ``UsageError`` if it is not one.
-    func number(_ option: String) throws(UsageError) -> Double? {
+    package func number(_ option: String) throws(UsageError) -> Double? {
         guard let text = options[option] else { return nil }
         guard let value = Double(text), value.isFinite else {
             throw UsageError("--\(option) expects a number, got '\(text)'")

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A `geotrigger` subcommand.
-protocol Subcommand: Sendable {
+package protocol Subcommand: Sendable {
     /// The word that selects it: `serve`, `check`, ...
     static var name: String { get }
     /// One line for the command list.
@@ -12,6 +12,13 @@ protocol Subcommand: Sendable {
     static var help: String { get }
     /// Runs with the arguments after the subcommand's name; returns the exit status.
     static func run(_ arguments: [String]) async throws -> Int32
+    /// Whether `--help` after further words is the subcommand's own (`bench NAME --help`),
+    /// rather than a request for this command's help.
+    static var forwardsHelp: Bool { get }
+}
+
+extension Subcommand {
+    package static var forwardsHelp: Bool { false }
 }
 
 /// Exit statuses of every command (DESIGN.md "Commands").
@@ -23,6 +30,7 @@ public enum ExitStatus {
 
 /// The `geotrigger` command line: picks the subcommand and maps errors to exit statuses.
 public enum GeotriggerCommand {
+    /// The product's commands; the executable adds `bench` (module Benchmarks) before `version`.
     static let subcommands: [any Subcommand.Type] = [
         ServeCommand.self,
         CheckCommand.self,
@@ -31,11 +39,9 @@ public enum GeotriggerCommand {
         SimulateCommand.self,
         ReplayCommand.self,
         EventsCommand.self,
-        BenchCommand.self,
-        VersionCommand.self,
     ]
 
-    static var overview: String {
+    static func overview(_ subcommands: [any Subcommand.Type]) -> String {
         var text = """
             geotrigger: an MQTT geotrigger gateway. Turns device positions into geofence events.
 
@@ -52,7 +58,10 @@ public enum GeotriggerCommand {
     }
 
     /// Runs the command line `arguments` (without the program name) and returns the exit status.
-    public static func main(_ arguments: [String]) async -> Int32 {
+    /// `more`: commands of other modules, listed after the product's.
+    package static func main(_ arguments: [String], more: [any Subcommand.Type] = []) async -> Int32 {
+        let subcommands = subcommands + more + [VersionCommand.self]
+        let overview = overview(subcommands)
         guard let first = arguments.first, first != "--help", first != "-h", first != "help" else {
             print(overview, terminator: "")
             return arguments.isEmpty ? ExitStatus.usage : ExitStatus.ok
@@ -62,7 +71,7 @@ public enum GeotriggerCommand {
             return ExitStatus.usage
         }
         let rest = Array(arguments.dropFirst())
-        if rest.first == "--help" || rest.first == "-h" || (command.name != BenchCommand.name && rest.contains("--help")) {
+        if rest.first == "--help" || rest.first == "-h" || (!command.forwardsHelp && rest.contains("--help")) {
             print(command.help)
             return ExitStatus.ok
         }
@@ -79,7 +88,7 @@ public enum GeotriggerCommand {
 }
 
 /// Writes `text` and a newline to standard error.
-func printError(_ text: String) {
+package func printError(_ text: String) {
     var line = text + "\n"
     line.withUTF8 { bytes in
         var offset = 0
@@ -92,7 +101,7 @@ func printError(_ text: String) {
 }
 
 extension String {
-    func padding(toLength length: Int) -> String {
+    package func padding(toLength length: Int) -> String {
         count >= length ? self + " " : self + String(repeating: " ", count: length - count)
     }
 }

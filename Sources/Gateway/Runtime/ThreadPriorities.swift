@@ -15,7 +15,7 @@ import Glibc
 ///
 /// Raising a nice value needs no privilege. Threads appear later (the pool grows, a store job
 /// runs on a new worker), so ``lowerAll(except:)`` is called again periodically.
-enum ThreadPriorities {
+package enum ThreadPriorities {
     /// How many nice levels the other threads get below the network threads (Linux allows 19).
     static let levelsBelow: Int32 = 10
 
@@ -42,7 +42,7 @@ enum ThreadPriorities {
     }
 
     /// The kernel thread ids of `process` (`/proc/PROCESS/task`; default this one).
-    static func threads(of process: String = "self") -> [pid_t] {
+    package static func threads(of process: String = "self") -> [pid_t] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/task")) ?? []).compactMap { pid_t($0) }
     }
 }

@@ -33,7 +33,7 @@ extension DeviceShard {
 
     /// A question about one device from outside the pool (``MonitorPool`` reads them from a
     /// stream and hands each to the device's shard), with where its answer goes.
-    struct DeviceQuestion: Sendable {
+    package struct DeviceQuestion: Sendable {
         var device: String
         var reply: CheckedContinuation<QueryAnswer, Never>
     }

@@ -15,7 +15,7 @@ import Synchronization
 /// Every device still has its own monitor (the pure ``DeviceMonitor`` value); the shard is its
 /// executor. One actor or task per device would cost ~4 KB and a hop per update (CONVENTIONS.md
 /// figures); a few shards keep 10,000 devices in a few MB, and a device's steps in order.
-final class DeviceShard: Sendable {
+package final class DeviceShard: Sendable {
     enum Work: Sendable {
         /// An update of a device read from the store first (hibernated, or saved by the
         /// previous run), or queued behind such an update of the same device.

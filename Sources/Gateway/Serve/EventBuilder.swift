@@ -3,11 +3,18 @@ import Store
 
 /// Turns a monitor's notifications into what is committed and delivered: the journal row,
 /// the event for each destination of its trigger's `delivery`, and the OwnTracks transition.
-struct EventBuilder: Sendable {
+package struct EventBuilder: Sendable {
     let gatewayID: String
     let prefix: String
     let qos: Int
     let owntracksTransitions: Bool
+
+    package init(gatewayID: String, prefix: String, qos: Int, owntracksTransitions: Bool) {
+        self.gatewayID = gatewayID
+        self.prefix = prefix
+        self.qos = qos
+        self.owntracksTransitions = owntracksTransitions
+    }
 
     /// `PREFIX/events/TRIGGER/DEVICE`
     func topic(trigger: String, device: String) -> String { "\(prefix)/events/\(trigger)/\(device)" }

@@ -26,7 +26,7 @@ import Synchronization
 /// every commit waits for a sync, and the network thread must go on reading meanwhile, so all
 /// commits are the store queue's.
 /// Where a monitor step's results go (``DeviceShard``): the gateway's ``EventCommitter``.
-protocol StepSink: Sendable {
+package protocol StepSink: Sendable {
     /// Hands over one step's results without waiting; true when the caller must wait for room.
     func enqueue(_ item: EventCommitter.Item, inBurst: Bool) -> Bool
     func waitForRoom() async
@@ -35,7 +35,7 @@ protocol StepSink: Sendable {
 }
 
 /// Where the committer hands one destination's messages: its ``OutboxPublisher``.
-protocol CommittedOutbox: Sendable {
+package protocol CommittedOutbox: Sendable {
     /// Rows just committed, numbered, in order.
     func notifyCommitted(rows: [OutboxRow])
     /// Messages the database refused, to publish from memory.
@@ -47,15 +47,15 @@ protocol CommittedOutbox: Sendable {
 }
 
 extension CommittedOutbox {
-    var deliveredFromMemory: Set<String> { [] }
-    func committedFromMemory(_ events: Set<String>) {}
+    package var deliveredFromMemory: Set<String> { [] }
+    package func committedFromMemory(_ events: Set<String>) {}
 }
 
-final class EventCommitter: Service, StepSink, Sendable {
+package final class EventCommitter: Service, StepSink, Sendable {
     /// What one monitor step produced.
-    struct Item: Sendable {
+    package struct Item: Sendable {
         var state: DeviceStateChange?
-        var events: [JournalEvent] = []
+        package var events: [JournalEvent] = []
         var outbox: [OutboxMessage] = []
         /// A device's retained state (and what follows from it) to publish once committed.
         var publication: DevicePublication?
@@ -88,7 +88,7 @@ final class EventCommitter: Service, StepSink, Sendable {
         }
     }
 
-    let name = "committer"
+    package let name = "committer"
     let store: GatewayStore
     let counters: GatewayCounters
     let warnings: Warnings
@@ -111,7 +111,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     /// Finished by ``shutdown()``: ``run()`` returns then.
     private let stopped = BoundedQueue<Void>(capacity: 1)
 
-    init(
+    package init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
         limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch()
@@ -136,7 +136,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     /// what it holds (a shard hands over under its lock, so a device's steps stay in order).
     /// `inBurst`: the caller is the network thread in a burst of reads, which ends with
     /// ``commitBurst()`` (unless this fills the committer, nothing is queued now).
-    func enqueue(_ item: Item, inBurst: Bool = false) -> Bool {
+    package func enqueue(_ item: Item, inBurst: Bool = false) -> Bool {
         let deferred = inBurst && commitsBursts
         let (mustWait, schedule): (Bool, Bool) = pending.withLock { p in
             if let state = item.state { p.batch.stateChanges.append(state) }
@@ -152,7 +152,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     }
 
     /// Waits while more than `limit` items are pending.
-    func waitForRoom() async {
+    package func waitForRoom() async {
         await withCheckedContinuation { c in
             if !addWaiter({ c.resume() }) { c.resume() }
         }
@@ -160,7 +160,7 @@ final class EventCommitter: Service, StepSink, Sendable {
 
     /// Blocks the calling thread (libmosquitto's network thread) while more than `limit` items
     /// are pending.
-    func waitForRoomBlocking() {
+    package func waitForRoomBlocking() {
         let gate = ThreadGate()
         if addWaiter({ gate.open() }) { gate.wait() }
     }
@@ -178,7 +178,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     /// the commit itself when none is: the last burst of a network thread that stopped before
     /// its ``commitBurst()`` (the main broker's connection stops first at shutdown) left its
     /// items pending.
-    func flush() async {
+    package func flush() async {
         await withCheckedContinuation { c in
             let (idle, schedule): (Bool, Bool) = pending.withLock { p in
                 if p.isIdle { return (true, false) }
@@ -190,7 +190,7 @@ final class EventCommitter: Service, StepSink, Sendable {
         }
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         await flush()
         pending.withLock { $0.finished = true }
         stopped.finish()
@@ -212,7 +212,7 @@ final class EventCommitter: Service, StepSink, Sendable {
     }
 
     /// The commits run as jobs on the store's queue; this only waits for ``shutdown()``.
-    func run() async throws {
+    package func run() async throws {
         while await stopped.next() != nil {}
     }
 

@@ -6,7 +6,7 @@ import GeotriggerCore
 /// `HA_PREFIX/COMPONENT/geotrigger_GATEWAYID/OBJECT/config`, retained. Every entity is
 /// available only while the gateway's status is `started` (the status topic, whose will is
 /// `offline`).
-struct HomeAssistantDiscovery: Sendable {
+package struct HomeAssistantDiscovery: Sendable {
     let discoveryPrefix: String
     /// `geotrigger_` + the gateway id, as a discovery node id.
     let node: String

@@ -8,8 +8,8 @@ import Synchronization
 /// go to its shard.
 /// Updates are handled on the caller's thread when their monitor is in memory (see
 /// ``DeviceShard``).
-final class MonitorPool: Service, Sendable {
-    let name = "monitors"
+package final class MonitorPool: Service, Sendable {
+    package let name = "monitors"
     let shards: [DeviceShard]
     let tickInterval: Double
     /// How many devices' monitor states the previous run saved.
@@ -27,7 +27,7 @@ final class MonitorPool: Service, Sendable {
     /// Questions about one device for its shard (``Expectations`` yields them).
     private let questions: AsyncStream<DeviceShard.DeviceQuestion>?
 
-    init(
+    package init(
         context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
         questions: AsyncStream<DeviceShard.DeviceQuestion>? = nil, shardCount: Int,
         initialStates: [String: [UInt8]] = [:], mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
@@ -52,7 +52,7 @@ final class MonitorPool: Service, Sendable {
 
     /// Hands an update to its device's monitor from a task, waiting while the committer (or the
     /// shard's mailbox, for a device read from the store first) is full.
-    func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) async {
+    package func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) async {
         let shard = shard(for: update.device)
         switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks) {
         case .handled(let mustWait):
@@ -114,7 +114,7 @@ final class MonitorPool: Service, Sendable {
     }
 
     /// Returns once every shard handled everything sent before the call.
-    func barrier() async {
+    package func barrier() async {
         for shard in shards {
             await withCheckedContinuation { c in
                 Task { await shard.mailbox.send(.barrier(c)) }
@@ -125,7 +125,7 @@ final class MonitorPool: Service, Sendable {
     var queueDepth: Int { shards.reduce(0) { $0 + $1.mailbox.count } }
     var deviceCount: Int { shards.reduce(0) { $0 + $1.deviceCount.load(ordering: .relaxed) } }
 
-    func run() async throws {
+    package func run() async throws {
         await withTaskGroup(of: Void.self) { inbound in
             if let snapshots {
                 inbound.addTask { [self] in
@@ -168,7 +168,7 @@ final class MonitorPool: Service, Sendable {
         }
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         await barrier()
         stopping.store(true, ordering: .relaxed)
         connectionContinuation.finish()

@@ -2,7 +2,7 @@ import GeotriggerCore
 import Store
 
 /// What the parts of a running gateway share.
-struct ServeContext: Sendable {
+package struct ServeContext: Sendable {
     let config: GatewayConfig
     let counters: GatewayCounters
     let warnings: Warnings
@@ -16,4 +16,19 @@ struct ServeContext: Sendable {
     var runtimeFences: RuntimeFences? = nil
     /// Expected arrivals (enters and stays may meet one); nil in tools and tests.
     var expectations: Expectations? = nil
+}
+
+extension ServeContext {
+    /// A context without runtime fences and expected arrivals (the store benchmark's).
+    package init(config: GatewayConfig, counters: GatewayCounters, warnings: Warnings, logger: Logger, store: GatewayStore,
+                 committer: any StepSink, statePublisher: StatePublisher, eventBuilder: EventBuilder) {
+        self.config = config
+        self.counters = counters
+        self.warnings = warnings
+        self.logger = logger
+        self.store = store
+        self.committer = committer
+        self.statePublisher = statePublisher
+        self.eventBuilder = eventBuilder
+    }
 }

@@ -13,7 +13,7 @@ import Store
 /// The file lives in `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`, kept across restarts
 /// by `RuntimeDirectoryPreserve=yes`), else in `/dev/shm`, else beside the database; its name
 /// holds a hash of the database path, so gateways on one host keep theirs apart.
-struct SpillFile: Sendable {
+package struct SpillFile: Sendable {
     let path: String
 
     /// The spill file of the database at `database` (a resolved path).

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// Messages are handed to libmosquitto on its network thread (``MQTTClient/perform(_:)``),
 /// where the acknowledgements arrive too: the committer's thread only marks a topic as due.
-final class StatePublisher: Sendable {
+package final class StatePublisher: Sendable {
     /// Hands one message to libmosquitto and returns its message id.
     typealias Send = @Sendable (_ topic: String, _ payload: [UInt8]) throws -> Int32
     /// Runs a job where `send` should be called (the network thread).
@@ -68,7 +68,7 @@ final class StatePublisher: Sendable {
     }
 
     /// Publishing through `client` (nil: only remembering states).
-    convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64,
+    package convenience init(client: MQTTClient?, prefix: String, logger: Logger, window: Int = 64,
                      discovery: HomeAssistantDiscovery? = nil, occupancy: Bool = false) {
         guard let client else {
             self.init(prefix: prefix, logger: logger, window: window, send: nil, discovery: discovery, occupancy: occupancy)

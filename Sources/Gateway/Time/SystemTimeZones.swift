@@ -5,7 +5,7 @@ import Synchronization
 /// The system's tzdata as a ``TimeZoneSource``: zone `NAME` is the TZif file
 /// `/usr/share/zoneinfo/NAME` (Debian's `tzdata` package), read once per process and kept.
 /// The environment variable `GEOTRIGGER_ZONEINFO` names another folder (tests).
-enum SystemTimeZones {
+package enum SystemTimeZones {
     /// The folder zone files are read from.
     static let directory: String = {
         if let dir = ProcessInfo.processInfo.environment["GEOTRIGGER_ZONEINFO"], !dir.isEmpty { return dir }
@@ -14,7 +14,7 @@ enum SystemTimeZones {
 
     /// The process's source over ``directory`` (cached: a SIGHUP reload or a runtime fence
     /// change finds every zone the start found).
-    static let source = TimeZoneSource(directory: directory)
+    package static let source = TimeZoneSource(directory: directory)
 }
 
 extension TimeZoneSource {

@@ -1,9 +1,11 @@
+import Gateway
 /// `geotrigger bench NAME`: the benchmark programs (run them from a release build).
-enum BenchCommand: Subcommand {
-    static let name = "bench"
-    static let summary = "run a benchmark (release builds): " + benchmarks.map(\.name).joined(separator: ", ")
+package enum BenchCommand: Subcommand {
+    package static let name = "bench"
+    package static let forwardsHelp = true
+    package static let summary = "run a benchmark (release builds): " + benchmarks.map(\.name).joined(separator: ", ")
 
-    /// One benchmark: each lives in `Sources/Gateway/Bench/NAMEBenchmark.swift`.
+    /// One benchmark: each lives in `Sources/Benchmarks/NAMEBenchmark.swift`.
     struct Benchmark: Sendable {
         var name: String
         var summary: String
@@ -16,7 +18,7 @@ enum BenchCommand: Subcommand {
         IndexBenchmark.benchmark, EngineBenchmark.benchmark, StoreBenchmark.benchmark, EndToEndBenchmark.benchmark,
     ]
 
-    static var help: String {
+    package static var help: String {
         var text = """
             Usage: geotrigger bench NAME [OPTIONS]    (geotrigger bench NAME --help for each)
 
@@ -30,7 +32,7 @@ enum BenchCommand: Subcommand {
         return text
     }
 
-    static func run(_ arguments: [String]) async throws -> Int32 {
+    package static func run(_ arguments: [String]) async throws -> Int32 {
         guard let first = arguments.first else { throw UsageError("name a benchmark") }
         guard let benchmark = benchmarks.first(where: { $0.name == first }) else {
             throw UsageError("unknown benchmark '\(first)'")

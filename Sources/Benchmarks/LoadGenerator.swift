@@ -1,3 +1,4 @@
+import Gateway
 import GeotriggerCore
 @_spi(Benchmarks) import MQTT
 import Synchronization

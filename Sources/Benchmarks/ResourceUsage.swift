@@ -1,3 +1,4 @@
+import Gateway
 #if canImport(Glibc)
 import Glibc
 #endif

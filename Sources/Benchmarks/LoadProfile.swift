@@ -1,3 +1,4 @@
+import Gateway
 import GeotriggerCore
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import Gateway
 import GeotriggerCore
 import MQTT
 import Synchronization

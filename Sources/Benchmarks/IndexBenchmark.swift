@@ -1,3 +1,4 @@
+import Gateway
 import FoundationEssentials
 import GeotriggerCore
 
