@@ -98,6 +98,9 @@ final class RuntimeFences: Service, Sendable {
     /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
     private let backlog = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
+    /// Something may be due for ``run()``: a change to rebuild, a save to retry, a following
+    /// fence to move. Without it the loop sleeps without visiting the queue.
+    private let workPending = Atomic<Bool>(true)
     private let stopped = Atomic<Bool>(false)
     /// Where each rebuilt snapshot goes (the ``MonitorPool`` adopts them in order).
     private let adoptions: AsyncStream<EngineSnapshot>.Continuation
@@ -191,6 +194,7 @@ final class RuntimeFences: Service, Sendable {
         queue.async { [self] in
             apply(message)
             backlog.subtract(1, ordering: .relaxed)
+            workPending.store(true, ordering: .releasing)
         }
         if waiting > Self.backlogLimit { await onQueue {} }
     }
@@ -313,6 +317,7 @@ final class RuntimeFences: Service, Sendable {
             guard f.following[update.device] != nil else { return }
             f.follows[update.device, default: Follow()].position = update.coordinate
         }
+        workPending.store(true, ordering: .releasing)
     }
 
     private func updateFollowing() {
@@ -423,12 +428,16 @@ final class RuntimeFences: Service, Sendable {
         let (snapshot, generation, saves, rejections) = await onQueue { [self] in
             state.withLock { s -> (EngineSnapshot?, Int, [FenceKey: [UInt8]?], [(FenceKey, String)]) in
                 _ = followers.withLock { RuntimeFences.moveFollowing(&s, &$0, now: now, interval: followInterval) }
-                guard s.dirty, now >= s.lastBuild + rebuildInterval else { return (nil, 0, [:], []) }
+                guard s.dirty, now >= s.lastBuild + rebuildInterval else {
+                    noteRemainingWork(s)
+                    return (nil, 0, [:], [])
+                }
                 s.lastBuild = now
                 var rejections: [(FenceKey, String)] = []
                 let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
                 let saves = s.unsaved
                 s.unsaved = [:]
+                noteRemainingWork(s)
                 return (snapshot, s.generation, saves, rejections)
             }
         }
@@ -466,6 +475,7 @@ final class RuntimeFences: Service, Sendable {
                     for (key, value) in saves where s.unsaved[key] == nil { s.unsaved[key] = .some(value) }
                     s.saveRetry = MonotonicClock.now() + 1
                 }
+                workPending.store(true, ordering: .releasing)
             }
         }
     }
@@ -474,7 +484,10 @@ final class RuntimeFences: Service, Sendable {
     private func retryUnsaved(force: Bool = false) async {
         let saves: [FenceKey: [UInt8]?] = await onQueue { [self] in
             state.withLock { s in
-                guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else { return [:] }
+                guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else {
+                    noteRemainingWork(s)
+                    return [:]
+                }
                 let saves = s.unsaved
                 s.unsaved = [:]
                 return saves
@@ -483,9 +496,19 @@ final class RuntimeFences: Service, Sendable {
         await save(saves)
     }
 
+    /// On the queue: keeps ``run()`` coming while a change waits for its rebuild interval, a
+    /// save for its retry, or a followed device's position for its fences' move.
+    private func noteRemainingWork(_ s: State) {
+        if s.dirty || !s.unsaved.isEmpty || followers.withLock({ $0.follows.values.contains { $0.position != nil } }) {
+            workPending.store(true, ordering: .releasing)
+        }
+    }
+
     func run() async throws {
         while !stopped.load(ordering: .relaxed) {
             try? await Task.sleep(for: .milliseconds(50))
+            // Idle (the usual case): no visit to the queue.
+            guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             await rebuildIfDue()
             await retryUnsaved()
         }
