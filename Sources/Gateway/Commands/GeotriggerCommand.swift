@@ -60,7 +60,7 @@ public enum GeotriggerCommand {
     /// Runs the command line `arguments` (without the program name) and returns the exit status.
     /// `more`: commands of other modules, listed after the product's.
     package static func main(_ arguments: [String], more: [any Subcommand.Type] = []) async -> Int32 {
-        let subcommands = subcommands + more + [VersionCommand.self]
+        let subcommands = Self.subcommands + more + [VersionCommand.self]
         let overview = overview(subcommands)
         guard let first = arguments.first, first != "--help", first != "-h", first != "help" else {
             print(overview, terminator: "")
