@@ -62,7 +62,8 @@ extension ServeTests {
                 (.notFinite, { (fleetTopic, Array("{\"lat\":1e999,\"lon\":-119.71,\"time\":\(t0 + 1000)}".utf8)) }),
                 (.outOfRange, { (fleetTopic, Array("{\"lat\":95,\"lon\":-119.71,\"time\":\(t0 + 1000)}".utf8)) }),
                 (.futureTime, { (fleetTopic, Array(Payload.json(lat: 34.45, lon: -119.71, time: (now + 3600).rounded()).utf8)) }),
-                (.ignoredType, { (phoneTopic, Array("{\"_type\":\"waypoint\",\"desc\":\"home\",\"lat\":34.45,\"lon\":-119.71,\"tst\":\(Int(t0))}".utf8)) }),
+                // Its `_type` holds a line break and a forged record: the log escapes it (checked below).
+                (.ignoredType, { (phoneTopic, Array("{\"_type\":\"waypoint\\nerror [geotrigger] forged record=1\",\"desc\":\"home\",\"lat\":34.45,\"lon\":-119.71,\"tst\":\(Int(t0))}".utf8)) }),
                 (.badDeviceId, { ("\(input)/fleet//x/location", Array(Payload.json(lat: 34.45, lon: -119.71, time: t0 + 1000).utf8)) }),
                 (.ownEcho, { ("owntracks/gateway/\(h.gatewayID)", Array(Payload.owntracks(lat: 34.45, lon: -119.71, tst: t0 + 1000).utf8)) }),
                 (.outOfOrder, { (fleetTopic, Array(Payload.json(lat: 34.4570, lon: -119.7125, time: lastFleetTime - 5, accuracy: 5).utf8)) }),
@@ -109,6 +110,9 @@ extension ServeTests {
                 let lines = log.split(separator: "\n").filter { $0.contains("dropped input") && $0.contains(" reason=\(reason.rawValue)") }
                 #expect(lines.count == 1, "\(reason.rawValue): \(lines.count) log lines\n\(tail(log))")
             }
+            // A client's text cannot start a log record of its own.
+            #expect(!log.split(separator: "\n").contains { $0.hasPrefix("error [geotrigger] forged") }, "\(tail(log))")
+            #expect(log.contains(#"detail="_type 'waypoint\nerror [geotrigger] forged record=1' is not a location""#), "\(tail(log))")
             #expect(gateway.terminate() == 0)
         }
     }

@@ -35,11 +35,43 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ metadata: Metadata = [:]) {
         guard level >= Logger.threshold.withLock({ $0 }) else { return }
-        var line = "\(level.name) [\(label)] \(message())"
+        var line = "\(level.name) [\(label)] " + Logger.escaped(message())
         for (key, value) in metadata {
-            line += " \(key)=" + (value.contains(" ") || value.isEmpty ? "\"\(value)\"" : value)
+            line += " \(key)=" + Logger.quoted(value)
         }
         printError(line)
+    }
+
+    /// `value` as one metadata value: as it is, or in double quotes when it is empty or holds a
+    /// space, `"`, `=`, `\` or a control character. Values often come from clients (topics,
+    /// payload details), so none can end the line or forge a `key=value` of its own.
+    static func quoted(_ value: String) -> String {
+        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0 != " " && $0 != "\"" && $0 != "=" && $0 != "\\" && !isControl($0) }
+        return plain ? value : "\"" + escaped(value, quote: true) + "\""
+    }
+
+    /// `text` with control characters written as escapes (`\n`, `\u{1b}`), and with `quote`
+    /// also `"` and `\`: a record stays one line.
+    static func escaped(_ text: String, quote: Bool = false) -> String {
+        guard text.unicodeScalars.contains(where: { isControl($0) || (quote && ($0 == "\"" || $0 == "\\")) }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\"" where quote: out += "\\\""
+            case "\\" where quote: out += "\\\\"
+            case _ where isControl(scalar): out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// C0 and C1 control characters, DEL, and the Unicode line and paragraph separators.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 
     public func trace(_ m: @autoclosure () -> String, _ md: Metadata = [:]) { log(.trace, m(), md) }
