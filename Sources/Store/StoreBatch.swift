@@ -61,3 +61,91 @@ public struct StoreBatch: Sendable, Equatable {
         settled[destination] = max(settled[destination] ?? sequence, sequence)
     }
 }
+
+/// A change to one device's persisted monitor state: the new serialized state, or a deletion.
+public struct DeviceStateChange: Sendable, Equatable {
+    /// The device id.
+    public var device: String
+    /// The engine's serialized monitor state, or nil to delete the device's state.
+    public var state: [UInt8]?
+
+    public init(device: String, state: [UInt8]?) {
+        self.device = device
+        self.state = state
+    }
+}
+
+/// One event as the journal keeps it: the event JSON exactly as published on MQTT (`payload`),
+/// its id and times, and the fields it is queried by.
+///
+/// The journal stores only id, times and payload: device, trigger, layer, fence and type are
+/// read back from the payload (`device`, `trigger`, `fence.layer`, `fence.id`, `type`, as the
+/// MQTT event schema has them), so they must agree with it.
+public struct JournalEvent: Sendable, Equatable {
+    /// The event's deterministic id (unique in the journal).
+    public var id: String
+    public var device: String
+    public var trigger: String
+    /// The fence layer name.
+    public var layer: String
+    /// The fence id within its layer.
+    public var fence: String
+    /// `enter`, `exit` or `dwell`.
+    public var type: String
+    /// The fix time that decided the event, in seconds since 1970 (UTC).
+    public var fixTime: Double
+    /// When the gateway emitted the event, in seconds since 1970 (UTC); retention counts by it.
+    public var emittedTime: Double
+    /// The event JSON (the MQTT event schema), one line.
+    public var payload: String
+
+    public init(id: String, device: String, trigger: String, layer: String, fence: String, type: String,
+                fixTime: Double, emittedTime: Double, payload: String) {
+        self.id = id
+        self.device = device
+        self.trigger = trigger
+        self.layer = layer
+        self.fence = fence
+        self.type = type
+        self.fixTime = fixTime
+        self.emittedTime = emittedTime
+        self.payload = payload
+    }
+}
+
+/// A publish waiting in an outbox.
+public struct OutboxMessage: Sendable, Equatable {
+    public var destination: OutboxDestination
+    /// The id of the event it carries (several destinations may carry one event).
+    public var eventID: String
+    public var topic: String
+    public var payload: [UInt8]
+    /// MQTT QoS (0, 1 or 2).
+    public var qos: Int
+    /// The payload is the journal's payload of the event `eventID`, committed in the same
+    /// batch: the message then rides on the event's journal row (its destination's stream,
+    /// ``OutboxSource/journal``), or, when it cannot (see ``StoreReceipt/outbox``), its
+    /// outbox row reads the payload from there. An event's JSON is written to disk once.
+    public var payloadInJournal: Bool
+
+    public init(destination: OutboxDestination, eventID: String, topic: String, payload: [UInt8], qos: Int,
+                payloadInJournal: Bool = false) {
+        self.destination = destination
+        self.eventID = eventID
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.payloadInJournal = payloadInJournal
+    }
+}
+
+/// A broker's successful acknowledgement of an outbox message: it may leave the outbox.
+public struct OutboxAcknowledgement: Sendable, Equatable {
+    public var destination: OutboxDestination
+    public var sequence: Int64
+
+    public init(destination: OutboxDestination, sequence: Int64) {
+        self.destination = destination
+        self.sequence = sequence
+    }
+}

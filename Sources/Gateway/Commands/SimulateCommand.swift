@@ -112,7 +112,7 @@ enum SimulateCommand: Subcommand {
             }
             for update in tick {
                 let topic = topicTemplate.replacing("{device}", with: update.device)
-                try client.publish(topic: topic, payload: payloadBytes(payload(update, format: format)), qos: MQTTQoS(qos))
+                try client.publish(topic: topic, payload: payload(update, format: format).serializedBytes(), qos: MQTTQoS(qos))
                 published += 1
             }
             if !args.has("quiet"), let first = tick.first {

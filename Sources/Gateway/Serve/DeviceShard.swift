@@ -384,8 +384,3 @@ package final class DeviceShard: Sendable {
         return nil
     }
 }
-
-/// The compact UTF-8 JSON text of `value`.
-func payloadBytes(_ value: JSONValue) -> [UInt8] {
-    value.serializedBytes()
-}

@@ -20,7 +20,7 @@ package struct EventBuilder: Sendable {
     func topic(trigger: String, device: String) -> String { "\(prefix)/events/\(trigger)/\(device)" }
 
     func append(_ note: FenceNotification, emitted: Double, trackerID: String?, owntracks: Bool, to item: inout EventCommitter.Item) {
-        let payload = payloadBytes(note.eventJSON(gateway: gatewayID, emitted: emitted))
+        let payload = note.eventJSON(gateway: gatewayID, emitted: emitted).serializedBytes()
         item.events.append(JournalEvent(
             id: note.id, device: note.device, trigger: note.trigger, layer: note.layer, fence: note.fenceID,
             type: note.type.rawValue, fixTime: note.position.time, emittedTime: emitted,
@@ -39,7 +39,7 @@ package struct EventBuilder: Sendable {
         if owntracksTransitions, owntracks, note.type != .dwell, note.delivery != .remote {
             item.outbox.append(OutboxMessage(
                 destination: .local, eventID: note.id + "-t", topic: "owntracks/\(note.device)/event",
-                payload: payloadBytes(transition(note, trackerID: trackerID)), qos: qos))
+                payload: transition(note, trackerID: trackerID).serializedBytes(), qos: qos))
         }
     }
 

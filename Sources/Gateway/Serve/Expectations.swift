@@ -160,7 +160,7 @@ final class Expectations: Service, Sendable {
         item.expectations.append(.settle(decision.row))
         item.outbox.append(OutboxMessage(
             destination: .local, eventID: decision.id, topic: "\(prefix)/expect/\(expectation.id)/result",
-            payload: payloadBytes(decision.resultJSON(emitted: WallClock.now())), qos: qos))
+            payload: decision.resultJSON(emitted: WallClock.now()).serializedBytes(), qos: qos))
         work.withLock { $0.clears.append((id: expectation.id, resultID: decision.id)) }
         logger.info("expectation settled", [
             "expectation": expectation.id, "device.id": expectation.device, "result": decision.result,
@@ -171,10 +171,10 @@ final class Expectations: Service, Sendable {
     /// Publishes why a payload was rejected (not retained), shaped like a runtime fence's error,
     /// and sets a status warning.
     private func reject(_ id: String, _ reason: String) {
-        let payload = payloadBytes(.object([
+        let payload = JSONValue.object([
             "expectation": .string(id), "error": .string(reason),
             "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
-        ]))
+        ]).serializedBytes()
         _ = try? client.publish(topic: "\(prefix)/expect/\(id)/error", payload: payload, qos: .atLeastOnce, retain: false)
         warnings.set("expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)")
     }

@@ -151,7 +151,7 @@ final class GPSDFeed: Service, Sendable {
         if let republish {
             // QoS 0 needs a connection: without one the position is simply not republished.
             _ = try? republish.client.publish(
-                topic: republish.topic, payload: payloadBytes(GPSDFeed.update(fix, device: device).owntracksPayload()),
+                topic: republish.topic, payload: GPSDFeed.update(fix, device: device).owntracksPayload().serializedBytes(),
                 qos: .atMostOnce, retain: false)
         }
     }

@@ -237,10 +237,10 @@ struct GatewayServer: Sendable {
         let deadline = MonotonicClock.now() + 3
         while !client.isConnected, MonotonicClock.now() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         guard client.isConnected else { return }
-        let payload = payloadBytes(.object([
+        let payload = JSONValue.object([
             "status": .string("failedToStart"), "warnings": .array(problems.map { .string($0) }),
             "since": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)), "version": .string(GatewayVersion.current),
-        ]))
+        ]).serializedBytes()
         _ = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
         try? await Task.sleep(for: .milliseconds(300))
         logger.notice("published failedToStart to the broker")

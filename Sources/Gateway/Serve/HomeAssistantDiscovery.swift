@@ -97,7 +97,7 @@ package struct HomeAssistantDiscovery: Sendable {
                 "via_device": .string(node),
             ]),
         ]
-        return payloadBytes(.object(config))
+        return JSONValue.object(config).serializedBytes()
     }
 
     /// A fence's occupancy: a `sensor` counting the devices in it, its occupancy payload as
@@ -118,7 +118,7 @@ package struct HomeAssistantDiscovery: Sendable {
             "qos": .number(1),
             "device": .object(gatewayDevice),
         ]
-        return payloadBytes(.object(config))
+        return JSONValue.object(config).serializedBytes()
     }
 
     /// The gateway itself: a connectivity `binary_sensor` on its status.
@@ -133,7 +133,7 @@ package struct HomeAssistantDiscovery: Sendable {
             "qos": .number(1),
             "device": .object(gatewayDevice),
         ]
-        return payloadBytes(.object(config))
+        return JSONValue.object(config).serializedBytes()
     }
 
     /// A device tracker's attributes from its state payload: `latitude`, `longitude`,

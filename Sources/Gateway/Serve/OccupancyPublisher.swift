@@ -57,7 +57,7 @@ final class OccupancyPublisher: Service, Sendable {
             payload["count"] = .number(Double(count))
             payload["devices"] = .array(devices.map { .string($0) })
             payload["updated"] = .string(updated)
-            states.publish(topic: topic, payload: payloadBytes(.object(payload)))
+            states.publish(topic: topic, payload: JSONValue.object(payload).serializedBytes())
             if first, let discovery = states.discovery {
                 states.publish(topic: discovery.occupancyConfigTopic(key), payload: discovery.occupancyConfig(key, name: fence.fence.name))
             }

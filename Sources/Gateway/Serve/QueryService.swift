@@ -86,7 +86,7 @@ final class QueryService: Service, Sendable {
             properties = MQTTPublishProperties(correlationData: message.correlationData)
         }
         do {
-            try client.publish(topic: target, payload: payloadBytes(.object(object)), qos: .atLeastOnce, retain: false, properties: properties)
+            try client.publish(topic: target, payload: JSONValue.object(object).serializedBytes(), qos: .atLeastOnce, retain: false, properties: properties)
         } catch {
             logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
         }

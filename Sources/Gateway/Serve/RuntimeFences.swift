@@ -253,10 +253,10 @@ final class RuntimeFences: Service, Sendable {
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
     private func reject(_ key: FenceKey, _ reason: String) {
         let topic = "\(prefix)/fences/\(key.layer)/\(key.fence)/error"
-        let payload = payloadBytes(.object([
+        let payload = JSONValue.object([
             "layer": .string(key.layer), "fence": .string(key.fence), "error": .string(reason),
             "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
-        ]))
+        ]).serializedBytes()
         _ = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: false)
         warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)")
     }

@@ -46,7 +46,7 @@ final class StatusReporter: Service, Sendable {
     }
 
     /// The will: what the broker publishes if the gateway vanishes.
-    static func willPayload() -> [UInt8] { payloadBytes(.object(["status": .string("offline")])) }
+    static func willPayload() -> [UInt8] { JSONValue.object(["status": .string("offline")]).serializedBytes() }
 
     /// The counters, gauges and connections of this moment: the one place they are gathered.
     func sample() -> StatusSample {
@@ -60,13 +60,13 @@ final class StatusReporter: Service, Sendable {
     /// The status payload for `status` (with `sample`, else one taken now).
     func payload(_ status: String, _ sample: StatusSample? = nil) -> [UInt8] {
         let sample = sample ?? self.sample()
-        return payloadBytes(.object([
+        return JSONValue.object([
             "status": .string(status),
             "warnings": .array(warnings.texts.map { .string($0) }),
             "counters": sample.countersJSON,
             "since": .string(ISO8601Time.format(since, milliseconds: true)),
             "version": .string(GatewayVersion.current),
-        ]))
+        ]).serializedBytes()
     }
 
     /// Publishes `status` now (and keeps it for the periodic reports). Returns the message id.
