@@ -105,4 +105,17 @@ import TestSupport
         #expect(console.take(topic: "p/occupancy/t/l/gate", payload: []) == "removed  t/l/gate")
         #expect(!console.screen(width: 80).contains("t/l/gate"))
     }
+
+    /// Text from the broker cannot drive the operator's terminal: a device id and an event
+    /// message holding escape sequences are printed as escapes, in the lines and the screen.
+    @Test func controlCharactersFromTheBrokerArePrintedAsEscapes() {
+        var console = WatchConsole(prefix: "p")
+        let line = console.take(topic: "p/events/t/d", payload: Array(#"{"type":"enter","device":"d\u001b[2J","fence":{"layer":"l","id":"f"},"message":"hi\u0007\nforged"}"#.utf8))
+        #expect(line?.contains(#"d\u{1b}[2J"#) == true && line?.contains(#"hi\u{7}\nforged"#) == true, "\(line ?? "nil")")
+        #expect(line?.unicodeScalars.contains { $0.value < 0x20 } == false)
+        _ = console.take(topic: "p/devices/x\u{1B}]0;title\u{07}/state", payload: Array(#"{"device":"x","inside":[]}"#.utf8))
+        let screen = console.screen(width: 200)
+        #expect(!screen.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+        #expect(screen.contains(#"x\u{1b}]0;title\u{7}"#), "\(screen)")
+    }
 }

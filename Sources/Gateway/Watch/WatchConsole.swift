@@ -19,7 +19,13 @@ struct WatchConsole {
     var eventLimit = 15
 
     /// Takes one message; returns the plain line to print for it (nil: nothing new to say).
+    /// Text from the broker (device ids, fence names, messages) reaches the operator's terminal,
+    /// so control characters in it are printed as escapes (``Logger/escaped(_:quote:)``).
     mutating func take(topic: String, payload: [UInt8]) -> String? {
+        describe(topic: topic, payload: payload).map { Logger.escaped($0) }
+    }
+
+    private mutating func describe(topic: String, payload: [UInt8]) -> String? {
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         let prefixLevels = prefix.split(separator: "/").count
         guard levels.count > prefixLevels else { return nil }
@@ -127,7 +133,7 @@ struct WatchConsole {
         }
         out += "\nRECENT EVENTS\n"
         for e in events.reversed() { out += String(e.prefix(width)) + "\n" }
-        return out
+        return out.split(separator: "\n", omittingEmptySubsequences: false).map { Logger.escaped(String($0)) }.joined(separator: "\n")
     }
 
     private func shortTime(_ iso: String?) -> String {
