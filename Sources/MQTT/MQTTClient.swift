@@ -198,9 +198,11 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Disconnects cleanly (DISCONNECT, so no will) and waits for the network thread to end
-    /// (at most a few seconds). The `messages` sequence then ends once drained; messages
-    /// arriving while stopping are discarded if the queue is full. A stopped client cannot
-    /// start again. Blocks the calling thread: call it at shutdown, not in a handler.
+    /// (at most a few seconds). From the call on nothing more is read: the thread only writes
+    /// what is queued, the DISCONNECT last, so every message read was acknowledged before it,
+    /// and what the broker sent after stays unacknowledged in its session. The `messages`
+    /// sequence then ends once drained. A stopped client cannot start again. Blocks the
+    /// calling thread: call it at shutdown, not in a handler.
     public func stop() {
         core.lock.lock()
         guard core.phase == .running, let thread = core.thread else {

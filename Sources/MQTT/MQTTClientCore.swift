@@ -206,18 +206,21 @@ final class MQTTClientCore: @unchecked Sendable {
             }
             needsConnect = true
             var code = Int32(MOSQ_ERR_SUCCESS.rawValue)
-            var stoppingTurns = 0
+            var stopDeadline: ContinuousClock.Instant?
             setLooping(true)
             repeat {
-                // Stopping: give the DISCONNECT up to 20 short turns (2 s) to go out, then
-                // leave anyway (a connection still pending to an unresponsive host).
+                // Stopping: nothing more is read (what the broker sent and was not read is not
+                // acknowledged, so it stays in the session); the queued packets, the DISCONNECT
+                // last, get up to 2 s to go out, then the thread leaves anyway (a connection
+                // still pending to an unresponsive host, a broker that stopped reading).
                 let (stopping, connecting, delegate): (Bool, Bool, any MQTTClientDelegate) =
                     lock.withLock { (phase != .running, !connackSucceeded, self.delegate) }
                 if stopping {
-                    stoppingTurns += 1
-                    if stoppingTurns > 20 { break }
+                    let deadline = stopDeadline ?? .now + .seconds(2)
+                    stopDeadline = deadline
+                    if ContinuousClock.now >= deadline { break }
                 }
-                code = turn(handle, timeout: stopping ? 100 : 1000, connecting: connecting, delegate: delegate)
+                code = turn(handle, timeout: stopping ? 100 : 1000, reading: !stopping || connecting, connecting: connecting, delegate: delegate)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
             setLooping(false)
             lock.lock()
@@ -258,7 +261,8 @@ final class MQTTClientCore: @unchecked Sendable {
     /// arrived, calls the delegate's `afterReads` (also when reading lost the connection), writes what is
     /// queued, and sends a PINGREQ when due. Returns libmosquitto's code: anything but success
     /// ends the connection.
-    private func turn(_ handle: OpaquePointer, timeout: Int32, connecting: Bool, delegate: any MQTTClientDelegate) -> Int32 {
+    /// `reading`: false while stopping, when the turn only writes what is queued.
+    private func turn(_ handle: OpaquePointer, timeout: Int32, reading: Bool, connecting: Bool, delegate: any MQTTClientDelegate) -> Int32 {
         let success = Int32(MOSQ_ERR_SUCCESS.rawValue)
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
@@ -270,11 +274,11 @@ final class MQTTClientCore: @unchecked Sendable {
         let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
         // Packets already taken from the socket (a burst ended before them) are there to read
         // whatever poll says: no waiting then.
-        let held = BufferedReads.heldBytes(socket) > 0
-        let batched = batching.load(ordering: .relaxed)
+        let held = reading && BufferedReads.heldBytes(socket) > 0
+        let batched = reading && batching.load(ordering: .relaxed)
         let wait = held ? 0 : batched ? min(timeout, Self.batchWait) : timeout
         let (ready, events, woken) = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds in
-            fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | writable, revents: 0)
+            fds[0] = pollfd(fd: socket, events: (reading ? Int16(POLLIN) : 0) | writable, revents: 0)
             fds[1] = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
             return (poll(fds.baseAddress, 2, wait), fds[0].revents, fds[1].revents != 0)
         }
@@ -285,7 +289,7 @@ final class MQTTClientCore: @unchecked Sendable {
         // Batching, the socket is read whatever poll said: fewer than `batchBytes` may be there.
         var read = success
         let taken = BufferedReads.takenBytes(socket)
-        if held || batched || events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
+        if reading, held || batched || events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
             read = readBurst(handle, calls: connecting ? 1 : Self.readCalls)
         }
         if read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {

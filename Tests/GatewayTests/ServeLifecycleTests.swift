@@ -87,6 +87,10 @@ extension ServeTests {
             let line = try #require(first.log.split(separator: "\n").last { $0.contains("stopped") && $0.contains("updates.accepted=") })
             let acceptedBefore = try #require(line.split(separator: " ").first { $0.hasPrefix("updates.accepted=") }
                 .flatMap { Int($0.dropFirst("updates.accepted=".count)) })
+            // The retained status says so before the next gateway starts: its own statuses are
+            // then the only ones with `started` (a late one of the first would be read as the second's).
+            #expect(await watcher.waitStatus(h.statusTopic, timeout: .seconds(10)) { $0.status == "stopped" }.ok,
+                    "the stopped gateway's retained status: \(watcher.lastStatus(h.statusTopic).map(\.description) ?? "none")")
 
             let second = try h.startGateway(config: configPath, log: "gateway-2.log")
             let sent = devices * rounds

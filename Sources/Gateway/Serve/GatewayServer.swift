@@ -128,11 +128,10 @@ struct GatewayServer: Sendable {
         }
         let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { [publishers] client in
             guard client.isConnected else { return }
-            status.publish("stopped")
+            status.publish("stopped", qos: .atMostOnce)
             // The events in flight get a moment to be acknowledged (the rest are sent again at
-            // the next start), and the broker takes the last status before the clean disconnect.
+            // the next start).
             await publishers[.local]?.waitForAcknowledgements(within: 1)
-            try? await Task.sleep(for: .milliseconds(200))
         }
         let pipeline = FeedPipeline(
             connection: localConnection, feeds: feeds, pool: pool, committer: committer, statePublisher: statePublisher,

@@ -70,10 +70,14 @@ final class StatusReporter: Service, Sendable {
     }
 
     /// Publishes `status` now (and keeps it for the periodic reports). Returns the message id.
+    ///
+    /// `qos`: the last status before a clean disconnect goes at QoS 0, which libmosquitto
+    /// writes at once, ahead of the DISCONNECT; a QoS 1 message waits for a free slot of the
+    /// broker's receive maximum, behind the events in flight, and the disconnect would drop it.
     @discardableResult
-    func publish(_ status: String, _ sample: StatusSample? = nil) -> Int32? {
+    func publish(_ status: String, _ sample: StatusSample? = nil, qos: MQTTQoS = .atLeastOnce) -> Int32? {
         self.status.withLock { $0 = status }
-        return try? client.publish(topic: topic, payload: payload(status, sample), qos: .atLeastOnce, retain: true)
+        return try? client.publish(topic: topic, payload: payload(status, sample), qos: qos, retain: true)
     }
 
     /// Reads the outbox sizes again (on the store's queue).
