@@ -81,8 +81,6 @@ public final class GatewayCounters: Sendable {
         return unreadBytes / max(1, feedBytes.load(ordering: .relaxed) / count)
     }
 
-    public func droppedCount(_ reason: DropReason) -> Int { dropped.withLock { $0[reason] ?? 0 } }
-
     /// The `counters` object of `values`; `dropped` lists every reason (zeros included) in the
     /// contract's order.
     public static func json(_ values: Values, queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int) -> JSONValue {

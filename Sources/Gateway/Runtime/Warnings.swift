@@ -48,11 +48,6 @@ public final class Warnings: Sendable {
         if removed { logger.notice(resolved() ?? "resolved", ["warning": key]) }
     }
 
-    /// Clears every warning whose key starts with `prefix`.
-    public func clearAll(prefix: String) {
-        current.withLock { $0.list.removeAll { $0.key.hasPrefix(prefix) } }
-    }
-
     /// The warning texts, oldest first: at most ``limit``, the last of them counting the rest
     /// when there were more.
     public var texts: [String] {
