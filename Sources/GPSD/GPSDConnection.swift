@@ -1,5 +1,9 @@
 internal import CGPS
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One open connection to gpsd, watching JSON reports: owns libgps's `gps_data_t`.
 ///
 /// `init` loads libgps if no connection did before (`GPSDLibrary`), opens the connection
@@ -72,9 +76,13 @@ public final class GPSDConnection {
     /// Reads one report (`gps_read`); throws when the connection is closed or broken.
     public func readReport() throws(GPSDError) -> GPSDReport {
         message[0] = 0
-        let count = try GPSDError.check(
-            geotrigger_gps_read(library.functions, data, message, GPSDConnection.messageCapacity),
-            "gps_read from \(host):\(port)", library: library)
+        errno = 0
+        let result = geotrigger_gps_read(library.functions, data, message, GPSDConnection.messageCapacity)
+        let call = "gps_read from \(host):\(port)"
+        // libgps returns -1 for the end of the stream too, leaving errno alone: gpsd closed the
+        // connection (code 0), not libgps's own -1 ("can't get service entry").
+        if result == -1 && errno == 0 { throw GPSDError(code: 0, call: call, library: library) }
+        let count = try GPSDError.check(result, call, library: library)
         guard count > 0 else { return .incomplete }
         let length = strnlen(message, Int(GPSDConnection.messageCapacity))
         let line = UnsafeRawBufferPointer(start: message, count: length)

@@ -181,6 +181,9 @@ import Glibc
             return events[lastFix...].contains(where: \.isDisconnected)
         }
         #expect(lostIt, "no .disconnected after gpsd was killed")
+        let afterFixes = await recorder.events.reversed().prefix { !$0.isFix }.reversed()
+        let loss = afterFixes.lazy.compactMap { if case .disconnected(let error) = $0 { error } else { nil } }.first
+        #expect(loss?.message == "connection closed by gpsd", "the lost connection reads \(loss.map { "\($0)" } ?? "nothing")")
         let fixesBefore = await recorder.fixes.count
         #expect(fixesBefore < example.validRMCs.count, "the first replay must be cut short")
 
