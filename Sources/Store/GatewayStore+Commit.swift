@@ -31,16 +31,19 @@ extension GatewayStore {
         executor.async { self.assumeIsolated { body($0) } }
     }
 
-    /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued
-    /// there, and waits for it: on the caller's thread when no job is queued, so no thread is
-    /// woken at all. For a caller that must not wait long, see ``isIdle``.
-    public nonisolated func performAndWait(_ body: @Sendable (isolated GatewayStore) -> Void) {
+    /// Runs `body` isolated to the store: right here, on the caller's thread, when no job is
+    /// queued or running on the store's queue (libdispatch runs the `sync` block in place, so
+    /// no thread is woken at all), else queued behind those jobs as ``perform(_:)`` does, so
+    /// the caller never waits for them. Returns whether it ran here.
+    @discardableResult
+    public nonisolated func performHereIfIdle(_ body: @escaping @Sendable (isolated GatewayStore) -> Void) -> Bool {
+        guard executor.isIdle else {
+            perform(body)
+            return false
+        }
         executor.sync { self.assumeIsolated { body($0) } }
+        return true
     }
-
-    /// Whether no job is queued or running on the store's queue at this moment (another thread
-    /// may queue one right after).
-    public nonisolated var isIdle: Bool { executor.isIdle }
 
     /// Removes acknowledged messages from `destination`'s outbox; returns how many were there.
     @discardableResult

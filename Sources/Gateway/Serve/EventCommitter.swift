@@ -14,7 +14,7 @@ import Synchronization
 /// The commits run on the store's own queue, one at a time. Items that ``FeedPipeline`` hands
 /// over on the network thread (the feed updates) are committed by that thread itself after its
 /// burst of reads (``commitBurst()``), when the store's queue is idle
-/// (``GatewayStore/performAndWait(_:)``): then the commit costs no thread wake-up, and the
+/// (``GatewayStore/performHereIfIdle(_:)``): then the commit costs no thread wake-up, and the
 /// fresh events are published in the same turn. Any other item, and those of a burst that
 /// finds the store busy, queue a job there (``GatewayStore/perform(_:)``): the first item while
 /// none is queued queues one, and a job that finds more pending when it ends queues the next.
@@ -223,11 +223,10 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// the store queue's (`durability: full`).
     func commitBurst() {
         guard commitsBursts, pending.withLock({ p in !p.isEmpty && p.schedule() }) else { return }
-        if store.isIdle {
+        if store.performHereIfIdle({ store in self.commit(on: store) }) {
             networkThreadCommits.add(1, ordering: .relaxed)
-            store.performAndWait { store in self.commit(on: store) }
         } else {
-            queueCommit()
+            queuedCommits.add(1, ordering: .relaxed)
         }
     }
 
