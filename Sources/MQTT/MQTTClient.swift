@@ -216,7 +216,7 @@ public final class MQTTClient: @unchecked Sendable {
         core.lock.broadcast()
         core.lock.unlock()
         core.queue.close()
-        _ = mosquitto_disconnect_v5(handle, 0, nil)
+        // The network thread writes what is queued, then the DISCONNECT.
         core.wake()
         pthread_join(thread, nil)
         core.lock.withLock {

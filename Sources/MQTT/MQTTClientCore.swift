@@ -207,18 +207,30 @@ final class MQTTClientCore: @unchecked Sendable {
             needsConnect = true
             var code = Int32(MOSQ_ERR_SUCCESS.rawValue)
             var stopDeadline: ContinuousClock.Instant?
+            var disconnectQueued = false
             setLooping(true)
             repeat {
                 // Stopping: nothing more is read (what the broker sent and was not read is not
-                // acknowledged, so it stays in the session); the queued packets, the DISCONNECT
-                // last, get up to 2 s to go out, then the thread leaves anyway (a connection
-                // still pending to an unresponsive host, a broker that stopped reading).
+                // acknowledged, so it stays in the session); the packets queued before the stop
+                // are written, then the DISCONNECT, all within 2 s, after which the thread
+                // leaves anyway (a connection still pending to an unresponsive host, a broker
+                // that stopped reading).
                 let (stopping, connecting, delegate): (Bool, Bool, any MQTTClientDelegate) =
                     lock.withLock { (phase != .running, !connackSucceeded, self.delegate) }
                 if stopping {
                     let deadline = stopDeadline ?? .now + .seconds(2)
                     stopDeadline = deadline
                     if ContinuousClock.now >= deadline { break }
+                    if !connecting, !disconnectQueued, !mosquitto_want_write(handle) {
+                        let socket = mosquitto_socket(handle)
+                        if configuration.tls == nil, socket >= 0 {
+                            disconnect(socket, until: deadline)
+                            break
+                        }
+                        // TLS: libmosquitto writes the DISCONNECT and closes at once.
+                        disconnectQueued = true
+                        _ = mosquitto_disconnect_v5(handle, 0, nil)
+                    }
                 }
                 code = turn(handle, timeout: stopping ? 100 : 1000, reading: !stopping || connecting, connecting: connecting, delegate: delegate)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
@@ -239,6 +251,51 @@ final class MQTTClientCore: @unchecked Sendable {
             }
             if !waitBackoff() { break }
         }
+    }
+
+    /// Ends a plain TCP connection at a stop without losing what was written to it: the
+    /// DISCONNECT (`E0 00`: normal disconnection, in v3.1.1 and v5), a half close, then what the
+    /// broker still sends is read and dropped until it closes its side (on the DISCONNECT) or
+    /// `deadline`. libmosquitto's own DISCONNECT closes the socket as soon as it is written, and
+    /// a close while unread bytes wait (the broker sends until it reads the DISCONNECT) resets
+    /// the connection: the kernel drops what it had not sent yet, the DISCONNECT and the last
+    /// acknowledgements among it, and the broker publishes the will. The socket itself stays
+    /// libmosquitto's, closed when the client is destroyed.
+    private func disconnect(_ socket: Int32, until deadline: ContinuousClock.Instant) {
+        func waitFor(_ events: Int32) -> Bool {
+            let left = deadline - .now
+            guard left > .zero else { return false }
+            var descriptor = pollfd(fd: socket, events: Int16(events), revents: 0)
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            return poll(&descriptor, 1, Int32(clamping: max(1, milliseconds))) >= 0
+        }
+        let packet: [UInt8] = [0xE0, 0x00]
+        var written = 0
+        while written < packet.count {
+            let count = packet.withUnsafeBytes { send(socket, $0.baseAddress! + written, packet.count - written, Int32(MSG_NOSIGNAL)) }
+            if count > 0 {
+                written += count
+            } else if count < 0, errno == EAGAIN || errno == EINTR, waitFor(POLLOUT) {
+                continue
+            } else {
+                break
+            }
+        }
+        if written == packet.count, shutdown(socket, Int32(SHUT_WR)) == 0 {
+            var scratch = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let count = scratch.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if count == 0 { break }
+                if count < 0, errno != EAGAIN && errno != EINTR { break }
+                if count < 0, !waitFor(POLLIN) { break }
+            }
+        }
+        // What libmosquitto's disconnect callback would have reported.
+        let wasConnected = lock.withLock {
+            defer { isConnected = false }
+            return isConnected
+        }
+        if wasConnected { report(.disconnected(code: 0, reason: "disconnected on request")) }
     }
 
     /// The most `mosquitto_loop_read` calls in one turn.
