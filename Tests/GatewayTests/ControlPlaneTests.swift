@@ -223,6 +223,9 @@ struct ControlPlaneTests {
         try rig.publishFence("jobs", "a", pointFence(lat: baseLat, lon: baseLon, buffer: 50))
         try await Task.sleep(for: .milliseconds(80))
         try rig.deleteFence("jobs", "b")
+        // Answered only after the delete was read (the control plane takes them in order): a
+        // stop reads nothing more, so what it saves must have arrived before.
+        _ = try await rig.fenceIDs("jobs")
         rig.stopGateway()
         rig.broker.stop()
         let gateway = try GatewayProcess(["serve", "--config", rig.config], directory: rig.directory.path, logFile: rig.directory.file("gw2.log"))
