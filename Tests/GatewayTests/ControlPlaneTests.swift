@@ -217,7 +217,7 @@ struct ControlPlaneTests {
         #expect(rejection("jobs", "b") == nil)
         #expect(try await rig.fenceIDs("jobs") == ["a", "b"])
 
-        // Change a, then delete b and stop at once: b's delete comes within the rebuild
+        // Change a, then delete b and stop right after: b's delete comes within the rebuild
         // interval (0.25 s) after a's rebuild, and is saved at the stop, so a start with the
         // broker down restores only a.
         try rig.publishFence("jobs", "a", pointFence(lat: baseLat, lon: baseLon, buffer: 50))
