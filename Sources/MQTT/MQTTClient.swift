@@ -203,7 +203,13 @@ public final class MQTTClient: @unchecked Sendable {
     /// and what the broker sent after stays unacknowledged in its session. The `messages`
     /// sequence then ends once drained. A stopped client cannot start again. Blocks the
     /// calling thread: call it at shutdown, not in a handler.
-    public func stop() {
+    ///
+    /// `last` runs on the network thread once it has stopped reading, if connected: a QoS 0
+    /// message published there is the last one the broker gets before the DISCONNECT. (One
+    /// published before the stop can be overtaken: a QoS 1 message waiting for a free slot of
+    /// the broker's receive maximum goes out when an acknowledgement is read, and one queued at
+    /// the stop never does.)
+    public func stop(last: (@Sendable () -> Void)? = nil) {
         core.lock.lock()
         guard core.phase == .running, let thread = core.thread else {
             if core.phase == .idle { core.phase = .stopped }
@@ -213,6 +219,7 @@ public final class MQTTClient: @unchecked Sendable {
             return
         }
         core.phase = .stopping
+        core.lastJob = last
         core.lock.broadcast()
         core.lock.unlock()
         core.queue.close()

@@ -46,6 +46,8 @@ final class MQTTClientCore: @unchecked Sendable {
     /// The index in `configuration.endpoints` of the address of the current (or last) attempt.
     var endpointIndex = 0
     var thread: pthread_t?
+    /// `MQTTClient.stop(last:)`'s job, taken by the network thread once it stops reading.
+    var lastJob: (@Sendable () -> Void)?
 
     /// The network thread batches its reads (see `batchBytes`).
     let batching = Atomic<Bool>(false)
@@ -219,6 +221,12 @@ final class MQTTClientCore: @unchecked Sendable {
                     lock.withLock { (phase != .running, !connackSucceeded, self.delegate) }
                 if stopping {
                     let deadline = stopDeadline ?? .now + .seconds(2)
+                    if stopDeadline == nil, !connecting, let last = lock.withLock({ lastJob }) {
+                        // From here on nothing is read, so no acknowledgement releases a
+                        // queued QoS 1 message any more: what `last` publishes goes after
+                        // everything the broker gets from this connection but the DISCONNECT.
+                        last()
+                    }
                     stopDeadline = deadline
                     if ContinuousClock.now >= deadline { break }
                     if !connecting, !disconnectQueued, !mosquitto_want_write(handle) {

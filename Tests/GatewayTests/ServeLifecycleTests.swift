@@ -90,15 +90,17 @@ extension ServeTests {
             // The retained status says so before the next gateway starts: its own statuses are
             // then the only ones with `started` (a late one of the first would be read as the second's).
             let stoppedSeen = await watcher.waitStatus(h.statusTopic, timeout: .seconds(10)) { $0.status == "stopped" }.ok
-            if !stoppedSeen {
+            guard stoppedSeen else {
                 let checker = try await h.probe("checker", subscribe: [h.statusTopic], cleanStart: true)
                 let retained = await checker.waitStatus(h.statusTopic, timeout: .seconds(5)) { _ in true }.status
                 Issue.record("""
                     the watcher's last status: \(watcher.lastStatus(h.statusTopic)?.status ?? "none"); \
                     retained at the broker: \(retained?.status ?? "none")
                     \(tail(first.log, lines: 20))
-                    broker: \(h.broker.log.split(separator: "\n").filter { $0.contains("gw-") && !$0.contains("PUB") }.suffix(12).joined(separator: "\n"))
+                    broker: \(h.broker.log.split(separator: "\n").filter { $0.contains("gw-") && (!$0.contains("PUB") || $0.contains("/status/")) }
+                        .suffix(16).joined(separator: "\n"))
                     """)
+                return  // the next gateway's statuses could not be told from the first's
             }
 
             let second = try h.startGateway(config: configPath, log: "gateway-2.log")

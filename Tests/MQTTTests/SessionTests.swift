@@ -157,5 +157,42 @@ extension MQTTIntegrationTests {
             #expect(await watcher.waitMessages(1))
             #expect(watcher.messages.all.map(\.payloadText) == ["marker"])
         }
+
+        /// `stop(last:)`: the message `last` publishes is the last one before the DISCONNECT,
+        /// even when a retained QoS 1 message on its topic waits behind a full window (the
+        /// broker's receive maximum is 2, 3,000 messages are queued). Published before the
+        /// stop, the QoS 0 message would go out at once and the waiting one after it, as the
+        /// acknowledgements free the window.
+        @Test func theLastMessageOfAStopGoesAfterEverythingQueued() async throws {
+            let broker = try MosquittoProcess(.init(maxInflightMessages: 2))
+            let prefix = unique("last")
+            let watcher = try MQTTProbe(port: broker.port, clientId: unique("watcher"))
+            let client = try MQTTProbe(port: broker.port, clientId: unique("client")) {
+                $0.will = .init(topic: "\(prefix)/status", payload: "offline", qos: .atLeastOnce, retain: true)
+            }
+            defer { watcher.stop() }
+            watcher.collect()
+            try watcher.client.subscribe("\(prefix)/status")
+            try watcher.client.start()
+            #expect(await watcher.waitSubscribed("\(prefix)/status"))
+            try client.client.start()
+            #expect(await client.waitConnected())
+            for index in 0..<3_000 {
+                try client.client.publish(topic: "\(prefix)/flood", payload: "\(index)", qos: .atLeastOnce)
+            }
+            try client.client.publish(topic: "\(prefix)/status", payload: "started", qos: .atLeastOnce, retain: true)
+            let status = "\(prefix)/status"
+            client.client.stop(last: { _ = try? client.client.publish(topic: status, payload: "stopped", qos: .atMostOnce, retain: true) })
+            #expect(client.events.contains { $0 == .disconnected(code: 0, reason: "disconnected on request") })
+            #expect(await watcher.waitMessages(1))
+            let checker = try MQTTProbe(port: broker.port, clientId: unique("checker"))
+            defer { checker.stop() }
+            checker.collect()
+            try checker.client.subscribe(status)
+            try checker.client.start()
+            #expect(await checker.waitMessages(1))
+            #expect(checker.messages.all.map(\.payloadText) == ["stopped"], "retained")
+            #expect(watcher.messages.all.last?.payloadText == "stopped", "\(watcher.messages.all.map(\.payloadText))")
+        }
     }
 }

@@ -5,7 +5,8 @@ import Synchronization
 /// One broker connection: builds the libmosquitto client's settings from the config, turns
 /// its connection events into log lines (once per change) and status warnings for the
 /// client's delegate (``FeedPipeline``, ``UpstreamLink``), and, last at shutdown, runs
-/// `beforeStop` (the main broker's `stopped` status) and disconnects.
+/// `beforeStop` (the main broker's events in flight get a moment to be acknowledged) and
+/// disconnects after `lastMessage` (its `stopped` status).
 final class BrokerConnection: Service, Sendable {
     /// What a connection event changed for the gateway.
     enum Change {
@@ -21,6 +22,7 @@ final class BrokerConnection: Service, Sendable {
     let logger: Logger
     let label: String
     private let beforeStop: @Sendable (MQTTClient) async -> Void
+    private let lastMessage: (@Sendable () -> Void)?
     /// Down since the last connect (a loss is reported once).
     private let down = Atomic<Bool>(false)
     /// Finished by ``shutdown()``: ``run()`` returns then.
@@ -71,15 +73,17 @@ final class BrokerConnection: Service, Sendable {
     }
 
     /// `client` (made from ``configuration(_:remote:will:)``) as the `label` broker ("local" or
-    /// "remote"); `beforeStop` runs at shutdown while it is still connected.
+    /// "remote"); at shutdown `beforeStop` runs while it still reads, `lastMessage` once it
+    /// stopped reading, before the DISCONNECT (``MQTTClient/stop(last:)``).
     init(label: String, client: MQTTClient, warnings: Warnings, logger: Logger,
-         beforeStop: @escaping @Sendable (MQTTClient) async -> Void = { _ in }) {
+         beforeStop: @escaping @Sendable (MQTTClient) async -> Void = { _ in }, lastMessage: (@Sendable () -> Void)? = nil) {
         self.name = "mqtt-\(label)"
         self.label = label
         self.client = client
         self.warnings = warnings
         self.logger = logger
         self.beforeStop = beforeStop
+        self.lastMessage = lastMessage
     }
 
     /// Logs `event` and keeps the status warnings; returns what it changed. On the network
@@ -127,7 +131,7 @@ final class BrokerConnection: Service, Sendable {
 
     func shutdown() async {
         await beforeStop(client)
-        client.stop()
+        client.stop(last: lastMessage)
         stopped.finish()
     }
 }

@@ -126,13 +126,16 @@ struct GatewayServer: Sendable {
                                     counters: counters, warnings: warnings, metricsFile: metricsFile) {
             (pool.queueDepth + local.inboundDepth + counters.unreadFeedMessages(unreadBytes: local.unreadBytes), pool.deviceCount)
         }
-        let localConnection = BrokerConnection(label: "local", client: local, warnings: warnings, logger: logger) { [publishers] client in
-            guard client.isConnected else { return }
-            status.publish("stopped", qos: .atMostOnce)
-            // The events in flight get a moment to be acknowledged (the rest are sent again at
-            // the next start).
-            await publishers[.local]?.waitForAcknowledgements(within: 1)
-        }
+        // At the stop, the events in flight get a moment to be acknowledged (the rest are sent
+        // again at the next start); then `stopped` goes last, at QoS 0, written at once (a QoS 1
+        // message would wait for a slot of the broker's receive maximum behind the events, and
+        // the DISCONNECT would drop it).
+        let localConnection = BrokerConnection(
+            label: "local", client: local, warnings: warnings, logger: logger,
+            beforeStop: { [publishers] client in
+                if client.isConnected { await publishers[.local]?.waitForAcknowledgements(within: 1) }
+            },
+            lastMessage: { status.publish("stopped", qos: .atMostOnce) })
         let pipeline = FeedPipeline(
             connection: localConnection, feeds: feeds, pool: pool, committer: committer, statePublisher: statePublisher,
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)

@@ -70,14 +70,25 @@ final class StatusReporter: Service, Sendable {
     }
 
     /// Publishes `status` now (and keeps it for the periodic reports). Returns the message id.
+    /// Under the status lock, so a periodic report that read the previous status cannot be
+    /// queued after this one.
     ///
     /// `qos`: the last status before a clean disconnect goes at QoS 0, which libmosquitto
     /// writes at once, ahead of the DISCONNECT; a QoS 1 message waits for a free slot of the
     /// broker's receive maximum, behind the events in flight, and the disconnect would drop it.
     @discardableResult
     func publish(_ status: String, _ sample: StatusSample? = nil, qos: MQTTQoS = .atLeastOnce) -> Int32? {
-        self.status.withLock { $0 = status }
-        return try? client.publish(topic: topic, payload: payload(status, sample), qos: qos, retain: true)
+        self.status.withLock { current in
+            current = status
+            return try? client.publish(topic: topic, payload: payload(status, sample), qos: qos, retain: true)
+        }
+    }
+
+    /// The periodic report: the current status again, with `sample`.
+    private func republish(_ sample: StatusSample) {
+        status.withLock { status in
+            _ = try? client.publish(topic: topic, payload: payload(status, sample), qos: .atLeastOnce, retain: true)
+        }
     }
 
     /// Reads the outbox sizes again (on the store's queue).
@@ -111,7 +122,7 @@ final class StatusReporter: Service, Sendable {
             guard now >= next, !stopped.load(ordering: .relaxed) else { continue }
             next = now + interval
             let sample = sample()
-            if client.isConnected { publish(status.withLock { $0 }, sample) }
+            if client.isConnected { republish(sample) }
             metricsFile?.write(sample)
         }
     }
