@@ -148,7 +148,8 @@ extension ServeTests {
                 _ = try? probe.client.publish(topic: "devices/truck/location", payload: Payload.json(lat: 34.425, lon: -119.695, time: time + Double(probe.messages.count)), qos: .atLeastOnce)
                 return Self.newest(probe, under: topic)[topic].flatMap(Self.object)?["count"] as? Int == 1
             }, "\(gateway.log)")
-            let sensor = Self.newest(probe, under: "\(haPrefix)/sensor/").first { $0.key.hasPrefix("\(haPrefix)/sensor/") }
+            #expect(await poll(timeout: .seconds(10)) { !Self.newest(probe, under: "\(haPrefix)/sensor/").isEmpty })
+            let sensor = Self.newest(probe, under: "\(haPrefix)/sensor/").first
             #expect(sensor.map { !$0.value.isEmpty } == true)
 
             // The fence goes: its occupancy topic and sensor are cleared (empty retained).

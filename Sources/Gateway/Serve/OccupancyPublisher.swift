@@ -57,10 +57,12 @@ final class OccupancyPublisher: Service, Sendable {
             payload["count"] = .number(Double(count))
             payload["devices"] = .array(devices.map { .string($0) })
             payload["updated"] = .string(updated)
-            states.publish(topic: topic, payload: JSONValue.object(payload).serializedBytes())
+            // The sensor's discovery config before its first state, so Home Assistant has the
+            // entity when the state arrives.
             if first, let discovery = states.discovery {
                 states.publish(topic: discovery.occupancyConfigTopic(key), payload: discovery.occupancyConfig(key, name: fence.fence.name))
             }
+            states.publish(topic: topic, payload: JSONValue.object(payload).serializedBytes())
         }
     }
 }
