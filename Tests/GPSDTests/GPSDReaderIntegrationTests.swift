@@ -173,7 +173,8 @@ import Glibc
         let first = try GPSFake(log: log, port: port, cycle: cycle)
         let firstDaemon = await first.waitForDaemon()
         let gotFixes = await recorder.wait(timeout: 60) { $0.filter(\.isFix).count >= 3 }
-        #expect(gotFixes, "no fixes from the first gpsd; gpsfake said: \(first.diagnostics)")
+        let seen = await recorder.summary
+        #expect(gotFixes, "no fixes from the first gpsd; gpsfake said: \(first.diagnostics); reader saw: \(seen)")
         await first.killDaemon()
         #expect(firstDaemon.map { !GPSFake.isAlive($0) } ?? false, "the first gpsd is still running")
         let lostIt = await recorder.wait(timeout: 10) { events in
