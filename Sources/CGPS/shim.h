@@ -22,6 +22,13 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+
+/* Names the calling thread (the reader's: "gpsd-reader"), for top -H and
+   /proc/PID/task/TID/comm; prctl is variadic, which Swift cannot call. */
+static inline void geotrigger_gps_name_thread(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}
 
 /// The libgps functions the wrapper calls, with gps.h's own prototypes (so an API whose
 /// signatures differ still type-checks here, never in Swift).

@@ -88,6 +88,7 @@ public final class GPSDReader: Sendable {
             &thread, nil,
             { context in
                 guard let context else { return nil }
+                geotrigger_gps_name_thread("gpsd-reader")
                 Unmanaged<ReaderLoop>.fromOpaque(context).takeRetainedValue().run()
                 return nil
             }, context)

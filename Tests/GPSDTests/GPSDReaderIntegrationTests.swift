@@ -174,14 +174,15 @@ import Glibc
         let firstDaemon = await first.waitForDaemon()
         let gotFixes = await recorder.wait(timeout: 60) { $0.filter(\.isFix).count >= 3 }
         let seen = await recorder.summary
-        #expect(gotFixes, "no fixes from the first gpsd; gpsfake said: \(first.diagnostics); reader saw: \(seen)")
+        let kernel = "\(KernelView.threads(named: "gpsd-reader")); \(KernelView.tcpSockets(port: port))"
+        #expect(gotFixes, "no fixes from the first gpsd; gpsfake said: \(first.diagnostics); reader saw: \(seen); \(kernel)")
         await first.killDaemon()
         #expect(firstDaemon.map { !GPSFake.isAlive($0) } ?? false, "the first gpsd is still running")
         let lostIt = await recorder.wait(timeout: 10) { events in
             guard let lastFix = events.lastIndex(where: \.isFix) else { return false }
             return events[lastFix...].contains(where: \.isDisconnected)
         }
-        #expect(lostIt, "no .disconnected after gpsd was killed")
+        #expect(lostIt, "no .disconnected after gpsd was killed; \(KernelView.threads(named: "gpsd-reader")); \(KernelView.tcpSockets(port: port))")
         let afterFixes = await recorder.events.reversed().prefix { !$0.isFix }.reversed()
         let loss = afterFixes.lazy.compactMap { if case .disconnected(let error) = $0 { error } else { nil } }.first
         #expect(loss?.message == "connection closed by gpsd", "the lost connection reads \(loss.map { "\($0)" } ?? "nothing")")
@@ -196,6 +197,7 @@ import Glibc
             return events[reconnect...].contains { if case .fix(let fix) = $0 { last.matches(fix) } else { false } }
         }
         let diagnostics = second.diagnostics
+        let kernelAfterRestart = "\(KernelView.threads(named: "gpsd-reader")); \(KernelView.tcpSockets(port: port))"
         await second.stop()
         await Self.stop(reader, consumer)
         let events = await recorder.events
@@ -204,7 +206,7 @@ import Glibc
         let afterRestart = events.indices.filter { events[$0].isConnected }.dropFirst().first.map {
             events[$0...].suffix(12).map { "\($0)" }.joined(separator: "; ")
         } ?? "no second connection"
-        #expect(resumed, "fixes did not resume after gpsd restarted; gpsfake said: \(diagnostics); reader saw: \(afterRestart)")
+        #expect(resumed, "fixes did not resume after gpsd restarted; gpsfake said: \(diagnostics); reader saw: \(afterRestart); \(kernelAfterRestart)")
         #expect(events.filter(\.isConnected).count == 2)
         let reconnect = events.indices.filter { events[$0].isConnected }.dropFirst().first ?? events.endIndex
         #expect(events[reconnect...].filter(\.isFix).count >= example.validRMCs.count - 12,
