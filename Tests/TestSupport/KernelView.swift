@@ -17,8 +17,16 @@ public enum KernelView {
     }
 
     /// The TCP sockets (IPv4 and IPv6, any process) with `port` at either end: local and
-    /// remote port, state, and the bytes in the send and receive queues.
+    /// remote port, state, the bytes in the send and receive queues, and the descriptor when
+    /// the socket is this process's.
     public static func tcpSockets(port: Int) -> String {
+        var descriptors: [String: String] = [:]  // socket inode -> fd
+        for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+               target.hasPrefix("socket:[") {
+                descriptors[String(target.dropFirst(8).dropLast())] = fd
+            }
+        }
         let states = ["01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
                       "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"]
         func portOf(_ address: Substring) -> Int? { address.split(separator: ":").last.flatMap { Int($0, radix: 16) } }
@@ -29,8 +37,9 @@ public enum KernelView {
                 guard fields.count > 4, let local = portOf(fields[1]), let remote = portOf(fields[2]),
                       local == port || remote == port else { continue }
                 let queues = fields[4].split(separator: ":").map { Int($0, radix: 16) ?? -1 }
+                let owner = fields.count > 9 ? descriptors[String(fields[9])].map { " (our fd \($0))" } ?? "" : ""
                 lines.append("\(file.hasSuffix("6") ? "tcp6" : "tcp") \(local)->\(remote) \(states[String(fields[3])] ?? String(fields[3]))"
-                             + " tx \(queues.first ?? -1) rx \(queues.last ?? -1)")
+                             + " tx \(queues.first ?? -1) rx \(queues.last ?? -1)\(owner)")
             }
         }
         return lines.isEmpty ? "no TCP socket on port \(port)" : lines.joined(separator: "; ")
