@@ -28,6 +28,16 @@ public struct MosquittoError: Error, Sendable, Equatable, CustomStringConvertibl
     /// Whether the code is `MOSQ_ERR_NO_CONN` (not connected to the broker right now).
     public var isNoConnection: Bool { code == Int32(MOSQ_ERR_NO_CONN.rawValue) }
 
+    /// Whether a publish that failed with this code would fail again with the same message
+    /// whatever the connection's state: too large for libmosquitto or for the broker's Maximum
+    /// Packet Size, a topic or property libmosquitto refuses, a QoS the broker does not
+    /// support. (Not connected, out of memory or a socket error are worth another try.)
+    public var isPermanentForPublish: Bool {
+        [MOSQ_ERR_INVAL, MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_OVERSIZE_PACKET, MOSQ_ERR_MALFORMED_UTF8,
+         MOSQ_ERR_QOS_NOT_SUPPORTED, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_DUPLICATE_PROPERTY]
+            .contains { code == Int32($0.rawValue) }
+    }
+
     /// Throws a `MosquittoError` unless `code` is `MOSQ_ERR_SUCCESS`. Every libmosquitto
     /// return code goes through here. `call` is built only for an error (a publish names its
     /// topic: no string is made per publish).

@@ -99,4 +99,43 @@ import Testing
         #expect(ISO8601Time.format(-1) == "1969-12-31T23:59:59Z")
         #expect(ISO8601Time.format(4_102_444_799.999) == "2099-12-31T23:59:59.999Z")
     }
+    /// A fence's name and properties are copied into events only up to 4 KiB each (a
+    /// 600,000-character name made every event about the fence larger than a broker takes):
+    /// cut on a character's boundary, properties cut after the last entry that fits, and the
+    /// fence object says `"truncated": true`.
+    @Test func longFenceNamesAndPropertiesAreCutInEvents() throws {
+        let name = String(repeating: "é", count: 300_000)  // 600,000 bytes
+        let fence = Kit.box("long", layer: "garden-sections", name: name, west: -100, east: 0, south: -50, north: 50,
+                            properties: ["zone": .string("arid"), "note": .string(String(repeating: "x", count: 5_000))])
+        #expect(fence.truncated)
+        #expect(fence.name?.utf8.count == 4096)
+        #expect(fence.name?.allSatisfy { $0 == "é" } == true)
+        #expect(fence.properties.keys == ["zone"])
+        let layer = FenceLayer(name: "garden-sections", file: "fences/garden-sections.geojson", fences: [fence])
+        let snapshot = try EngineSnapshot(layers: [layer], configTriggers: .array([.object([
+            "name": .string("garden-sections"), "fences": .array([.string("garden-sections")]),
+            "message": .string("'Entered ' + $fencefeature.name")])]))
+        var m = DeviceMonitor(device: "workers/alice", snapshot: snapshot, now: 0)
+        let enter = try #require(m.handle(Kit.update(east: -3.2, time: 1_796_040_000), receivedAt: 0).notifications.first)
+        let event = try #require(enter.eventJSON(gateway: "gw-1", emitted: 1_796_040_000).objectValue)
+        let object = try #require(event["fence"]?.objectValue)
+        #expect(object["truncated"] == .bool(true))
+        #expect(object["properties"] == .object(["zone": .string("arid")]))
+        let size = enter.eventJSON(gateway: "gw-1", emitted: 1_796_040_000).serializedBytes().count
+        #expect(size < 3 * 4096 + 1024, "event of \(size) bytes")
+        // A short name and small properties are kept as they are, without the flag.
+        let exit = try #require(m.handle(Kit.update(east: 7, time: 1_796_040_100), receivedAt: 1).notifications.first)
+        #expect(exit.fenceTruncated)
+        let desertEnter = try #require(DeviceMonitor(device: "d", snapshot: try Self.snapshot(nil), now: 0)
+            .handleOnce(Kit.update(east: -3.2, time: 1_796_040_000)))
+        #expect(desertEnter.eventJSON(gateway: "gw-1", emitted: 0).objectValue?["fence"]?.objectValue?["truncated"] == nil)
+    }
+}
+
+extension DeviceMonitor {
+    /// The first notification of one update to a copy of this monitor.
+    fileprivate func handleOnce(_ update: LocationUpdate) -> FenceNotification? {
+        var copy = self
+        return copy.handle(update, receivedAt: 0).notifications.first
+    }
 }

@@ -48,9 +48,9 @@ import Testing
     /// Message ids handed out in order, as libmosquitto numbers them.
     struct Ids {
         var next: Int32 = 1
-        mutating func take(_ count: Int) -> [Int32?] {
+        mutating func take(_ count: Int) -> [OutboxWindow.Publication] {
             defer { next += Int32(count) }
-            return (0..<count).map { next + Int32($0) }
+            return (0..<count).map { .inFlight(next + Int32($0)) }
         }
     }
 
@@ -261,7 +261,7 @@ import Testing
         #expect(w.startPump() == .read(.table, after: 0, limit: 10))
         #expect(Self.published(w.read(Self.rows(.table, 1...3))) == ["t1", "t2", "t3"])
         // The second fails (QoS 0 without a connection): 1 is in flight, 2 and 3 wait.
-        #expect(w.published([ids.take(1)[0], nil, nil]) == .done)
+        #expect(w.published([ids.take(1)[0], .failed, .failed]) == .done)
         #expect(w.blocked)
         #expect(w.table.handed == 1)
         // Nothing is read or taken fresh meanwhile.
@@ -371,7 +371,7 @@ import Testing
         #expect(w.acknowledged(Self.success(2)) == .delivered)
         #expect(Self.published(w.startPump()) == ["v5"])
         // One fails: it stays first in memory, and what follows is still read.
-        #expect(w.published([nil]) == .read(.table, after: 0, limit: 1))
+        #expect(w.published([.failed]) == .read(.table, after: 0, limit: 1))
         #expect(w.volatile.map(\.eventID) == ["v5"])
         #expect(w.read([]) == .read(.journal, after: 1, limit: 1))
         #expect(Self.published(w.read([Self.row(.journal, 2)])) == ["j2"])
@@ -394,5 +394,34 @@ import Testing
         #expect(w.takeAcknowledgementOnArrival(Self.success(2)) == true)
         #expect(w.inflightCount == 0)
         #expect(w.takeAcknowledgementOnArrival(Self.success(2)) == false)  // once
+    }
+    /// An event libmosquitto refuses for good (too large for the broker) is parked: the
+    /// events after it go out at once, a table row is queued for removal, and the stream
+    /// settles past it at the next progress commit. (A failure would block them instead.)
+    @Test func anUndeliverableEventIsParkedAndTheNextGoOut() {
+        var w = Self.window()
+        var ids = Ids()
+        #expect(w.startPump() == .read(.table, after: 0, limit: 10))
+        #expect(Self.published(w.read([Self.row(.table, 1)])) == ["t1"])
+        #expect(w.published([.undeliverable(reason: "too large")]) == .read(.table, after: 1, limit: 10))
+        #expect(w.read([]) == .read(.journal, after: 0, limit: 10))
+        #expect(Self.published(w.read(Self.rows(.journal, 1...3))) == ["j1", "j2", "j3"])
+        let first = ids.take(1)[0]
+        #expect(w.published([first, .undeliverable(reason: "too large"), ids.take(1)[0]]) == .read(.journal, after: 3, limit: 8))
+        #expect(!w.blocked)
+        #expect(w.takeParked().map(\.message.eventID) == ["t1", "j2"])
+        #expect(w.takeParked().isEmpty)
+        #expect(w.read([]) == .done)
+        // Fresh rows are still taken on the network thread: nothing waits before them.
+        w.freshRowsCommitted([Self.row(.journal, 4)])
+        #expect(Self.published(w.takeFresh()) == ["j4"])
+        #expect(w.freshPublished([.undeliverable(reason: "too large")]) == .done)
+        #expect(w.takeParked().map(\.message.eventID) == ["j4"])
+        // Both in flight delivered: the stream settles through j4, and t1 leaves the table.
+        #expect(w.acknowledged(Self.success(1)) == .delivered)
+        #expect(w.acknowledged(Self.success(2)) == .delivered)
+        var expected = StoreBatch(settled: [.local: 4])
+        expected.acknowledge(.local, sequence: 1)
+        #expect(w.progressDue(now: 10) == .commit(expected))
     }
 }

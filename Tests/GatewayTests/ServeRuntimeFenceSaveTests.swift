@@ -19,9 +19,9 @@ extension ServeTests {
             let gateway = try h.startGateway(config: config, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
             #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
 
-            // A padded name makes the row larger than any free space left in the pages.
-            let name = String(repeating: "n", count: 20_000)
-            let feature = #"{"type":"Feature","properties":{"name":"\#(name)","buffer":40},"geometry":{"type":"Point","coordinates":[-119.70,34.45]}}"#
+            // A padded property makes the row larger than any free space left in the pages.
+            let note = String(repeating: "n", count: 20_000)
+            let feature = #"{"type":"Feature","properties":{"name":"Pad","note":"\#(note)","buffer":40},"geometry":{"type":"Point","coordinates":[-119.70,34.45]}}"#
             try probe.client.publish(topic: "\(h.prefix)/fences/jobs/pad", payload: feature, qos: .atLeastOnce, retain: true)
             let failing = await probe.waitStatus(h.statusTopic) { $0.warnings.contains { $0.hasPrefix("cannot save runtime fences") } }
             #expect(failing.ok, "\(failing.status?.warnings ?? [])\n\(tail(gateway.log))")

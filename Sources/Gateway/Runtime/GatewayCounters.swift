@@ -8,6 +8,8 @@ public final class GatewayCounters: Sendable {
     public let accepted = Atomic<Int>(0)
     public let events = Atomic<Int>(0)
     public let acked = Atomic<Int>(0)
+    /// Events parked because no broker will take them (too large, say): kept in the journal only.
+    public let undeliverable = Atomic<Int>(0)
     /// Events decided outside their trigger's `schedule`: neither published nor journaled.
     public let outsideSchedule = Atomic<Int>(0)
     /// Feed messages taken on the network thread and their approximate size on the wire (not
@@ -42,6 +44,7 @@ public final class GatewayCounters: Sendable {
         public var dropped: [DropReason: Int] = [:]
         public var events = 0
         public var acked = 0
+        public var undeliverable = 0
         public var outsideSchedule = 0
         /// Only the kinds seen so far.
         public var eventsByKind: [EventKind: Int] = [:]
@@ -62,6 +65,7 @@ public final class GatewayCounters: Sendable {
         v.accepted = accepted.load(ordering: .relaxed)
         v.events = events.load(ordering: .relaxed)
         v.acked = acked.load(ordering: .relaxed)
+        v.undeliverable = undeliverable.load(ordering: .relaxed)
         v.outsideSchedule = outsideSchedule.load(ordering: .relaxed)
         v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
         v.eventsByKind = eventsByKind.withLock { $0 }
@@ -90,7 +94,7 @@ public final class GatewayCounters: Sendable {
             "received": n(values.received), "accepted": n(values.accepted), "dropped": .object(drops), "events": n(values.events),
             "acked": n(values.acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
-            "outsideSchedule": n(values.outsideSchedule),
+            "outsideSchedule": n(values.outsideSchedule), "undeliverable": n(values.undeliverable),
         ])
     }
 }

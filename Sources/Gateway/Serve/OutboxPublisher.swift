@@ -1,3 +1,4 @@
+import GeotriggerCore
 import MQTT
 import Store
 import Synchronization
@@ -11,8 +12,11 @@ import Synchronization
 /// waiting only when the broker acknowledged it with success: its table row is deleted, and
 /// the stream is settled up to the oldest stream event still in flight. A failure (v5 reason
 /// >= 0x80, such as an ACL denial) keeps it (a stream event moves to the table, so the stream
-/// goes on), counts it and raises a warning; it is tried again after a restart. Events that
-/// could not be committed (database fault) are published from memory instead, up to a cap.
+/// goes on), counts it and raises a warning; it is tried again after a restart. An event
+/// libmosquitto refuses for good (larger than the broker's Maximum Packet Size, say) is
+/// parked: it leaves the outbox, stays in the journal, is counted (`undeliverable`) and
+/// warned about, and the events after it go on. Events that could not be committed
+/// (database fault) are published from memory instead, up to a cap.
 ///
 /// The bookkeeping is ``OutboxWindow``'s, a state machine held in one `Mutex`; this class only
 /// feeds it and performs what it returns (publishes, reads, commits, warnings). Events just
@@ -58,6 +62,8 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     private let machine: Mutex<OutboxWindow>
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
+    /// Events parked as undeliverable, since start.
+    let undeliverableCount = Atomic<Int>(0)
     /// Events kept in memory (database fault) that were dropped past the cap, since start.
     let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
@@ -113,16 +119,47 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     /// stream events to libmosquitto when the machine says so (``OutboxWindow/takeFresh()``),
     /// under its lock (each publish only queues the message); otherwise leaves them to ``run()``.
     private func publishFresh() {
-        let wakeRun: Bool = withWindow { window in
+        let (wakeRun, parked) = withWindow { window in
             var action = window.takeFresh()
             if case .publish(let messages) = action {
                 action = window.freshPublished(messages.map { message in
-                    try? client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
+                    Self.publication(Result {
+                        try client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
+                    })
                 })
             }
-            return action == .wakeRun
+            return (action == .wakeRun, window.takeParked())
         }
+        report(parked)
         if wakeRun { signalFresh() }
+    }
+
+    /// What a publish's result means for the outbox.
+    static func publication(_ result: Result<Int32, any Error>) -> OutboxWindow.Publication {
+        switch result {
+        case .success(let id): .inFlight(id)
+        case .failure(let error as MosquittoError) where error.isPermanentForPublish: .undeliverable(reason: error.message)
+        case .failure: .failed
+        }
+    }
+
+    /// Counts and warns about parked events (never under the machine's lock), naming the
+    /// trigger, device and fence of the last; the stream settles past them at the next
+    /// progress commit.
+    private func report(_ parked: [OutboxWindow.Parked]) {
+        guard let last = parked.last else { return }
+        counters.undeliverable.add(parked.count, ordering: .relaxed)
+        let total = undeliverableCount.add(parked.count, ordering: .relaxed).newValue
+        let event = EventSummary(payload: last.message.payload)
+        let what = "event \(last.message.eventID) (trigger \(event.trigger), device \(event.device), fence \(event.fence), \(last.message.payload.count) bytes)"
+        warnings.set("outbox-\(destination.rawValue)-undeliverable",
+                     "\(total) event\(total == 1 ? "" : "s") could not be delivered to the \(destination.rawValue) broker and \(total == 1 ? "is" : "are") kept in the journal only; last: \(what): \(last.reason)")
+        for item in parked {
+            logger.error("an event cannot be delivered: it leaves the outbox and stays in the journal",
+                         ["outbox": destination.rawValue, "event.id": item.message.eventID, "event.bytes": "\(item.message.payload.count)",
+                          "mqtt.topic": item.message.topic, "error": item.reason])
+        }
+        armProgressTimer(at: Self.progressInterval)
     }
 
     /// Tells ``run()`` to read what waits in the database or in memory.
@@ -301,7 +338,9 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
                 let results = await client.publish(messages.map {
                     MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos))
                 })
-                action = withWindow { $0.published(results.map { try? $0.get() }) }
+                let parked: [OutboxWindow.Parked]
+                (action, parked) = withWindow { ($0.published(results.map(Self.publication)), $0.takeParked()) }
+                report(parked)
             case .read(let source, let after, let limit):
                 do {
                     let rows = source == .table ? try await store.outbox(destination, after: after, limit: limit)
@@ -312,6 +351,20 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
                     action = withWindow { $0.readFailed() }
                 }
             }
+        }
+    }
+}
+
+/// The trigger, device and fence an event payload names, for a warning ("?" where it does not).
+private struct EventSummary {
+    var trigger = "?", device = "?", fence = "?"
+
+    init(payload: [UInt8]) {
+        guard case .object(let event)? = try? JSONReader.parse(payload, file: "event", dialect: .json).value else { return }
+        if case .string(let s)? = event["trigger"] { trigger = s }
+        if case .string(let s)? = event["device"] { device = s }
+        if case .object(let f)? = event["fence"], case .string(let layer)? = f["layer"], case .string(let id)? = f["id"] {
+            fence = layer + "/" + id
         }
     }
 }

@@ -48,6 +48,25 @@ struct OutboxWindow: Sendable {
         var exhausted = false
     }
 
+    /// What handing one message to libmosquitto gave.
+    enum Publication: Sendable, Equatable {
+        /// Queued, with this message id.
+        case inFlight(Int32)
+        /// Not now (QoS 0 without a connection): handing over stops until a connect, and the
+        /// message is handed over again then.
+        case failed
+        /// Never (larger than the broker takes, an invalid topic): the event is parked
+        /// (``takeParked()``) and handing over goes on with the next.
+        case undeliverable(reason: String)
+    }
+
+    /// An event no broker of this destination will take: it leaves the outbox (it stays in the
+    /// journal), and the publisher counts and warns about it.
+    struct Parked: Sendable, Equatable {
+        var message: OutboxMessage
+        var reason: String
+    }
+
     /// What ``OutboxPublisher/run()`` does next while it hands messages over.
     enum PumpAction: Sendable, Equatable {
         /// Publish these, in order, on the network thread; then ``published(_:)``.
@@ -136,6 +155,8 @@ struct OutboxWindow: Sendable {
     /// Rows just committed, in sequence order: handed over without a database read while
     /// their source holds nothing older that was not handed over, else read back.
     private(set) var fresh: [OutboxRow] = []
+    /// Events parked since the last ``takeParked()``.
+    private var parked: [Parked] = []
 
     /// Where the pump is.
     private enum Stage: Sendable {
@@ -280,9 +301,9 @@ struct OutboxWindow: Sendable {
         return freshPublished([])
     }
 
-    /// What publishing ``FreshAction/publish(_:)`` gave: a message id per message, nil for a
-    /// failure (which blocks handing over until a connect).
-    mutating func freshPublished(_ ids: [Int32?]) -> FreshAction {
+    /// What publishing ``FreshAction/publish(_:)`` gave, per message (a failure blocks handing
+    /// over until a connect; an undeliverable event is parked).
+    mutating func freshPublished(_ ids: [Publication]) -> FreshAction {
         guard let (handing, tableRowsLeft) = freshHanding else { preconditionFailure("no fresh rows handed over") }
         freshHanding = nil
         record(handing.rows, ids: ids)
@@ -315,16 +336,20 @@ struct OutboxWindow: Sendable {
         return advance()
     }
 
-    /// What publishing ``PumpAction/publish(_:)`` gave: a message id per message, nil for a
-    /// failure. A failed table or stream row blocks handing over until a connect (it and the
-    /// rest are read again then); failed events from memory stay first in memory.
-    mutating func published(_ ids: [Int32?]) -> PumpAction {
+    /// What publishing ``PumpAction/publish(_:)`` gave, per message. A failed table or stream
+    /// row blocks handing over until a connect (it and the rest are read again then); failed
+    /// events from memory stay first in memory. Undeliverable events are parked.
+    mutating func published(_ ids: [Publication]) -> PumpAction {
         switch awaiting {
         case .volatile(let messages):
             awaiting = nil
             var failed: [OutboxMessage] = []
-            for (message, id) in zip(messages, ids) {
-                if let id { inflight[id] = .volatile(message.eventID) } else { failed.append(message) }
+            for (message, publication) in zip(messages, ids) {
+                switch publication {
+                case .inFlight(let id): inflight[id] = .volatile(message.eventID)
+                case .failed: failed.append(message)
+                case .undeliverable(let reason): parked.append(Parked(message: message, reason: reason))
+                }
             }
             if !failed.isEmpty {
                 volatile.insert(contentsOf: failed, at: 0)
@@ -360,6 +385,13 @@ struct OutboxWindow: Sendable {
         awaiting = nil
         stage = .idle
         return .done
+    }
+
+    /// The events parked since the last call (to count and warn about), oldest first.
+    mutating func takeParked() -> [Parked] {
+        guard !parked.isEmpty else { return [] }
+        defer { parked = [] }
+        return parked
     }
 
     private mutating func takeFreshSnapshot() {
@@ -433,12 +465,23 @@ struct OutboxWindow: Sendable {
 
     /// Records what publishing `rows` gave (`ids`: one per row not passed over, in order):
     /// each message id in flight, and how far each source was handed over, up to the first
-    /// failure, which blocks handing over until the next connect.
-    private mutating func record(_ rows: ArraySlice<OutboxRow>, ids: [Int32?]) {
+    /// failure, which blocks handing over until the next connect. An undeliverable row is
+    /// handed over without being in flight: a table row is queued for removal, the stream
+    /// settles past it.
+    private mutating func record(_ rows: ArraySlice<OutboxRow>, ids: [Publication]) {
         var next = ids.makeIterator()
         for row in rows {
             if !passedOver(row) {
-                guard case .some(.some(let id)) = next.next() else {
+                let id: Int32
+                switch next.next() {
+                case .inFlight(let inFlight)?:
+                    id = inFlight
+                case .undeliverable(let reason)?:
+                    parked.append(Parked(message: row.message, reason: reason))
+                    if row.source == .table { work.acknowledge(destination, sequence: row.sequence) }
+                    self[row.source].handed = row.sequence
+                    continue
+                case .failed?, nil:
                     blocked = true
                     return
                 }

@@ -166,10 +166,12 @@ final class QueryService: Service, Sendable {
         }
         let rows: [JSONValue] = snapshot.fences.filter { $0.fence.layer == layer }.map { prepared in
             let fence = prepared.fence
-            return .object([
+            var row: JSONObject = [
                 "id": .string(fence.id), "name": fence.name.map(JSONValue.string) ?? .null,
                 "properties": .object(fence.properties), "geometry": .string(fence.geometry.kindName),
-            ])
+            ]
+            if fence.truncated { row["truncated"] = .bool(true) }
+            return .object(row)
         }
         return .object(["layer": .string(layer), "fences": .array(rows)])
     }

@@ -202,6 +202,9 @@ final class RuntimeFences: Service, Sendable {
     /// Fence messages handed to the queue and not applied yet, before ``take(_:)`` waits.
     static let backlogLimit = 16
 
+    /// The longest `properties.name` of a runtime fence, in UTF-8 bytes (README "Limits").
+    static let maxNameBytes = 256
+
     private func apply(_ message: MQTTMessage) {
         let levels = message.topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 2 else { return }
@@ -286,6 +289,9 @@ final class RuntimeFences: Service, Sendable {
             return .failure(FenceError(file: topic, message: "the Feature's id \"\(given)\" differs from the topic's fence id \"\(id)\""))
         }
         if given == nil { feature["id"] = .string(id) }
+        if case .string(let name)? = properties["name"], name.utf8.count > maxNameBytes {
+            return .failure(FenceError(file: topic, message: "properties.name is \(name.utf8.count) bytes; a runtime fence's name is at most \(maxNameBytes) bytes"))
+        }
         if let follow = properties["follow"] {
             guard case .string = follow else {
                 return .failure(FenceError(file: topic, message: "properties.follow must be a device id string, found \(follow.typeName)"))

@@ -447,6 +447,6 @@ public struct DeviceMonitor: Sendable {
             fenceName: fence.name, fenceProperties: fence.properties, device: device, type: type, reason: reason,
             position: position, distance: distance, dwellSeconds: dwellSeconds,
             message: message, messageError: messageError, delivery: watch?.settings.delivery ?? .local,
-            decidedAt: decidedAt, schedule: watch?.settings.schedule)
+            decidedAt: decidedAt, schedule: watch?.settings.schedule, fenceTruncated: fence.truncated)
     }
 }

@@ -22,6 +22,7 @@ extension FenceNotification {
         fence["layer"] = .string(layer)
         if let fenceName { fence["name"] = .string(fenceName) }
         fence["properties"] = .object(fenceProperties)
+        if fenceTruncated { fence["truncated"] = .bool(true) }
         event["fence"] = .object(fence)
         event["position"] = FenceNotification.positionJSON(position)
         event["distance"] = .number(FenceNotification.round(distance, 10))

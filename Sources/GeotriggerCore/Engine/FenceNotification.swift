@@ -37,6 +37,8 @@ public struct FenceNotification: Sendable, Equatable {
     public var fenceID: String
     public var fenceName: String?
     public var fenceProperties: JSONObject
+    /// The fence's name or properties were cut (``Fence/truncated``).
+    public var fenceTruncated: Bool
     public var device: String
     public var type: NotificationType
     /// Set on exits only.
@@ -65,7 +67,8 @@ public struct FenceNotification: Sendable, Equatable {
         id: String, visit: String, trigger: String, layer: String, fenceID: String, fenceName: String?,
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
-        messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil, inferred: Bool = false
+        messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil, inferred: Bool = false,
+        fenceTruncated: Bool = false
     ) {
         self.id = id
         self.visit = visit
@@ -74,6 +77,7 @@ public struct FenceNotification: Sendable, Equatable {
         self.fenceID = fenceID
         self.fenceName = fenceName
         self.fenceProperties = fenceProperties
+        self.fenceTruncated = fenceTruncated
         self.device = device
         self.type = type
         self.reason = reason

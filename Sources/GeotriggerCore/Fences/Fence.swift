@@ -4,13 +4,16 @@ public struct Fence: Sendable, Equatable {
     public var id: String
     /// The layer (file name without `.geojson`) this fence belongs to.
     public var layer: String
-    /// `properties.name`, if it is a string.
+    /// `properties.name`, if it is a string, cut to ``outputLimit`` bytes.
     public var name: String?
-    /// All of the Feature's properties, as written.
+    /// The Feature's properties as written, those past ``outputLimit`` bytes of JSON left out.
     public var properties: JSONObject
     public var geometry: FenceGeometry
     /// `properties.buffer` in metres, if given (the first choice for the effective buffer).
     public var buffer: Double?
+    /// The name or the properties were cut to ``outputLimit``; events say so on their fence
+    /// object (`"truncated": true`).
+    public var truncated: Bool
     /// The Feature's position in its file's `features` array (0-based), for messages.
     public var featureIndex: Int
 
@@ -20,8 +23,11 @@ public struct Fence: Sendable, Equatable {
     ) {
         self.id = id
         self.layer = layer
+        let (name, nameCut) = Fence.cut(name: name)
+        let (properties, propertiesCut) = Fence.cut(properties: properties)
         self.name = name
         self.properties = properties
+        self.truncated = nameCut || propertiesCut
         self.geometry = geometry
         self.buffer = buffer
         self.featureIndex = featureIndex
