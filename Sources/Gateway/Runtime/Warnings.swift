@@ -3,18 +3,39 @@ import Synchronization
 /// The current warnings of the gateway, shown in the status topic's `warnings` and logged once
 /// per change of state (CONVENTIONS.md: runtime faults are logged once per state change).
 ///
-/// At most ``limit`` are kept (a client can cause many, one per rejected runtime fence): past
-/// it a new warning is only logged and counted, and the status's last line says how many.
+/// The gateway's own faults (database, broker, gpsd, spill file, metrics file, reload...) are
+/// always kept and shown: their keys come from the config, so they are few. Warnings a client
+/// causes (a rejected runtime fence or expectation, one per payload) are kept up to ``limit``:
+/// past it a new one is only logged and counted. The status shows the gateway's faults, then
+/// as many client warnings as fit in ``limit`` lines, the last line counting the rest.
 public final class Warnings: Sendable {
+    /// Who caused a warning, which decides whether it is always shown.
+    public enum Origin: Sendable {
+        /// A fault of the gateway or what it depends on: always kept and shown.
+        case gateway
+        /// A client's message the gateway refused: kept up to ``Warnings/limit``.
+        case client
+    }
+
+    private struct Entry {
+        var key: String
+        var text: String
+        var origin: Origin
+    }
+
     private struct State {
-        var list: [(key: String, text: String)] = []
-        /// Warnings raised while ``limit`` were kept: logged, not kept.
+        /// Oldest first.
+        var list: [Entry] = []
+        /// Client warnings kept in `list`.
+        var clientCount = 0
+        /// Client warnings raised while ``limit`` were kept: logged, not kept.
         var unkept = 0
     }
 
     private let current = Mutex(State())
     private let logger: Logger
-    /// The most warnings kept (the status shows them all, plus one line for the rest).
+    /// The most client warnings kept, and the most lines the status shows while the gateway's
+    /// own faults leave room.
     public let limit: Int
 
     public init(logger: Logger, limit: Int = 50) {
@@ -23,13 +44,14 @@ public final class Warnings: Sendable {
     }
 
     /// Raises (or updates) the warning `key`; logged when it is new or its text changed.
-    public func set(_ key: String, _ text: String) {
+    public func set(_ key: String, _ text: String, origin: Origin = .gateway) {
         let changed: Bool = current.withLock { state in
             if let i = state.list.firstIndex(where: { $0.key == key }) {
                 if state.list[i].text == text { return false }
                 state.list[i].text = text
-            } else if state.list.count < limit {
-                state.list.append((key: key, text: text))
+            } else if origin == .gateway || state.clientCount < limit {
+                state.list.append(Entry(key: key, text: text, origin: origin))
+                if origin == .client { state.clientCount += 1 }
             } else {
                 state.unkept += 1
             }
@@ -42,19 +64,27 @@ public final class Warnings: Sendable {
     public func clear(_ key: String, resolved: @autoclosure () -> String? = nil) {
         let removed: Bool = current.withLock { state in
             guard let i = state.list.firstIndex(where: { $0.key == key }) else { return false }
-            state.list.remove(at: i)
+            if state.list.remove(at: i).origin == .client { state.clientCount -= 1 }
             return true
         }
         if removed { logger.notice(resolved() ?? "resolved", ["warning": key]) }
     }
 
-    /// The warning texts, oldest first: at most ``limit``, the last of them counting the rest
-    /// when there were more.
+    /// The warning texts, oldest first: every gateway fault, and client warnings up to
+    /// ``limit`` lines in all, the last of them counting the rest when there were more.
     public var texts: [String] {
         current.withLock { state in
             guard state.unkept > 0 || state.list.count > limit else { return state.list.map(\.text) }
-            let shown = state.list.prefix(limit - 1).map(\.text)
-            return shown + ["\(state.unkept + state.list.count - shown.count) more warnings are in the log (the status keeps \(limit))"]
+            let room = max(0, limit - 1 - (state.list.count - state.clientCount))
+            let more = state.unkept + max(0, state.clientCount - room)
+            guard more > 0 else { return state.list.map(\.text) }
+            var clients = 0
+            let shown = state.list.filter { entry in
+                guard entry.origin == .client else { return true }
+                clients += 1
+                return clients <= room
+            }
+            return shown.map(\.text) + ["\(more) more warnings are in the log (the status keeps \(limit))"]
         }
     }
 }

@@ -176,7 +176,8 @@ final class Expectations: Service, Sendable {
             "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
         ]).serializedBytes()
         _ = try? client.publish(topic: "\(prefix)/expect/\(id)/error", payload: payload, qos: .atLeastOnce, retain: false)
-        warnings.set("expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)")
+        warnings.set("expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)",
+                     origin: .client)
     }
 
     private func clearRetained(_ id: String) {

@@ -261,7 +261,8 @@ final class RuntimeFences: Service, Sendable {
             "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
         ]).serializedBytes()
         _ = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: false)
-        warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)")
+        warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)",
+                     origin: .client)
     }
 
     /// A Feature payload checked as a fence file would be (the topic's fence id is its id), with
