@@ -46,15 +46,4 @@ import Testing
         let cleared = book.cleared(a), clearedAgain = book.cleared(a), afresh = book.published(a, at: 6)
         #expect(cleared && !clearedAgain && afresh)
     }
-
-    @Test func discoveryObjectIDsAreCleanStableAndDistinct() {
-        #expect(HomeAssistantDiscovery.objectID("truck-7_a") == "truck-7_a")
-        let slash = HomeAssistantDiscovery.objectID("workers/alice")
-        let underscore = HomeAssistantDiscovery.objectID("workers_alice")
-        #expect(slash.hasPrefix("workers_alice_") && slash.count == "workers_alice_".count + 8)
-        #expect(slash != underscore && slash == HomeAssistantDiscovery.objectID("workers/alice"))
-        let long = HomeAssistantDiscovery.objectID(String(repeating: "x", count: 200))
-        #expect(long.count == 48 + 9 && long.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" })
-        #expect(HomeAssistantDiscovery.objectID("ünï").allSatisfy { $0.isASCII })
-    }
 }

@@ -22,9 +22,14 @@ package struct HomeAssistantDiscovery: Sendable {
         gatewayID = config.gateway.id
     }
 
-    /// A discovery object id for `text`: its characters outside `[a-zA-Z0-9_-]` become `_`, and
-    /// when any did (or it is long), a hash of the whole text keeps ids of different texts
-    /// apart (`workers/alice` -> `workers_alice_3f09c2a1`). Stable across runs.
+    /// A discovery object id for `text`, stable across runs. A text of 1 to 48 characters of
+    /// `[a-zA-Z0-9_-]` is its own object id (`truck-7_a`), unless it ends in `_` and 8 lowercase
+    /// hex digits. Any other text is cleaned (its characters outside that set become `_`, cut
+    /// to 48) and gets `_` and 8 hex digits of a hash of the whole text (`workers/alice` ->
+    /// `workers_alice_c76e7038`; a device literally named `workers_alice_c76e7038` ->
+    /// `workers_alice_c76e7038_` and its own hash). So an id that is a text itself never ends
+    /// like a hashed one, and two texts share an object id only if they clean alike and their
+    /// 32-bit hashes are equal.
     static func objectID(_ text: String) -> String {
         var clean = ""
         var changed = false
@@ -42,9 +47,16 @@ package struct HomeAssistantDiscovery: Sendable {
             clean = String(clean.prefix(48))
             changed = true
         }
-        guard changed || clean.isEmpty else { return clean }
+        guard changed || clean.isEmpty || looksHashed(clean) else { return clean }
         let hash = String(StableHash.of(text) & 0xffff_ffff, radix: 16)
         return clean + "_" + String(repeating: "0", count: 8 - hash.count) + hash
+    }
+
+    /// Whether `id` ends like an object id with a hash: `_` and 8 lowercase hex digits.
+    private static func looksHashed(_ id: String) -> Bool {
+        let tail = id.utf8.suffix(9)
+        return tail.count == 9 && tail.first == UInt8(ascii: "_")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     // MARK: Topics
