@@ -156,6 +156,30 @@ func metricsLines(_ text: String) -> [MetricsLine] {
         #expect(again.contains(#"trigger="only""#) && !again.contains(#"trigger="garden""#))
     }
 
+    /// Symbolic links planted at the temporary file's path and at the file's own path are
+    /// never followed: the files they point to are unchanged, and the metrics file is a
+    /// regular file of its own, mode 0644.
+    @Test func plantedSymlinksAreNotFollowed() async throws {
+        let directory = try TemporaryDirectory(prefix: "metrics-links")
+        let path = directory.file("geotrigger.prom")
+        let outsideTemporary = try directory.write("outside-temporary", "not yours\n")
+        let outsideTarget = try directory.write("outside-target", "not yours either\n")
+        #expect(symlink(outsideTemporary, directory.file(".geotrigger.prom.tmp")) == 0)
+        #expect(symlink(outsideTarget, path) == 0)
+        let warnings = Warnings(logger: Logger(label: "test"))
+        let file = MetricsFile(path: path, warnings: warnings)
+        await file.writeAndWait(Self.sample())
+        #expect(try String(contentsOfFile: outsideTemporary, encoding: .utf8) == "not yours\n")
+        #expect(try String(contentsOfFile: outsideTarget, encoding: .utf8) == "not yours either\n")
+        #expect(warnings.texts.isEmpty, "\(warnings.texts)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)  // not followed
+        #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+        #expect((attributes[.posixPermissions] as? Int) == 0o644)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == MetricsFile.exposition(Self.sample()))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            == ["geotrigger.prom", "outside-target", "outside-temporary"])
+    }
+
     @Test func configKeyIsAPathOrNull() throws {
         let directory = try TemporaryDirectory(prefix: "metrics-config")
         let good = try directory.write("gw.json5", #"{ output: { metricsFile: "metrics/gw.prom" }, triggers: [] }"#)

@@ -12,6 +12,9 @@ import Synchronization
 /// at a graceful stop. The file is replaced atomically: the text goes to a hidden temporary
 /// file in the same folder (`.NAME.tmp`, which the collector's `*.prom` pattern skips), mode
 /// 0644 whatever the umask (the collector runs as another user), then is renamed over `path`.
+/// Neither is ever written through a symbolic link planted at its name: the temporary is
+/// created exclusively without following one (what is at its name is removed first), and the
+/// rename replaces a link at `path` rather than the file it points to.
 /// The writes run on a serial queue of their own, never on the network thread, the update
 /// path or the cooperative pool; a write asked for while one waits replaces it. A failure is
 /// the status warning `metricsFile` (logged once per change by ``Warnings``), cleared once
@@ -101,8 +104,11 @@ final class MetricsFile: Sendable {
         func failure(_ call: String) -> WriteError {
             WriteError(message: "\(call): \(String(cString: strerror(errno)))")
         }
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw failure("open \(temporary)") }
+        // Created afresh, never opened through a symbolic link planted at its name: one left
+        // there (or a temporary a kill left) is removed first, the link itself, not its target.
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure("create \(temporary)") }
         let bytes = Array(text.utf8)
         var problem: WriteError?
         if fchmod(fd, 0o644) != 0 { problem = failure("chmod \(temporary)") }
@@ -117,6 +123,7 @@ final class MetricsFile: Sendable {
             }
         }
         if close(fd) != 0, problem == nil { problem = failure("close \(temporary)") }
+        // rename replaces a symbolic link at `path` itself, never the file it points to.
         if problem == nil, rename(temporary, path) != 0 { problem = failure("rename \(temporary) to \(path)") }
         if let problem {
             unlink(temporary)
