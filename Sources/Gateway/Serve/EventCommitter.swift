@@ -76,6 +76,8 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var finished = false
         /// State and journal of batches the database refused, tried again with the next commit.
         var retry = StoreBatch()
+        /// What the spill file dropped at its cap since the database last took writes.
+        var spillDropped = SpillFile.Dropped()
         var count: Int { batch.stateChanges.count + batch.events.count }
         var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty }
         var isIdle: Bool { isEmpty && !committing }
@@ -211,6 +213,20 @@ package final class EventCommitter: Service, StepSink, Sendable {
             + ", monitor state and journal are retried every second"
     }
 
+    /// Counts what the spill file dropped at its cap, in the `spill-cap` warning (logged with
+    /// each new count). Those events were published from memory and are retried from memory
+    /// (up to `retryCap`); only a kill before the database recovers loses them.
+    private func spillCapReached(_ spill: SpillFile, _ dropped: SpillFile.Dropped) {
+        let total: SpillFile.Dropped = pending.withLock { p in
+            p.spillDropped.batches += dropped.batches
+            p.spillDropped.events += dropped.events
+            return p.spillDropped
+        }
+        let cap = spill.cap % (1 << 20) == 0 ? "\(spill.cap >> 20) MiB" : "\(spill.cap) bytes"
+        warnings.set("spill-cap", "the spill file \(spill.path) reached its cap of \(cap): its oldest \(total.batches) refused batches "
+            + "(\(total.events) events) were dropped from it; a kill before the database recovers loses them")
+    }
+
     /// The commits run as jobs on the store's queue; this only waits for ``shutdown()``.
     package func run() async throws {
         while await stopped.next() != nil {}
@@ -266,7 +282,11 @@ package final class EventCommitter: Service, StepSink, Sendable {
             do {
                 let receipt = try store.commit(batch)
                 warnings.clear("database", resolved: "the database accepts writes again")
-                if !retried.isEmpty { spill?.remove() }
+                if !retried.isEmpty {
+                    spill?.remove()
+                    pending.withLock { $0.spillDropped = SpillFile.Dropped() }
+                    warnings.clear("spill-cap", resolved: "the database took what the spill file had dropped")
+                }
                 if !retried.outbox.isEmpty {
                     for (destination, publisher) in publishers {
                         publisher.committedFromMemory(Set(retried.outbox.lazy.filter { $0.destination == destination }.map(\.eventID)))
@@ -287,11 +307,14 @@ package final class EventCommitter: Service, StepSink, Sendable {
                     let messages = taken.outbox.filter { $0.destination == destination }
                     if !messages.isEmpty { publisher.publishVolatile(messages) }
                 }
-                do {
-                    try spill?.append(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox))
-                    warnings.clear("spill", resolved: "the spill file takes writes again")
-                } catch {
-                    warnings.set("spill", "the events the database refuses cannot be kept on \(error): a kill before the database recovers loses them")
+                if let spill {
+                    do {
+                        let dropped = try spill.append(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox))
+                        warnings.clear("spill", resolved: "the spill file takes writes again")
+                        if dropped.batches > 0 { spillCapReached(spill, dropped) }
+                    } catch {
+                        warnings.set("spill", "the events the database refuses cannot be kept in the spill file (\(error)): a kill before the database recovers loses them")
+                    }
                 }
                 retry.stateChanges = batch.stateChanges
                 retry.events = Array(batch.events.suffix(retryCap))

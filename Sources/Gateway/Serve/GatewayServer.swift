@@ -182,9 +182,17 @@ struct GatewayServer: Sendable {
 
     /// Commits what a run killed during a database fault left in its spill file (README
     /// "Durability"), and removes the file. Returns what the database refused again: the
-    /// committer retries it, and the monitors start from its states.
+    /// committer retries it, and the monitors start from its states. A file that is not the
+    /// gateway's own (``SpillFile``) is the `spill` warning, and left as it is.
     static func applySpill(_ spill: SpillFile, to store: GatewayStore, warnings: Warnings, logger: Logger) async -> StoreBatch {
-        guard let (batch, unreadable) = spill.read() else { return StoreBatch() }
+        let found: (batch: StoreBatch, unreadable: Int)?
+        do {
+            found = try spill.read()
+        } catch {
+            warnings.set("spill", "the spill file left by the last run is not applied: \(error)")
+            return StoreBatch()
+        }
+        guard let (batch, unreadable) = found else { return StoreBatch() }
         if unreadable > 0 { logger.warning("lines of the spill file could not be read (cut by a kill)", ["file": spill.path, "lines": "\(unreadable)"]) }
         do {
             _ = try await store.submit(batch)
