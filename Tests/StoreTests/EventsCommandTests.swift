@@ -63,6 +63,47 @@ import Store
         ])
     }
 
+    /// A fence name that would retitle the window and clear the screen, with a C1 CSI and a
+    /// line separator: what the gateway's serializer writes (C0 escaped, the rest raw).
+    static let hostileName = "\u{1b}]0;x\u{07}\u{1b}[2J\u{9b}\u{2028}"
+    static let hostilePayload =
+        #"{"id":"h1","visit":"h1","gateway":"gw-1","trigger":"garden","device":"workers/b\#u{9b}ob","type":"enter","notification":"entered","fence":{"id":"runtime-1","layer":"runtime","name":"\u001b]0;x\u0007\u001b[2J\#u{9b}\#u{2028}","properties":{}},"position":{"lat":34.45,"lon":-119.71,"time":"2026-11-30T12:00:00Z"},"distance":-1,"message":"Entered \u001b]0;x\u0007\u001b[2J\#u{9b}\#u{2028}","actions":[],"properties":{},"emitted":"2026-11-30T12:00:00Z"}"#
+
+    @Test func controlCharactersFromTheJournalNeverReachTheTerminal() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("hostile.db")
+        let store = try await GatewayStore(path: path)
+        _ = try await store.submit(StoreBatch(events: [
+            JournalEvent(id: "h1", device: "workers/b\u{9b}ob", trigger: "garden", layer: "runtime", fence: "runtime-1",
+                         type: "enter", fixTime: 1_796_040_000, emittedTime: 1_796_040_000, payload: Self.hostilePayload),
+        ]))
+        await store.close()
+
+        let text = try BuiltProducts.run("geotrigger", ["events", "--database", path], in: directory.path)
+        #expect(text.status == 0, "\(text.error)")
+        let textRaw = Self.rawControls(text.output)
+        #expect(textRaw.isEmpty, "\(textRaw.count) raw control characters (\(textRaw.filter { $0 == 0x1B }.count) ESC): \(text.output.debugDescription)")
+        #expect(text.output == #"2026-11-30T12:00:00Z  enter  workers/b\u{9b}ob  runtime/runtime-1 (\u{1b}]0;x\u{7}\u{1b}[2J\u{9b}\u{2028})  trigger garden  "Entered \u{1b}]0;x\u{7}\u{1b}[2J\u{9b}\u{2028}""# + "\n")
+
+        let json = try BuiltProducts.run("geotrigger", ["events", "--json", "--database", path], in: directory.path)
+        #expect(json.status == 0, "\(json.error)")
+        let jsonRaw = Self.rawControls(json.output)
+        #expect(jsonRaw.isEmpty, "\(jsonRaw.count) raw control characters (\(jsonRaw.filter { $0 == 0x1B }.count) ESC): \(json.output.debugDescription)")
+        let lines = json.output.split(separator: "\n")
+        #expect(lines.count == 1)
+        let event = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Any])
+        #expect((event["fence"] as? [String: Any])?["name"] as? String == Self.hostileName)
+        #expect(event["message"] as? String == "Entered " + Self.hostileName)
+        #expect(event["device"] as? String == "workers/b\u{9b}ob")
+    }
+
+    /// The scalars of `output` a terminal acts on: C0 but the line feed, DEL, C1, U+2028, U+2029.
+    static func rawControls(_ output: String) -> [UInt32] {
+        output.unicodeScalars.map(\.value).filter {
+            ($0 < 0x20 && $0 != 0x0A) || (0x7F...0x9F).contains($0) || $0 == 0x2028 || $0 == 0x2029
+        }
+    }
+
     @Test func usageErrorsExitTwoAndSayWhy() async throws {
         let directory = try TemporaryDirectory()
         let database = try await Self.journal(in: directory)

@@ -22,8 +22,11 @@ enum EventsCommand: Subcommand {
           --config FILE     the gateway config (its gateway.database is read)
 
         Without --json each event is one line: fix time, type, device, layer/fence (name),
-        trigger, reason, and message when there is one. The journal keeps events for
-        journal.retentionDays days. The database is opened read-only; the gateway may be running.
+        trigger, reason, and message when there is one. Control characters in them (names and
+        messages may come from MQTT) are shown as escapes such as \\u{1b}; with --json they are
+        JSON escapes (\\u001b, \\u009b, \\u2028), so each line still decodes to the event as
+        published. The journal keeps events for journal.retentionDays days. The database is
+        opened read-only; the gateway may be running.
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -53,7 +56,8 @@ enum EventsCommand: Subcommand {
         let json = options.has("json")
         var output = ""
         for entry in entries {
-            output += json ? entry.event.payload : describe(entry.event)
+            // Names, device ids and messages may come from anyone who can publish to the broker.
+            output += json ? ControlCharacters.escapedJSON(entry.event.payload) : Logger.escaped(describe(entry.event))
             output += "\n"
             if output.utf8.count > 64 * 1024 {
                 print(output, terminator: "")

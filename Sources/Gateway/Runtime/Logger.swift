@@ -70,9 +70,7 @@ public struct Logger: Sendable {
     }
 
     /// C0 and C1 control characters, DEL, and the Unicode line and paragraph separators.
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
-    }
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { ControlCharacters.contains(scalar) }
 
     public func trace(_ m: @autoclosure () -> String, _ md: Metadata = [:]) { log(.trace, m(), md) }
     public func debug(_ m: @autoclosure () -> String, _ md: Metadata = [:]) { log(.debug, m(), md) }
