@@ -46,6 +46,27 @@ import TestSupport
         #expect(desert.inside && desert.distance < 0)
     }
 
+    /// Fence names come from files: the table and the JSON show their control characters
+    /// escaped, and the JSON still decodes to the name.
+    @Test func controlCharactersInFenceNamesAreEscaped() throws {
+        let directory = try TemporaryDirectory()
+        let fences = try HostileFences.write(in: directory)
+        let text = try runGeotrigger(["locate", "10.0005", "10.0005", "--fences", fences])
+        #expect(text.status == 0, "\(text.err)")
+        let textRaw = HostileFences.rawControls(text.out)
+        #expect(textRaw.isEmpty, "\(HostileFences.report(textRaw, in: text.out))")
+        let rows = text.out.split(separator: "\n")
+        #expect(rows.count == 2)
+        #expect(rows.last?.hasPrefix(#"hostile  hostile  square  \u{1b}]0;x\u{7}\u{1b}[2J\u{9b}\u{2028}  yes"#) == true, "\(rows)")
+
+        let json = try locate(["10.0005", "10.0005", "--fences", fences, "--json"])
+        #expect(json.status == 0, "\(json.err)")
+        let raw = try runGeotrigger(["locate", "10.0005", "10.0005", "--fences", fences, "--json"]).out
+        let jsonRaw = HostileFences.rawControls(raw)
+        #expect(jsonRaw.isEmpty, "\(HostileFences.report(jsonRaw, in: raw))")
+        #expect(json.rows.map(\.name) == [HostileFences.name])
+    }
+
     @Test func usageErrors() throws {
         #expect(try runGeotrigger(["locate", "91", "0"]).status == 2)
         #expect(try runGeotrigger(["locate", "1"]).status == 2)

@@ -116,6 +116,46 @@ private final class SVGElements: NSObject, XMLParserDelegate {
         #expect(lines.count == 2 && lines.allSatisfy { $0.contains("  inferred") }, "\(lines)")
     }
 
+    /// Fence names come from files and device ids from tracks: neither reaches the terminal
+    /// with its control characters raw, in text, in JSON (which still decodes to the same
+    /// strings) or in an error.
+    @Test func controlCharactersInNamesAndDevicesAreEscaped() throws {
+        let directory = try TemporaryDirectory()
+        let fences = try HostileFences.write(in: directory)
+        let track = try directory.write("walk.jsonl", """
+            {"device": "walker\\u009b", "lat": 9.9995, "lon": 10.0005, "time": "2026-11-30T12:00:00Z"}
+            {"device": "walker\\u009b", "lat": 10.0005, "lon": 10.0005, "time": "2026-11-30T12:01:00Z"}
+            {"device": "walker\\u009b", "lat": 10.002, "lon": 10.0005, "time": "2026-11-30T12:02:00Z"}
+            """)
+        let text = try runGeotrigger(["replay", track, "--fences", fences])
+        #expect(text.status == 0, "\(text.err)")
+        let textRaw = HostileFences.rawControls(text.out + text.err)
+        #expect(textRaw.isEmpty, "\(HostileFences.report(textRaw, in: text.out))")
+        #expect(text.out.hasPrefix(
+            #"2026-11-30T12:01:00Z  enter walker\u{9b}  hostile/square (\u{1b}]0;x\u{7}\u{1b}[2J\u{9b}\u{2028})  trigger hostile  "Entered \u{1b}]0;x"#),
+            "\(text.out)")
+
+        let json = try runGeotrigger(["replay", track, "--fences", fences, "--json"])
+        #expect(json.status == 0, "\(json.err)")
+        let jsonRaw = HostileFences.rawControls(json.out + json.err)
+        #expect(jsonRaw.isEmpty, "\(HostileFences.report(jsonRaw, in: json.out))")
+        let events = try json.out.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        #expect(events.count == 2)
+        #expect(events.allSatisfy { ($0["fence"] as? [String: Any])?["name"] as? String == HostileFences.name })
+        #expect(events.first?["message"] as? String == "Entered " + HostileFences.name)
+        #expect(events.allSatisfy { $0["device"] as? String == "walker\u{9b}" })
+
+        // A device id with a C0 control is refused, and the refusal shows it escaped.
+        let bad = try directory.write("bad.jsonl", #"{"device": "a\u001b[2J", "lat": 10, "lon": 10, "time": 0}"#)
+        let refused = try runGeotrigger(["replay", bad, "--fences", fences])
+        #expect(refused.status == 2)
+        #expect(refused.err.contains(#"device id 'a\u{1b}[2J': the device id contains a control character"#), "\(refused.err)")
+        let refusedRaw = HostileFences.rawControls(refused.err)
+        #expect(refusedRaw.isEmpty, "\(HostileFences.report(refusedRaw, in: refused.err))")
+    }
+
     @Test func usageErrors() throws {
         #expect(try runGeotrigger(["replay"]).status == 2)
         let noTimes = try runGeotrigger(["replay", repositoryRoot + "/deploy/routes/garden-tour.geojson"])

@@ -15,6 +15,8 @@ enum LocateCommand: Subcommand {
         (SCHEDULE: yes, or no when its events would not be published now; a trigger without
         schedule is always yes). LAT and LON are WGS84 degrees; negative values are fine.
 
+        Control characters in fence names are printed as escapes (\\u{1b}, in JSON \\u001b).
+
         The triggers are the config's (without a config file, or without a `triggers` key:
         one per fence layer, named after it, with the layer's "geotrigger" defaults).
 
@@ -48,7 +50,7 @@ enum LocateCommand: Subcommand {
         }
         let results = snapshot.locate(Coordinate(lat: lat, lon: lon), accuracy: accuracy, at: WallClock.now())
         if args.has("json") {
-            print(JSONValue.array(results.map(\.json)).serialized())
+            print(ControlCharacters.escapedJSON(JSONValue.array(results.map(\.json)).serialized()))
         } else {
             print(table(results, lat: lat, lon: lon, within: max(100, accuracy ?? 0)))
         }
@@ -61,9 +63,10 @@ enum LocateCommand: Subcommand {
             return "no fence within \(LocateCommand.metres(within)) of \(lat), \(lon)"
         }
         let header = ["TRIGGER", "LAYER", "FENCE", "NAME", "INSIDE", "SCHEDULE", "DISTANCE"]
+        // Names come from fence files: escaped before the columns are measured.
         let rows = results.map {
             [$0.trigger, $0.layer, $0.fence, $0.name ?? "-", $0.inside ? "yes" : "no", $0.inSchedule == false ? "no" : "yes",
-             metres($0.distance)]
+             metres($0.distance)].map { Logger.escaped($0) }
         }
         var widths = header.map(\.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }

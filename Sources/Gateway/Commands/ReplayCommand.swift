@@ -15,7 +15,8 @@ enum ReplayCommand: Subcommand {
         After the last fix the clock runs on for one hour, so that holds (enterAfter,
         exitAfter), dwell and staleAfter decided by silence still show. Events outside their
         trigger's schedule (judged by the fix-time clock, as `serve` judges them) are left out
-        and counted in the summary on standard error.
+        and counted in the summary on standard error. Control characters in fence names,
+        messages and device ids are printed as escapes (\\u{1b}, in JSON \\u001b).
 
         TRACK: GPX (with times), GeoJSON LineString (times from properties.coordTimes), an
         OwnTracks recorder file, an NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
@@ -62,16 +63,18 @@ enum ReplayCommand: Subcommand {
             let track = try TrackReader.read([UInt8](data), file: file, format: format)
             updates = try track.replayUpdates(file: file, defaultDevice: args["device"] ?? "replay", speed: speed, start: start)
         } catch {
-            throw UsageError(error.description)
+            throw UsageError(Logger.escaped(error.description))  // it may quote the file's text
         }
         for device in Set(updates.map(\.device)) {
-            if let problem = DeviceID.problem(with: device) { throw UsageError("\(file): device id '\(device)': \(problem)") }
+            if let problem = DeviceID.problem(with: device) {
+                throw UsageError("\(file): device id '\(Logger.escaped(device))': \(problem)")
+            }
         }
         let run = ReplayRun(updates: updates, snapshot: setup.snapshot, maxAccuracy: setup.config.input.maxAccuracy)
         for decision in run.decisions {
             let n = decision.notification
             if args.has("json") {
-                print(n.eventJSON(gateway: setup.config.gateway.id, emitted: decision.decidedAt).serialized())
+                print(ControlCharacters.escapedJSON(n.eventJSON(gateway: setup.config.gateway.id, emitted: decision.decidedAt).serialized()))
             } else {
                 var line = "\(ISO8601Time.format(n.position.time))  \(n.type.rawValue.padding(toLength: 5))\(n.device)  "
                     + "\(n.layer)/\(n.fenceID)" + (n.fenceName.map { " (\($0))" } ?? "") + "  trigger \(n.trigger)"
@@ -79,7 +82,7 @@ enum ReplayCommand: Subcommand {
                 if let reason = n.reason, reason != .moved { line += "  reason \(reason.rawValue)" }
                 if let dwell = n.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
                 if let message = n.message?.message { line += "  \"\(message)\"" }
-                print(line)
+                print(Logger.escaped(line))
             }
         }
         let drops = run.dropped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
