@@ -40,6 +40,7 @@ import Testing
         let track = try TrackReader.read(Array("\(bad)\n\(good)\n".utf8), file: "log.nmea", format: .nmea)
         #expect(track.points.count == 1)
         #expect(track.points.first?.time == 1_796_042_096)
+        #expect(track.skipped == [.timeOutOfRange: 1])
     }
 
     @Test func jsonLinesTimeOf1e300IsAnError() {

@@ -18,7 +18,7 @@ import Testing
             // 120002 has a bad checksum, 120003 is void; then southern and eastern hemispheres, 2000-01-01.
             TrackPoint(lat: -(34 + 27.0018 / 60), lon: 119 + 42.5982 / 60, time: 946_728_004),
         ])
-        #expect(track.skipped == 1)
+        #expect(track.skipped == [.wrongChecksum: 1, .noFix: 1])
     }
 
     @Test func aLogWithoutAFixIsAnError() throws {
@@ -26,7 +26,7 @@ import Testing
         #expect(
             message
                 == "no-fix.nmea: no RMC sentence with a fix (status A) and a good checksum; expected an NMEA 0183 log "
-                + "($GPRMC or $GNRMC lines), found 2 sentences, 1 with a bad checksum")
+                + "($GPRMC or $GNRMC lines), found 2 sentences (1 wrong checksum, 1 no fix)")
     }
 
     @Test func checksums() {
@@ -58,7 +58,7 @@ import Testing
         #expect(rmc.count == 146)
         #expect(track.points.count == rmc.count)
         #expect(track.points.filter { $0.altitude != nil }.count == withGGA)
-        #expect(track.skipped == 0)
+        #expect(track.skipped.isEmpty)
         // $GPRMC,094737,A,5251.0093,N,00518.8170,E,5.6,230.5,200818 and its GGA (after it): -4 m, HDOP 0.60.
         let first = try #require(track.points.first)
         #expect(first == TrackPoint(
@@ -79,7 +79,49 @@ import Testing
         text = damaged
         let track = try TrackReader.read(Array(text.utf8), file: "damaged.log")
         #expect(track.points.count == 145)
-        #expect(track.skipped == 1)
+        #expect(track.skipped == [.wrongChecksum: 1])
         #expect(track.points.first?.time == 1_534_758_458)
+    }
+
+    /// Every RMC or GGA sentence that gives no point is counted under why; sentences that are
+    /// not about position (GSV, TXT) are not skipped, they are simply not read.
+    @Test func skippedSentencesAreCountedByReason() throws {
+        let rmc = "GPRMC,120000.00,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"
+        let log = [
+            TimeValueTests.sentence(rmc),
+            TimeValueTests.sentence("GPRMC,123456.1e30,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"),
+            TimeValueTests.sentence("GPRMC,250000.00,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"),
+            TimeValueTests.sentence("GPRMC,12h000.00,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"),
+            TimeValueTests.sentence("GPRMC,120001.00,A,4717.11,N,00833.91,E,0.0,0.0,311126,,"),  // 31 November
+            TimeValueTests.sentence("GPRMC,120001.00,A,4717.11,N,00833.91,E,0.0,0.0,30nov6,,"),
+            TimeValueTests.sentence("GPRMC,120001.00,A,9117.11,N,00833.91,E,0.0,0.0,301126,,"),  // 91 degrees
+            TimeValueTests.sentence("GPRMC,120001.00,A,4717.11,X,00833.91,E,0.0,0.0,301126,,"),
+            TimeValueTests.sentence("GPRMC,120001.00,A,4717.11,N"),
+            TimeValueTests.sentence("GPRMC,120002.00,V,,,,,,,301126,,"),
+            TimeValueTests.sentence("GPGGA,120002.00,,,,,0,00,99.99,,,,,,"),
+            TimeValueTests.sentence("GPGGA,1e30,4717.11,N,00833.91,E,1,08,1.0,400.0,M,48.0,M,,"),
+            String(TimeValueTests.sentence(rmc).dropLast()) + "0",
+            "$" + rmc,
+            TimeValueTests.sentence("GPGSV,1,1,00"),
+            TimeValueTests.sentence("GPTXT,01,01,02,ANTENNA OK"),
+        ].joined(separator: "\n")
+        let track = try TrackReader.read(Array(log.utf8), file: "log.nmea", format: .nmea)
+        #expect(track.points.count == 1)
+        #expect(track.skipped == [
+            .timeOutOfRange: 3, .unreadableTime: 1, .dateOutOfRange: 1, .unreadableDate: 1, .positionOutOfRange: 1,
+            .unreadablePosition: 1, .tooFewFields: 1, .noFix: 2, .wrongChecksum: 1, .noChecksum: 1,
+        ])
+        #expect(track.skipSummary == [
+            "1 NMEA sentence: no checksum",
+            "1 NMEA sentence: wrong checksum",
+            "1 NMEA sentence: too few fields",
+            "2 NMEA sentences: no fix",
+            "1 NMEA sentence: unreadable time",
+            "3 NMEA sentences: time out of range",
+            "1 NMEA sentence: unreadable date",
+            "1 NMEA sentence: date out of range",
+            "1 NMEA sentence: unreadable position",
+            "1 NMEA sentence: position out of range",
+        ])
     }
 }

@@ -156,6 +156,33 @@ private final class SVGElements: NSObject, XMLParserDelegate {
         #expect(refusedRaw.isEmpty, "\(HostileFences.report(refusedRaw, in: refused.err))")
     }
 
+    /// An NMEA log's sentences that give no point are reported on standard error, one line per
+    /// reason, before the summary; the events come from the good ones.
+    @Test func skippedSentencesAreReportedByReason() throws {
+        func sentence(_ body: String) -> String {
+            let sum = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
+            return "$\(body)*" + String(format: "%02X", sum)
+        }
+        let directory = try TemporaryDirectory()
+        let log = try directory.write("walk.nmea", [
+            sentence("GPRMC,120000.00,V,,,,,,,301126,,"),
+            sentence("GPRMC,120001.00,V,,,,,,,301126,,"),
+            sentence("GPRMC,120002.00,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"),
+            sentence("GPRMC,123456.1e30,A,4717.11,N,00833.91,E,0.0,0.0,301126,,"),
+            sentence("GPGSV,1,1,00"),
+            sentence("GPRMC,120003.00,A,4717.12,N,00833.91,E,0.0,0.0,301126,,"),
+        ].joined(separator: "\r\n") + "\r\n")
+        let r = try runGeotrigger(["replay", log])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.split(separator: "\n").map(String.init) == [
+            "replay: skipped 2 NMEA sentences: no fix",
+            "replay: skipped 1 NMEA sentence: time out of range",
+            "replay: 2 updates (2 accepted), 0 events",
+        ])
+        let help = try runGeotrigger(["replay", "--help"])
+        #expect(help.out.contains("skipped"), "\(help.out)")
+    }
+
     @Test func usageErrors() throws {
         #expect(try runGeotrigger(["replay"]).status == 2)
         let noTimes = try runGeotrigger(["replay", repositoryRoot + "/deploy/routes/garden-tour.geojson"])

@@ -20,6 +20,10 @@ enum ReplayCommand: Subcommand {
 
         TRACK: GPX (with times), GeoJSON LineString (times from properties.coordTimes), an
         OwnTracks recorder file, an NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
+        A bad record in them is an error naming its line, except in NMEA logs: sentences
+        without a fix, with a wrong or no checksum, or with fields that cannot be read are
+        skipped, and standard error says how many, one line per reason
+        (replay: skipped 2 NMEA sentences: no fix).
 
         Options:
           --config FILE   fences folder, triggers and gateway id of this config
@@ -61,6 +65,7 @@ enum ReplayCommand: Subcommand {
         let updates: [LocationUpdate]
         do {
             let track = try TrackReader.read([UInt8](data), file: file, format: format)
+            for line in track.skipSummary { printError("replay: skipped " + line) }
             updates = try track.replayUpdates(file: file, defaultDevice: args["device"] ?? "replay", speed: speed, start: start)
         } catch {
             throw UsageError(Logger.escaped(error.description))  // it may quote the file's text

@@ -2,13 +2,20 @@
 public struct Track: Sendable, Equatable {
     /// The points in the order the file has them (not sorted by time).
     public var points: [TrackPoint]
-    /// Records skipped as unusable without stopping the read: NMEA sentences with a missing or
-    /// wrong checksum. Zero for the other formats, whose bad records are errors.
-    public var skipped: Int
+    /// Records passed over without stopping the read, counted by why (NMEA sentences without
+    /// a fix, with a bad checksum or with fields that cannot be read). Empty for the other
+    /// formats, whose bad records are errors.
+    public var skipped: [TrackSkipReason: Int]
 
-    public init(points: [TrackPoint], skipped: Int = 0) {
+    public init(points: [TrackPoint], skipped: [TrackSkipReason: Int] = [:]) {
         self.points = points
         self.skipped = skipped
+    }
+
+    /// One line per reason of ``skipped``, in the order of ``TrackSkipReason``:
+    /// `1 NMEA sentence: time out of range`. Empty if nothing was skipped.
+    public var skipSummary: [String] {
+        skipped.sorted { $0.key < $1.key }.map { $0.key.summary(count: $0.value) }
     }
 
     /// The points as a polyline, for a route.

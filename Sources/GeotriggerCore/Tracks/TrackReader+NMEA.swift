@@ -1,12 +1,14 @@
 extension TrackReader {
     /// NMEA 0183: one point per RMC sentence (any talker: `$GPRMC`, `$GNRMC`, …) with status
     /// `A`, timed by its date and time fields; a GGA sentence of the same time of day (before or
-    /// after it) adds altitude and HDOP. Sentences with a missing or wrong checksum are skipped
-    /// and counted in ``Track/skipped``; lines starting with `#` (gpsd test log headers) and lines
-    /// without a `$` sentence are ignored.
+    /// after it) adds altitude and HDOP. Sentences with a missing or wrong checksum, and RMC or
+    /// GGA sentences without a fix or with a time, date or position that cannot be read, are
+    /// skipped and counted by reason in ``Track/skipped``; other sentences (GSV, TXT, ...),
+    /// lines starting with `#` (gpsd test log headers) and lines without a `$` sentence are
+    /// ignored.
     static func readNMEA(_ bytes: [UInt8], file: String) throws(TrackError) -> Track {
         var points: [TrackPoint] = []
-        var badChecksums = 0
+        var skipped: [TrackSkipReason: Int] = [:]
         var sentences = 0
         // Time of day (ms) of the last point, and whether a GGA already filled it.
         var lastPointTime: Int?
@@ -22,7 +24,7 @@ extension TrackReader {
             guard let dollar = bytes[range].lastIndex(of: UInt8(ascii: "$")) else { continue }
             sentences += 1
             guard let body = checkedBody(bytes, dollar + 1..<range.upperBound) else {
-                badChecksums += 1
+                skipped[hasChecksum(bytes, dollar + 1..<range.upperBound) ? .wrongChecksum : .noChecksum, default: 0] += 1
                 continue
             }
             let fields = bytes[body].split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
@@ -30,12 +32,24 @@ extension TrackReader {
             guard let address = fields.first, address.utf8.count >= 5 else { continue }
             switch address.suffix(3) {
             case "RMC":
-                guard fields.count >= 10, fields[2] == "A",
-                    let timeOfDay = timeOfDayMilliseconds(fields[1]),
-                    let day = dayNumber(fields[9]),
-                    let lat = coordinate(fields[3], fields[4], degreeDigits: 2),
+                guard fields.count >= 10 else { skipped[.tooFewFields, default: 0] += 1; continue }
+                guard fields[2] == "A" else { skipped[.noFix, default: 0] += 1; continue }
+                guard let timeOfDay = timeOfDayMilliseconds(fields[1]) else {
+                    skipped[isNumber(fields[1]) ? .timeOutOfRange : .unreadableTime, default: 0] += 1
+                    continue
+                }
+                guard let day = dayNumber(fields[9]) else {
+                    skipped[isNumber(fields[9]) ? .dateOutOfRange : .unreadableDate, default: 0] += 1
+                    continue
+                }
+                guard let lat = coordinate(fields[3], fields[4], degreeDigits: 2),
                     let lon = coordinate(fields[5], fields[6], degreeDigits: 3)
-                else { continue }
+                else {
+                    let readable = isNumber(fields[3]) && isNumber(fields[5]) && ["N", "S"].contains(fields[4])
+                        && ["E", "W"].contains(fields[6])
+                    skipped[readable ? .positionOutOfRange : .unreadablePosition, default: 0] += 1
+                    continue
+                }
                 var point = TrackPoint(lat: lat, lon: lon, time: Double(day * 86400) + Double(timeOfDay) / 1000)
                 if let knots = Double(fields[7]), knots.isFinite, knots >= 0 { point.speed = knots * 1852 / 3600 }
                 if let course = Double(fields[8]), course.isFinite, (0...360).contains(course) { point.heading = course }
@@ -49,9 +63,12 @@ extension TrackReader {
                 points.append(point)
                 lastPointTime = timeOfDay
             case "GGA":
-                guard fields.count >= 10, let timeOfDay = timeOfDayMilliseconds(fields[1]),
-                    let quality = Int(fields[6]), quality > 0
-                else { continue }
+                guard fields.count >= 10 else { skipped[.tooFewFields, default: 0] += 1; continue }
+                guard let quality = Int(fields[6]), quality > 0 else { skipped[.noFix, default: 0] += 1; continue }
+                guard let timeOfDay = timeOfDayMilliseconds(fields[1]) else {
+                    skipped[isNumber(fields[1]) ? .timeOutOfRange : .unreadableTime, default: 0] += 1
+                    continue
+                }
                 let altitude = Double(fields[9]).flatMap { $0.isFinite ? $0 : nil }
                 let hdop = Double(fields[8]).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
                 if lastPointTime == timeOfDay, !lastPointHasGGA, !points.isEmpty {
@@ -66,13 +83,27 @@ extension TrackReader {
             }
         }
         guard !points.isEmpty else {
+            let reasons = skipped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key.rawValue)" }
             throw TrackError(
                 file: file,
                 message: "no RMC sentence with a fix (status A) and a good checksum; expected an NMEA 0183 log "
-                    + "($GPRMC or $GNRMC lines), found \(sentences) sentence\(sentences == 1 ? "" : "s"), "
-                    + "\(badChecksums) with a bad checksum")
+                    + "($GPRMC or $GNRMC lines), found \(sentences) sentence\(sentences == 1 ? "" : "s")"
+                    + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))"))
         }
-        return Track(points: points, skipped: badChecksums)
+        return Track(points: points, skipped: skipped)
+    }
+
+    /// True if the sentence in `range` ends in `*HH` (two hex digits), right or wrong.
+    static func hasChecksum(_ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+        range.count >= 3 && bytes[range.upperBound - 3] == UInt8(ascii: "*")
+            && hexValue(bytes[range.upperBound - 2]) != nil && hexValue(bytes[range.upperBound - 1]) != nil
+    }
+
+    /// True if a field that did not read as a time, date or coordinate is still a number
+    /// (`256000`, `123456.1e30`, `9130.5`): out of range rather than unreadable.
+    static func isNumber(_ text: String) -> Bool {
+        guard let first = text.utf8.first, first >= 48, first <= 57, let value = Double(text) else { return false }
+        return !value.isNaN
     }
 
     /// The sentence body between `$` and `*` if `*HH` follows it and HH is the XOR of the body.
