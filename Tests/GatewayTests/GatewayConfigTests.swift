@@ -26,6 +26,19 @@ import Testing
         }
     }
 
+    /// `feeds[].userLevel` names a '+' level of its topic; owntracks feeds default to 1.
+    @Test func userLevelNamesAPlusLevelOfTheTopic() throws {
+        let c = try decode(#"{input: {maxDevicesPerUser: 5}, feeds: [{name: "v", topic: "fleet/vehicles/+/+", format: "json", userLevel: 2}]}"#)
+        #expect(c.input.maxDevicesPerUser == 5)
+        guard case .mqtt(_, _, _, _, let level) = c.feeds[0] else { Issue.record("mqtt feed"); return }
+        #expect(level == 2)
+        #expect(GatewayConfig().input.maxDevicesPerUser == 1000)
+        let errors = messages(#"{feeds: [{name: "p", topic: "owntracks/+/+", format: "owntracks", userLevel: 3}]}"#)
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("feeds[0].userLevel") == true, "\(errors)")
+        #expect(errors.first?.contains("a '+' level of the topic, which has 2, found 3") == true, "\(errors)")
+    }
+
     @Test func defaultsWithoutAFile() {
         let c = GatewayConfig()
         #expect(c.broker.host == "127.0.0.1" && c.broker.port == 1883 && c.broker.protocol == .v5)
@@ -48,7 +61,7 @@ import Testing
             return
         }
         #expect(name == "self" && host == "127.0.0.1" && port == 2947 && device == "gw-1" && republish)
-        guard case .mqtt(_, let topic, let format, _) = c.feeds[0] else { Issue.record("mqtt feed"); return }
+        guard case .mqtt(_, let topic, let format, _, _) = c.feeds[0] else { Issue.record("mqtt feed"); return }
         #expect(topic == "fleet/+/+/location" && format == .json)
         #expect(c.triggers?.count == 1)
         #expect(c.triggers?[0]["rule"] == .string("enterOrExit"))

@@ -37,7 +37,7 @@ import TestSupport
             return text.contains("gw.json5:2:") && text.contains("feeds[0].shard") && text.contains("\"3/3\"")
         }
         let good = try directory.write("ok.json5", #"{ feeds: [ { name: "a", topic: "f/+", format: "json", shard: "1/3" } ] }"#)
-        guard case .mqtt(_, _, _, let shard) = try GatewayConfig.load(file: good).feeds[0] else { Issue.record("mqtt feed"); return }
+        guard case .mqtt(_, _, _, let shard, _) = try GatewayConfig.load(file: good).feeds[0] else { Issue.record("mqtt feed"); return }
         #expect(shard == FeedShard(index: 1, count: 3))
     }
 }

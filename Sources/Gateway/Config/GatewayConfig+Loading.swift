@@ -74,12 +74,13 @@ extension GatewayConfig {
         if let v = root["remote"], v != .null {
             remote = Broker(decoding: v, at: [.key("remote")], with: &d)
         }
-        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxAccuracy", "maxDevices"]) {
+        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxAccuracy", "maxDevices", "maxDevicesPerUser"]) {
             let p: [JSONPathComponent] = [.key("input")]
             if let x = d.integer(o, "maxPayload", at: p, range: 64...268_435_455) { input.maxPayload = x }
             if let x = d.number(o, "maxFutureSkew", at: p, range: 0...Double.infinity) { input.maxFutureSkew = x }
             if let x = d.number(o, "maxAccuracy", at: p, range: 0...Double.infinity) { input.maxAccuracy = x }
             if let x = d.integer(o, "maxDevices", at: p, range: 1...100_000_000) { input.maxDevices = x }
+            if let x = d.integer(o, "maxDevicesPerUser", at: p, range: 1...100_000_000) { input.maxDevicesPerUser = x }
         }
         if let v = root["fences"], let o = d.object(v, at: [.key("fences")], allowed: ["maxVertices"]) {
             if let x = d.integer(o, "maxVertices", at: [.key("fences")], range: 4...Int(Int32.max)) { fences.maxVertices = x }
@@ -208,7 +209,7 @@ extension GatewayConfig.Feed {
             return nil
         }
         let isGPSD = peek["gpsd"] != nil
-        let allowed: Set<String> = isGPSD ? ["name", "gpsd", "device", "republish"] : ["name", "topic", "format", "shard"]
+        let allowed: Set<String> = isGPSD ? ["name", "gpsd", "device", "republish"] : ["name", "topic", "format", "shard", "userLevel"]
         guard let o = d.object(value, at: p, allowed: allowed) else { return nil }
         guard let name = d.string(o, "name", at: p) ?? nil, !name.isEmpty else {
             if o["name"] == nil { d.report(p, "a feed needs a \"name\"") }
@@ -230,9 +231,11 @@ extension GatewayConfig.Feed {
                 if o["topic"] == nil { d.report(p, "an MQTT feed needs a \"topic\" (or \"gpsd\" for a gpsd feed)") }
                 return nil
             }
+            var plusLevels: Int?
             do {
                 let filter = try TopicFilter(topic)
                 if !filter.hasWildcard { d.report(p + [.key("topic")], "the topic filter needs a '+' or '#' level: the device id is what the wildcards match") }
+                plusLevels = topic.split(separator: "/", omittingEmptySubsequences: false).count { $0 == "+" }
             } catch {
                 d.report(p + [.key("topic")], error.detail)
             }
@@ -247,7 +250,15 @@ extension GatewayConfig.Feed {
                     d.report(p + [.key("shard")], "expected \"K/N\": shard K of N with N >= 1 and 0 <= K < N (e.g. \"0/3\"), found \(JSONValue.string(text).serialized())")
                 }
             }
-            self = .mqtt(name: name, topic: topic, format: format, shard: shard)
+            var userLevel: Int?
+            if o["userLevel"] != nil, o["userLevel"] != .null, let x = d.integer(o, "userLevel", at: p, range: 1...100) {
+                if let plusLevels, x > plusLevels {
+                    d.report(p + [.key("userLevel")], "expected the number (1-based) of a '+' level of the topic, which has \(plusLevels), found \(x)")
+                } else {
+                    userLevel = x
+                }
+            }
+            self = .mqtt(name: name, topic: topic, format: format, shard: shard, userLevel: userLevel)
         }
     }
 }

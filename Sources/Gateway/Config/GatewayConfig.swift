@@ -57,6 +57,9 @@ public struct GatewayConfig: Sendable {
         public var maxFutureSkew: Double = 300
         /// Devices tracked at most; updates of further devices are dropped as `tooManyDevices`.
         public var maxDevices = 100_000
+        /// Devices of one broker user (a feed's `userLevel`) tracked at most; updates of that
+        /// user's further device ids are dropped as `tooManyDevices`.
+        public var maxDevicesPerUser = 1000
         /// Updates whose accuracy (metres) is larger are dropped as `outOfRange`.
         public var maxAccuracy: Double = 10000
     }
@@ -105,14 +108,16 @@ public struct GatewayConfig: Sendable {
     /// A source of updates.
     public enum Feed: Sendable {
         /// An MQTT topic filter and its payload format; with `shard`, only the devices of that
-        /// shard are taken (`feeds[].shard: "K/N"`).
-        case mqtt(name: String, topic: String, format: PayloadFormat, shard: FeedShard? = nil)
+        /// shard are taken (`feeds[].shard: "K/N"`); `userLevel`: which wildcard level (1-based)
+        /// names the publishing broker user (`feeds[].userLevel`; nil: 1 for `owntracks`, none
+        /// for `json`).
+        case mqtt(name: String, topic: String, format: PayloadFormat, shard: FeedShard? = nil, userLevel: Int? = nil)
         /// The gateway's own receiver through gpsd.
         case gpsd(name: String, host: String, port: Int, device: String?, republish: Bool)
 
         public var name: String {
             switch self {
-            case .mqtt(let name, _, _, _), .gpsd(let name, _, _, _, _): name
+            case .mqtt(let name, _, _, _, _), .gpsd(let name, _, _, _, _): name
             }
         }
     }

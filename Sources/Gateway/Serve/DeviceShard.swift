@@ -19,7 +19,7 @@ package final class DeviceShard: Sendable {
     enum Work: Sendable {
         /// An update of a device read from the store first (hibernated, or saved by the
         /// previous run), or queued behind such an update of the same device.
-        case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: Bool)
+        case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: Bool, userLevel: Int)
         /// Gateway clock tick: silence confirmations, stale exits, hibernation, forgetting.
         case tick(Double)
         /// A new fence/trigger snapshot (SIGHUP).
@@ -69,23 +69,74 @@ package final class DeviceShard: Sendable {
         var finished = false
     }
 
-    /// What ``handleNow(_:receivedAt:trackerID:owntracks:)`` did with an update.
+    /// What ``handleNow(_:receivedAt:trackerID:owntracks:userLevel:inBurst:)`` did with an update.
     enum Handling {
         /// Handled; `mustWait`: the committer is full, wait for room before the next one.
         case handled(mustWait: Bool)
-        /// Send it as ``Work/update(_:receivedAt:trackerID:owntracks:)`` to the mailbox.
+        /// Send it as ``Work/update(_:receivedAt:trackerID:owntracks:userLevel:)`` to the mailbox.
         case mustQueue
         /// The pool has stopped; the update is dropped.
         case stopped
     }
 
-    /// The devices of all shards together, against `input.maxDevices`.
+    /// The devices of all shards together, against `input.maxDevices`, and per broker user
+    /// against `input.maxDevicesPerUser`.
     final class Census: Sendable {
         let limit: Int
         let total = Atomic<Int>(0)
         /// New devices are being refused (the warning is up).
         let refusing = Atomic<Bool>(false)
-        init(limit: Int) { self.limit = limit }
+        let perUserLimit: Int
+        /// Devices per user, and each counted device's user. Taken only for a device new to
+        /// this run and when a device is forgotten, inside a shard's lock (never the other way).
+        private let users = Mutex<(count: [String: Int], of: [String: String])>(([:], [:]))
+
+        init(limit: Int, perUser: Int = .max) {
+            self.limit = limit
+            self.perUserLimit = perUser
+        }
+
+        /// The user a device id names: its `level`-th level (1-based; the feed's
+        /// `userLevel`, whose wildcards are the id's levels); nil for level 0 (none).
+        static func user(of device: String, level: Int) -> String? {
+            guard level > 0 else { return nil }
+            var remaining = level
+            for part in device.split(separator: "/", omittingEmptySubsequences: false) {
+                remaining -= 1
+                if remaining == 0 { return String(part) }
+            }
+            return nil
+        }
+
+        /// Counts `device` for `user` if the user has room (or counted it already).
+        func admit(_ device: String, user: String) -> Bool {
+            users.withLock { users in
+                if users.of[device] != nil { return true }
+                guard users.count[user, default: 0] < perUserLimit else { return false }
+                users.count[user, default: 0] += 1
+                users.of[device] = user
+                return true
+            }
+        }
+
+        /// Counts `device` for `user` whatever the room (a device tracked before).
+        func attribute(_ device: String, user: String?) {
+            guard let user else { return }
+            users.withLock { users in
+                guard users.of[device] == nil else { return }
+                users.count[user, default: 0] += 1
+                users.of[device] = user
+            }
+        }
+
+        /// `device` was forgotten: its user has room for another.
+        func release(_ device: String) {
+            users.withLock { users in
+                guard let user = users.of.removeValue(forKey: device) else { return }
+                let left = users.count[user, default: 1] - 1
+                users.count[user] = left > 0 ? left : nil
+            }
+        }
     }
 
     let mailbox: BoundedQueue<Work>
@@ -109,7 +160,9 @@ package final class DeviceShard: Sendable {
     /// Handles `update` now, on the calling thread, if its device's monitor is in memory or
     /// the device is new; a device whose state is in the store (or with updates still queued)
     /// must go through the mailbox instead. `inBurst`: see ``EventCommitter/enqueue(_:inBurst:)``.
-    func handleNow(_ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, inBurst: Bool = false) -> Handling {
+    func handleNow(
+        _ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, userLevel: Int = 0, inBurst: Bool = false
+    ) -> Handling {
         state.withLock { s in
             if s.finished { return .stopped }
             let device = update.device
@@ -124,7 +177,7 @@ package final class DeviceShard: Sendable {
                     s.queued[device] = 1
                     return .mustQueue
                 }
-                guard admitNewDevice() else { return .handled(mustWait: false) }
+                guard admitNewDevice(device, userLevel: userLevel) else { return .handled(mustWait: false) }
                 s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
                 index = s.slots.index(forKey: device)
                 recount(s.slots.count + s.hibernated.count)
@@ -136,10 +189,11 @@ package final class DeviceShard: Sendable {
         }
     }
 
-    /// Whether a new device may be tracked (under `input.maxDevices`); else its update is
-    /// counted as `tooManyDevices` and the warning raised. Devices appearing on several shards
-    /// at once may pass the limit by as many as there are shards.
-    private func admitNewDevice() -> Bool {
+    /// Whether a new device may be tracked (under `input.maxDevices`, and under
+    /// `input.maxDevicesPerUser` for its feed's user level); else its update is counted as
+    /// `tooManyDevices` and the warning raised. Devices appearing on several shards at once may
+    /// pass `input.maxDevices` by as many as there are shards.
+    private func admitNewDevice(_ device: String, userLevel: Int) -> Bool {
         if census.total.load(ordering: .relaxed) >= census.limit {
             context.counters.drop(.tooManyDevices)
             if !census.refusing.exchange(true, ordering: .relaxed) {
@@ -149,6 +203,13 @@ package final class DeviceShard: Sendable {
         }
         if census.refusing.load(ordering: .relaxed), census.refusing.exchange(false, ordering: .relaxed) {
             context.warnings.clear("too-many-devices", resolved: "devices are under input.maxDevices again")
+        }
+        if let user = Census.user(of: device, level: userLevel), !census.admit(device, user: user) {
+            context.counters.drop(.tooManyDevices)
+            context.warnings.set("too-many-devices-per-user",
+                                 "user \(user) has \(census.perUserLimit) devices (input.maxDevicesPerUser): updates of its new device ids are dropped as tooManyDevices",
+                                 origin: .client)
+            return false
         }
         return true
     }
@@ -169,8 +230,8 @@ package final class DeviceShard: Sendable {
     func run() async {
         while let work = await mailbox.next() {
             switch work {
-            case .update(let update, let now, let trackerID, let owntracks):
-                await handleQueued(update, now: now, trackerID: trackerID, owntracks: owntracks)
+            case .update(let update, let now, let trackerID, let owntracks, let userLevel):
+                await handleQueued(update, now: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel)
             case .tick(let now):
                 await mutate { s, mustWait in tick(now: now, state: &s, mustWait: &mustWait) }
             case .adopt(let newSnapshot, let now):
@@ -251,7 +312,7 @@ package final class DeviceShard: Sendable {
     /// An update that came through the mailbox: its device's state is read from the store
     /// (outside the lock; no other update of the device is handled meanwhile), then it is
     /// handled like any other.
-    private func handleQueued(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool) async {
+    private func handleQueued(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, userLevel: Int) async {
         let device = update.device
         // Only a device hibernated in this run, or saved by the previous one and not restored
         // yet, has a state in the database: a new device needs no read (which would wait
@@ -271,6 +332,9 @@ package final class DeviceShard: Sendable {
                 } else {
                     s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
                 }
+                // Tracked already (restored, or queued behind its own updates): counted for its
+                // user, never refused.
+                census.attribute(device, user: Census.user(of: device, level: userLevel))
             }
             commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
         }
@@ -342,6 +406,7 @@ package final class DeviceShard: Sendable {
 
     /// Forgets a device: its state leaves the database and its retained state is cleared.
     private func forget(_ device: String, mustWait: inout Bool) {
+        census.release(device)
         context.logger.info("forgetting a device idle for gateway.forgetAfter", ["device.id": device])
         commit(EventCommitter.Item(
             state: DeviceStateChange(device: device, state: nil), publication: .forgotten(device)), mustWait: &mustWait)

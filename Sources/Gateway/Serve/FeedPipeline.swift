@@ -6,7 +6,7 @@ import MQTT
 ///
 /// - Every received message is offered here first. A feed message is decoded, counted (drops
 ///   logged at most once per reason per minute) and handed to its device's monitor right here
-///   (``MonitorPool/submitInBurst(_:receivedAt:trackerID:owntracks:)``): no hop to a task per
+///   (``MonitorPool/submitInBurst(_:receivedAt:trackerID:owntracks:userLevel:)``): no hop to a task per
 ///   update. Control-plane messages (runtime fences, queries), which need to `await`, are left
 ///   in the client's queue for ``ControlPlane/run()``: so a query or a fence change is handled
 ///   after the feed messages that arrived before it, but a feed message that arrives after it
@@ -28,6 +28,8 @@ final class FeedPipeline: MQTTClientDelegate {
         var owntracks: Bool
         /// `feeds[].shard`: only these devices are taken, the others ignored (not drops).
         var shard: FeedShard? = nil
+        /// `feeds[].userLevel`: the device id's level naming the broker user (0: none).
+        var userLevel = 0
     }
 
     let connection: BrokerConnection
@@ -103,7 +105,8 @@ final class FeedPipeline: MQTTClientDelegate {
         // Fixed header, topic length and the v5 properties' length: about 5 bytes.
         counters.feedBytes.add(message.topic.utf8.count + message.payloadSize + 5, ordering: .relaxed)
         if let update = decode(message) {
-            pool.submitInBurst(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks)
+            pool.submitInBurst(update.update, receivedAt: MonotonicClock.now(), trackerID: update.trackerID, owntracks: update.owntracks,
+                               userLevel: update.userLevel)
         }
         return true
     }
@@ -133,7 +136,7 @@ final class FeedPipeline: MQTTClientDelegate {
 
     /// The update in `message` for its feed; nil when it is dropped (counted and logged) or
     /// belongs to another gateway's shard.
-    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: Bool)? {
+    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: Bool, userLevel: Int)? {
         if ownEchoTopics.contains(message.topic) {
             counters.drop(.ownEcho)
             return nil
@@ -145,7 +148,7 @@ final class FeedPipeline: MQTTClientDelegate {
             switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, size: message.payloadSize, now: now) }) {
             case .success(let decoded):
                 if let shard = feed.shard, !shard.contains(decoded.update.device) { return nil }
-                return (decoded.update, decoded.trackerID, feed.owntracks)
+                return (decoded.update, decoded.trackerID, feed.owntracks, feed.userLevel)
             case .failure(let failure):
                 // A topic that does not match this feed may match the next one.
                 if failure.reason == .badDeviceId, feed.decoder.topicFilter.deviceID(in: message.topic) == nil { continue }

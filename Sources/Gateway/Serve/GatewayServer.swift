@@ -112,11 +112,12 @@ struct GatewayServer: Sendable {
         var ownEcho: Set<String> = []
         for feed in config.feeds {
             switch feed {
-            case .mqtt(let name, let topic, let format, let shard):
+            case .mqtt(let name, let topic, let format, let shard, let userLevel):
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
                                               maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew,
                                               maxAccuracy: config.input.maxAccuracy)
-                feeds.append(FeedPipeline.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard))
+                feeds.append(FeedPipeline.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard,
+                                               userLevel: userLevel ?? (format == .owntracks ? 1 : 0)))
             case .gpsd(_, _, _, _, let republish):
                 if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }
             }

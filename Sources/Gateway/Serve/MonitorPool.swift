@@ -37,7 +37,7 @@ package final class MonitorPool: Service, Sendable {
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
-        let census = DeviceShard.Census(limit: context.config.input.maxDevices)
+        let census = DeviceShard.Census(limit: context.config.input.maxDevices, perUser: context.config.input.maxDevicesPerUser)
         self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, saved: $0) }
         self.committer = context.committer
         self.initialStates = Mutex(initialStates)
@@ -52,13 +52,13 @@ package final class MonitorPool: Service, Sendable {
 
     /// Hands an update to its device's monitor from a task, waiting while the committer (or the
     /// shard's mailbox, for a device read from the store first) is full.
-    package func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) async {
+    package func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false, userLevel: Int = 0) async {
         let shard = shard(for: update.device)
-        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks) {
+        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel) {
         case .handled(let mustWait):
             if mustWait { await committer.waitForRoom() }
         case .mustQueue:
-            await shard.mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks))
+            await shard.mailbox.send(.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel))
         case .stopped:
             break
         }
@@ -67,13 +67,13 @@ package final class MonitorPool: Service, Sendable {
     /// The same from libmosquitto's network thread in a burst of reads (``FeedPipeline``), which
     /// commits what the burst handed over at its end: blocks that thread instead of waiting,
     /// which holds back the broker as a full inbound queue would.
-    func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false) {
+    func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false, userLevel: Int = 0) {
         let shard = shard(for: update.device)
-        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, inBurst: true) {
+        switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel, inBurst: true) {
         case .handled(let mustWait):
             if mustWait { committer.waitForRoomBlocking() }
         case .mustQueue:
-            let work = DeviceShard.Work.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks)
+            let work = DeviceShard.Work.update(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel)
             if !shard.mailbox.trySend(work) { ThreadGate.block { await shard.mailbox.send(work) } }
         case .stopped:
             break

@@ -8,15 +8,7 @@ extension Fence {
     /// `name` cut to at most `limit` UTF-8 bytes, on a character's boundary; whether it was cut.
     static func cut(name: String?, limit: Int = outputLimit) -> (String?, Bool) {
         guard let name, name.utf8.count > limit else { return (name, false) }
-        var kept = 0
-        var end = name.startIndex
-        for character in name {
-            let size = character.utf8.count
-            if kept + size > limit { break }
-            kept += size
-            end = name.index(after: end)
-        }
-        return (String(name[..<end]), true)
+        return (String(name.prefix(utf8Bytes: limit)), true)
     }
 
     /// `properties` with the entries, in order, that fit in `limit` bytes of compact JSON (the

@@ -22,7 +22,11 @@ public struct LocationDecoder: Sendable {
         self.maxAccuracy = maxAccuracy
     }
 
-    /// A decoded message: the update, and OwnTracks' tracker id (`tid`) when one was sent.
+    /// The most UTF-8 bytes of an OwnTracks `tid` kept (longer: cut).
+    public static let maxTrackerIDBytes = 8
+
+    /// A decoded message: the update, and OwnTracks' tracker id (`tid`, at most
+    /// ``maxTrackerIDBytes``) when one was sent.
     public struct Decoded: Sendable, Equatable {
         public var update: LocationUpdate
         public var trackerID: String?
@@ -99,7 +103,9 @@ public struct LocationDecoder: Sendable {
             device: device, lat: lat, lon: lon, time: time, accuracy: accuracy, speed: vel, heading: cog,
             altitude: try number(f.alt, "alt"))
         var trackerID: String?
-        if case .string(let tid) = f.tid { trackerID = tid }
+        // Kept per device and copied into every transition: a phone's `tid` is two letters, and
+        // a client's 60,000-byte one must not be kept (README "Limits").
+        if case .string(let tid) = f.tid { trackerID = String(tid.prefix(utf8Bytes: LocationDecoder.maxTrackerIDBytes)) }
         return Decoded(update: update, trackerID: trackerID)
     }
 
