@@ -11,7 +11,8 @@ extension ServeTests {
     @Suite struct ShippedBroker {
         static let folder = repositoryRoot + "/deploy/mosquitto"
         static let gatewayUser = "geotrigger-gw-1"
-        static let users = [gatewayUser: "gw-secret", "dispatch": "dispatch-secret", "v17": "v17-secret", "alice": "alice-secret"]
+        static let users = [gatewayUser: "gw-secret", gatewayUser + "-failed": "gw-secret", "dispatch": "dispatch-secret", "v17": "v17-secret",
+                            "alice": "alice-secret"]
         static let outside = (lat: 34.4570, lon: -119.7125)
         static let meadow = (lat: 34.4573, lon: -119.7102)
 
@@ -29,10 +30,10 @@ extension ServeTests {
 
         /// The gateway as the shipped ACL knows it: user and client id `geotrigger-gw-1`, prefix
         /// `geotriggers`, the `devices/+/location` feed.
-        static func gatewayConfig(_ h: ServeHarness, port: Int? = nil, tls: String = "") throws -> String {
+        static func gatewayConfig(_ h: ServeHarness, port: Int? = nil, tls: String = "", fences: String = ServeHarness.repositoryFences) throws -> String {
             try h.write("password", "gw-secret\n")
             return try h.write("gw.json5", h.config(
-                prefix: "geotriggers", port: port,
+                fences: fences, prefix: "geotriggers", port: port,
                 broker: "clientId: \"\(gatewayUser)\", username: \"\(gatewayUser)\", passwordFile: \"password\", \(tls)",
                 extra: """
                     feeds: [ { name: "fleet", topic: "devices/+/location", format: "json" } ],
@@ -122,6 +123,47 @@ extension ServeTests {
         /// The same attempt against the shipped config without `use_username_as_clientid`: the
         /// device takes the gateway's session and cuts the gateway off (what the line prevents,
         /// and proof that the test above can fail).
+        /// A start that fails (a broken fence file) reports `failedToStart` as its own user
+        /// (`geotrigger-gw-1-failed`): with the gateway's user name, `use_username_as_clientid`
+        /// gave its clean session the gateway's client id and wiped the updates queued for the
+        /// gateway while it was down. The next good start handles them.
+        @Test func aFailedStartLeavesTheQueuedUpdatesToTheNextStart() async throws {
+            var options = try Self.options()
+            options.persistence = true
+            let h = try ServeHarness("failedstart", broker: options)
+            defer { h.close() }
+            let fences = try h.copyFences()
+            let config = try Self.gatewayConfig(h, fences: fences)
+            let watcher = try await h.probe("watcher", subscribe: ["geotriggers/#"], configure: Self.credentials("dispatch"))
+            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+            let status = GatewayStatus.topic(gatewayID: h.gatewayID)
+            let first = try h.startGateway(config: config)
+            #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
+            #expect(first.terminate() == 0)
+
+            // While it is down: v17 drives into the meadow (queued in the gateway's session).
+            let t0 = fixTimeBase()
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0), qos: .atLeastOnce)
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            _ = try h.write("fences/broken.geojson", "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}")
+            let failed = try h.startGateway(config: config, log: "failed.log")
+            #expect(failed.waitForExit(timeout: 30) == 2, "\(tail(failed.log))")
+            let reported = await watcher.waitStatus(status) { $0.status == "failedToStart" }
+            #expect(reported.ok, "\(reported.status?.description ?? "no status")\n\(tail(failed.log))\n\(tail(h.brokerLog))")
+            #expect(reported.status?.warnings.contains { $0.contains("broken.geojson") } == true)
+
+            try FileManager.default.removeItem(atPath: fences + "/broken.geojson")
+            let again = try h.startGateway(config: config, log: "again.log")
+            let entered = await poll(timeout: .seconds(30)) {
+                receivedEvents(watcher, prefix: "geotriggers").contains { eventKey($0.event) == "sections v17 garden-sections/meadow enter" }
+            }
+            let handled = await watcher.waitStatus(status) { $0.status == "started" && $0.counter("accepted") >= 2 }.status?.counter("accepted") ?? -1
+            print("failed start: the updates queued while the gateway was down -> \(handled) handled at the next good start; enter \(entered ? "published" : "never published")")
+            #expect(entered, "the updates queued before the failed start were lost\n\(tail(again.log))\n\(tail(h.brokerLog))")
+            #expect(handled == 2)
+            #expect(again.terminate() == 0)
+        }
+
         @Test func withoutTheClientIDBindingTheSameAttemptTakesOver() async throws {
             let h = try ServeHarness("takeover-open", broker: try Self.options(withoutClientIDBinding: true))
             defer { h.close() }

@@ -236,18 +236,26 @@ struct GatewayServer: Sendable {
     func stop() { group.stop() }
 
     /// Tells the broker (if it can be reached within a few seconds) that the gateway failed to
-    /// start: a retained `failedToStart` status with the problems as warnings. Uses its own
-    /// client id and a clean session, so the gateway's persistent session is left alone.
+    /// start: a retained `failedToStart` status with the problems as warnings.
+    ///
+    /// It never touches the gateway's persistent session, which holds the updates queued while
+    /// the gateway is down: its own client id, a clean session that expires at once, and, with
+    /// `broker.username`, its own user name, `USERNAME-failed` (same password file): a broker
+    /// that binds client ids to user names (the shipped `use_username_as_clientid`) would
+    /// otherwise give it the gateway's id and clean the session. A broker that does not know
+    /// that user refuses it, and the status is only logged.
     static func publishFailedToStart(_ config: GatewayConfig, problems: [String], logger: Logger) async {
-        guard var configuration = try? BrokerConnection.configuration(config, remote: false, will: nil) else { return }
-        configuration.clientId = config.clientID(remote: false) + "-failed"
-        configuration.cleanStart = true
+        guard let configuration = try? failedToStartConfiguration(config) else { return }
         guard let client = try? MQTTClient(configuration) else { return }
         defer { client.stop() }
         do { try client.start() } catch { return }
         let deadline = MonotonicClock.now() + 3
         while !client.isConnected, MonotonicClock.now() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        guard client.isConnected else { return }
+        guard client.isConnected else {
+            logger.notice("could not publish failedToStart: the broker is unreachable or refused the client",
+                          ["mqtt.clientId": configuration.clientId ?? "", "mqtt.username": configuration.username ?? ""])
+            return
+        }
         let payload = JSONValue.object([
             "status": .string("failedToStart"), "warnings": .array(problems.map { .string($0) }),
             "since": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)), "version": .string(GatewayVersion.current),
@@ -255,5 +263,16 @@ struct GatewayServer: Sendable {
         _ = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
         try? await Task.sleep(for: .milliseconds(300))
         logger.notice("published failedToStart to the broker")
+    }
+
+    /// The connection of ``publishFailedToStart(_:problems:logger:)``: the gateway's broker
+    /// settings with a client id and a user name of its own and a session that ends with it.
+    static func failedToStartConfiguration(_ config: GatewayConfig) throws -> MQTTConfiguration {
+        var configuration = try BrokerConnection.configuration(config, remote: false, will: nil)
+        configuration.clientId = config.clientID(remote: false) + "-failed"
+        configuration.cleanStart = true
+        configuration.sessionExpiry = 0
+        if let username = configuration.username { configuration.username = username + "-failed" }
+        return configuration
     }
 }
