@@ -32,6 +32,38 @@ extension GatewayStore {
         }
     }
 
+    /// One stored runtime fence's key and the size of its Feature, read without its bytes.
+    public struct RuntimeFenceSize: Sendable, Equatable {
+        public var layer: String
+        public var fence: String
+        /// The Feature's length in bytes.
+        public var bytes: Int
+
+        public init(layer: String, fence: String, bytes: Int) {
+            self.layer = layer
+            self.fence = fence
+            self.bytes = bytes
+        }
+    }
+
+    /// The key and size of every stored runtime fence, by layer then fence id. SQLite reads the
+    /// length of a BLOB without reading the BLOB, so a start learns what fits its budget without
+    /// loading any payload.
+    public func runtimeFenceSizes() throws -> [RuntimeFenceSize] {
+        try openConnection().query("SELECT layer, fence, length(feature) FROM runtime_fence ORDER BY layer, fence") {
+            RuntimeFenceSize(layer: $0.string(0), fence: $0.string(1), bytes: $0.int(2))
+        }
+    }
+
+    /// The stored Feature of one runtime fence (nil: none).
+    public func runtimeFence(layer: String, fence: String) throws -> [UInt8]? {
+        var feature: [UInt8]?
+        try openConnection().forEachRow(
+            "SELECT feature FROM runtime_fence WHERE layer = ? AND fence = ?", [.text(layer), .text(fence)]
+        ) { feature = $0.bytes(0) }
+        return feature
+    }
+
     /// Stores the changes in one transaction: a row with a feature replaces the fence, a nil
     /// feature deletes it.
     public func saveRuntimeFences(_ changes: [(layer: String, fence: String, feature: [UInt8]?)]) throws {

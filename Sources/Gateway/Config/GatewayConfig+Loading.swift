@@ -121,8 +121,9 @@ extension GatewayConfig {
         if let v = root["journal"], let o = d.object(v, at: [.key("journal")], allowed: ["retentionDays"]) {
             if let x = d.number(o, "retentionDays", at: [.key("journal")], range: 0...Double.infinity) { journal.retentionDays = x }
         }
-        if let v = root["runtime"], let o = d.object(v, at: [.key("runtime")], allowed: ["maxFences"]) {
+        if let v = root["runtime"], let o = d.object(v, at: [.key("runtime")], allowed: ["maxFences", "maxBytes"]) {
             if let x = d.integer(o, "maxFences", at: [.key("runtime")], range: 0...10_000_000) { runtime.maxFences = x }
+            if let x = d.integer(o, "maxBytes", at: [.key("runtime")], range: 0...(1 << 40)) { runtime.maxBytes = x }
         }
         if let v = root["outbox"], let o = d.object(v, at: [.key("outbox")], allowed: ["cap", "inflight"]) {
             if let x = d.integer(o, "cap", at: [.key("outbox")], range: 1...Int(Int32.max)) { outbox.cap = x }

@@ -96,6 +96,9 @@ public struct GatewayConfig: Sendable {
     public struct Runtime: Sendable {
         /// Runtime fences kept at most; a new one beyond is rejected on its error topic.
         public var maxFences = 10_000
+        /// The runtime fences' payloads together, in bytes (64 MiB); a new or replaced fence
+        /// that would pass it is rejected on its error topic, and a start loads only what fits.
+        public var maxBytes = 64 << 20
         /// The largest runtime fence payload, in bytes (1 MiB; DESIGN.md "Limits").
         public static let maxPayload = 1 << 20
     }

@@ -36,6 +36,8 @@ final class RuntimeFences: Service, Sendable {
     let rebuildInterval: Double
     /// `runtime.maxFences`.
     let maxFences: Int
+    /// `runtime.maxBytes`: the most payload bytes the live runtime fences hold together.
+    let maxBytes: Int
     /// A following fence moves at most this often per followed device (seconds).
     let followInterval: Double
     /// `fences.maxVertices`: a fence with more positions is rejected.
@@ -74,6 +76,13 @@ final class RuntimeFences: Service, Sendable {
         var generation = 0
         /// After a failed save: when `unsaved` is tried again.
         var saveRetry = -Double.infinity
+        /// Fences in the database that the start left out (over the budget): a delete of one
+        /// still deletes its row.
+        var leftOut: Set<FenceKey> = []
+
+        /// The payload bytes of the live runtime fences together (`runtime.maxBytes` bounds it).
+        var bytes: Int { layers.values.reduce(0) { total, fences in fences.values.reduce(total) { $0 + $1.feature.count } } }
+        var fenceCount: Int { layers.values.reduce(0) { $0 + $1.count } }
     }
 
     /// Device → following fences, and the device's latest position to move them to.
@@ -119,6 +128,7 @@ final class RuntimeFences: Service, Sendable {
         self.logger = logger
         self.rebuildInterval = rebuildInterval
         self.maxFences = setup.config.runtime.maxFences
+        self.maxBytes = setup.config.runtime.maxBytes
         self.followInterval = followInterval
         maxVertices = setup.config.fences.maxVertices
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
@@ -127,33 +137,70 @@ final class RuntimeFences: Service, Sendable {
         var state = State(
             fileLayers: fileLayers, configTriggers: setup.config.triggers.map { .array($0.map { .object($0) }) },
             namedRuntimeLayers: named, snapshot: setup.snapshot)
-        do {
-            let rows = try await store.runtimeFences()
-            for row in rows where !fileNames.contains(row.layer) {
-                switch RuntimeFences.parse(
-                    row.feature, layer: row.layer, id: row.fence, topic: "database: runtime fence \(row.layer)/\(row.fence)",
-                    maxVertices: setup.config.fences.maxVertices) {
-                case .success(let fence):
-                    state.serial += 1
-                    var fence = fence
-                    fence.featureIndex = state.serial
-                    state.layers[row.layer, default: [:]][row.fence] = Entry(fence: fence, feature: row.feature)
-                case .failure(let problem):
-                    logger.warning("a saved runtime fence is ignored", ["problem": problem.message])
-                }
-            }
-            if !rows.isEmpty {
-                state.dirty = true
-                _ = RuntimeFences.rebuild(&state, logger: logger, rejected: { _, _ in })
-                logger.notice("runtime fences restored from the database", ["fences": "\(rows.count)"])
-            }
-        } catch {
-            warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
-        }
+        await RuntimeFences.restore(
+            into: &state, from: store, maxFences: setup.config.runtime.maxFences, maxBytes: setup.config.runtime.maxBytes,
+            maxVertices: setup.config.fences.maxVertices, warnings: warnings, logger: logger)
         live = Mutex((state.snapshot, state.generation))
         self.state = Mutex(state)
         updateFollowing()
     }
+
+    /// Applies the runtime fences saved in `store` to `state` (file layers' names skipped), as
+    /// many as fit in `maxFences` and `maxBytes`: their sizes are read first (no payload), then
+    /// the payloads of those that fit one at a time, by layer then fence id; a fence that does not
+    /// fit is left out (its row stays) and the next smaller ones may still fit. Left-out fences
+    /// are logged and warned with their count, so a database that grew past the budget (or a
+    /// budget lowered) never makes a start read more than the budget.
+    static func restore(
+        into state: inout State, from store: GatewayStore, maxFences: Int, maxBytes: Int, maxVertices: Int,
+        warnings: Warnings, logger: Logger
+    ) async {
+        let fileNames = Set(state.fileLayers.map(\.name))
+        var restored = 0, bytes = 0, leftOutBytes = 0
+        do {
+            let sizes = try await store.runtimeFenceSizes()
+            for size in sizes where !fileNames.contains(size.layer) {
+                let key = FenceKey(layer: size.layer, fence: size.fence)
+                guard restored < maxFences, bytes + size.bytes <= maxBytes else {
+                    state.leftOut.insert(key)
+                    leftOutBytes += size.bytes
+                    continue
+                }
+                guard let feature = try await store.runtimeFence(layer: size.layer, fence: size.fence) else { continue }
+                switch RuntimeFences.parse(
+                    feature, layer: size.layer, id: size.fence, topic: "database: runtime fence \(size.layer)/\(size.fence)",
+                    maxVertices: maxVertices) {
+                case .success(var fence):
+                    state.serial += 1
+                    fence.featureIndex = state.serial
+                    state.layers[size.layer, default: [:]][size.fence] = Entry(fence: fence, feature: feature)
+                    restored += 1
+                    bytes += feature.count
+                case .failure(let problem):
+                    logger.warning("a saved runtime fence is ignored", ["problem": problem.message])
+                }
+            }
+            if restored > 0 {
+                state.dirty = true
+                _ = RuntimeFences.rebuild(&state, logger: logger, rejected: { _, _ in })
+                logger.notice("runtime fences restored from the database", ["fences": "\(restored)", "bytes": "\(bytes)"])
+            }
+        } catch {
+            warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
+        }
+        if !state.leftOut.isEmpty {
+            logger.warning("saved runtime fences left out: over runtime.maxFences or runtime.maxBytes", [
+                "left.out": "\(state.leftOut.count)", "left.out.bytes": "\(leftOutBytes)", "restored": "\(restored)",
+                "restored.bytes": "\(bytes)", "runtime.maxFences": "\(maxFences)", "runtime.maxBytes": "\(maxBytes)",
+            ])
+            warnings.set(Self.leftOutWarning, "\(state.leftOut.count) saved runtime fences (\(leftOutBytes) bytes) were left out at start: "
+                + "the \(restored) restored hold \(bytes) bytes of runtime.maxBytes \(maxBytes) (runtime.maxFences \(maxFences)); "
+                + "their retained messages are rejected until room is made")
+        }
+    }
+
+    /// The status warning of fences left out at start (cleared once none is left).
+    static let leftOutWarning = "runtime-fences-left-out"
 
     /// The live snapshot (the one the monitors start with, then the latest adopted).
     var snapshot: EngineSnapshot { live.withLock { $0.snapshot } }
@@ -223,34 +270,58 @@ final class RuntimeFences: Service, Sendable {
             return
         }
         if message.payload.isEmpty {
-            state.withLock { s in
-                guard let old = s.layers[layer]?[id] else { return }
+            let noneLeftOut: Bool = state.withLock { s in
+                guard let old = s.layers[layer]?[id] else {
+                    // One the start left out: nothing of it is live, its row goes.
+                    guard s.leftOut.remove(key) != nil else { return false }
+                    s.unsaved[key] = .some(nil)
+                    return s.leftOut.isEmpty
+                }
                 if s.previous[key] == nil { s.previous[key] = .some(old) }
                 s.layers[layer]![id] = nil
                 if s.layers[layer]!.isEmpty { s.layers[layer] = nil }
                 s.unsaved[key] = .some(nil)
                 s.dirty = true
+                return false
             }
+            if noneLeftOut { warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more") }
+            return
+        }
+        // Checked before parsing (the cheap test first); the state only changes on this queue.
+        if let reason = state.withLock({ s in overBudget(s, layer: layer, id: id, payload: message.payload) }) {
+            reject(key, reason)
             return
         }
         switch RuntimeFences.parse(message.payload, layer: layer, id: id, topic: message.topic, maxVertices: maxVertices) {
         case .failure(let problem):
             reject(key, problem.description)
         case .success(var fence):
-            let full: Bool = state.withLock { s in
+            let (full, noneLeftOut): (Bool, Bool) = state.withLock { s in
                 let old = s.layers[layer]?[id]
-                if let old, old.feature == message.payload { return false }  // a retained copy of what is live
-                if old == nil, s.layers.values.reduce(0, { $0 + $1.count }) >= maxFences { return true }
+                if let old, old.feature == message.payload { return (false, false) }  // a retained copy of what is live
+                if old == nil, s.fenceCount >= maxFences { return (true, false) }
                 if s.previous[key] == nil { s.previous[key] = .some(old) }
                 s.serial += 1
                 fence.featureIndex = s.serial
                 s.layers[layer, default: [:]][id] = Entry(fence: fence, feature: message.payload)
                 s.unsaved[key] = .some(message.payload)
                 s.dirty = true
-                return false
+                // One the start left out, live again in a version that fits.
+                return (false, s.leftOut.remove(key) != nil && s.leftOut.isEmpty)
             }
             if full { reject(key, "\(maxFences) runtime fences are live (runtime.maxFences); delete one first") }
+            if noneLeftOut { warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more") }
         }
+    }
+
+    /// Why `payload` as fence (layer, id) would pass `runtime.maxBytes` (nil: it fits): the
+    /// live fences' bytes without the version it replaces, plus its own.
+    private func overBudget(_ s: State, layer: String, id: String, payload: [UInt8]) -> String? {
+        let replaced = s.layers[layer]?[id]?.feature.count ?? 0
+        let others = s.bytes - replaced
+        guard others + payload.count > maxBytes else { return nil }
+        return "the payload is \(payload.count) bytes and the other runtime fences hold \(others) bytes: "
+            + "\(others + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); delete or shrink a fence first"
     }
 
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
