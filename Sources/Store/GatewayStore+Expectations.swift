@@ -25,17 +25,37 @@ extension GatewayStore {
 
     /// Every stored expectation (open and settled), by id.
     public func expectations() throws -> [ExpectationRow] {
-        try openConnection().query(
-            """
-            SELECT id, payload, device, layer, fence, by_time, received_time, result, result_id, result_time, settled_time
-            FROM expectation ORDER BY id
-            """
-        ) { row in
-            ExpectationRow(
-                id: row.string(0), payload: row.bytes(1), device: row.string(2), layer: row.string(3), fence: row.string(4),
-                by: row.double(5), received: row.double(6), result: row.optionalString(7), resultID: row.optionalString(8),
-                resultTime: row.isNull(9) ? nil : row.double(9), settled: row.isNull(10) ? nil : row.double(10))
+        try openConnection().query("SELECT \(Self.expectationColumns) FROM expectation ORDER BY id", [], Self.expectationRow)
+    }
+
+    /// The stored expectations a start keeps, bounded: at most `openLimit` open ones, those
+    /// accepted first (by `received`, then id: the ones a live gateway at that cap would have
+    /// accepted), and at most `settledLimit` settled ones; with how many of each were left out.
+    /// Only what is returned is read.
+    public func expectations(openLimit: Int, settledLimit: Int) throws -> (rows: [ExpectationRow], openLeftOut: Int, settledLeftOut: Int) {
+        let connection = try openConnection()
+        let open = try connection.query(
+            "SELECT \(Self.expectationColumns) FROM expectation WHERE result IS NULL ORDER BY received_time, id LIMIT ?",
+            [.integer(Int64(max(0, openLimit)))], Self.expectationRow)
+        let settled = try connection.query(
+            "SELECT \(Self.expectationColumns) FROM expectation WHERE result IS NOT NULL ORDER BY id LIMIT ?",
+            [.integer(Int64(max(0, settledLimit)))], Self.expectationRow)
+        var openCount = 0, settledCount = 0
+        try connection.forEachRow("SELECT COUNT(*) FILTER (WHERE result IS NULL), COUNT(*) FILTER (WHERE result IS NOT NULL) FROM expectation") {
+            openCount = $0.int(0)
+            settledCount = $0.int(1)
         }
+        return (open + settled, max(0, openCount - open.count), max(0, settledCount - settled.count))
+    }
+
+    private static let expectationColumns =
+        "id, payload, device, layer, fence, by_time, received_time, result, result_id, result_time, settled_time"
+
+    private static func expectationRow(_ row: SQLiteRow) -> ExpectationRow {
+        ExpectationRow(
+            id: row.string(0), payload: row.bytes(1), device: row.string(2), layer: row.string(3), fence: row.string(4),
+            by: row.double(5), received: row.double(6), result: row.optionalString(7), resultID: row.optionalString(8),
+            resultTime: row.isNull(9) ? nil : row.double(9), settled: row.isNull(10) ? nil : row.double(10))
     }
 
     /// The result id stored for each of `ids` (nil: open or no row).

@@ -157,19 +157,51 @@ import Testing
         #expect(book.openCount == 2)
     }
 
-    @Test func restoredRowsAreOpenOrSettledAsStored() {
+    @Test func restoredRowsAreOpenOrSettledAsStored() throws {
         var book = ExpectationBook(capacity: 10)
         let open = Self.expectation("open")
         var settled = Self.expectation("settled").row
         settled.result = "missed"
         settled.resultID = "r1"
-        book.restore([open.row, settled])
+        let checks = book.restore([open.row, settled])
         #expect(book.openCount == 1)
         #expect(book.open(device: nil).map(\.id) == ["open"])
-        // A restart past by: missed at the first tick.
-        let r25 = book.tick(now: Self.by + 3600)
-        #expect(r25.map(\.expectation.id) == ["open"])
+        // A restart past by: the stay is checked first, then missed when not inside.
+        let generation = try #require(Self.generation(checks))
+        #expect(checks.count == 1)
+        #expect(book.tick(now: Self.by + 3600).isEmpty)
+        let r25 = book.stay("open", generation: generation, since: nil, now: Self.by + 3600)
+        #expect(r25.map(\.expectation.id) == ["open"] && r25.map(\.result) == ["missed"])
         #expect(book.entries["settled"]?.status == .settled(resultID: "r1"))
+    }
+
+    /// A run killed after storing an expectation and before its stay check was answered: the
+    /// start checks the stay again and decides the arrival exactly as the live path would have
+    /// (same outcome, same result id), even past `by`.
+    @Test func aRestoredOpenExpectationIsDecidedFromTheStayAsLive() throws {
+        var live = ExpectationBook(capacity: 10)
+        let g1 = try #require(Self.generation(live.offer(Self.expectation(), now: Self.by - 60)))
+        let liveDecision = try #require(live.stay("e1", generation: g1, since: Self.by - 3600, now: Self.by - 60).first)
+
+        var restarted = ExpectationBook(capacity: 10)
+        let checks = restarted.restore([Self.expectation().row])
+        let g2 = try #require(Self.generation(checks))
+        #expect(restarted.tick(now: Self.by + 30).isEmpty, "the deadline waits for the check")
+        let decision = try #require(restarted.stay("e1", generation: g2, since: Self.by - 3600, now: Self.by + 30).first)
+        #expect(decision.result == "arrived" && decision.outcome == liveDecision.outcome)
+        #expect(decision.id == liveDecision.id)
+        #expect(restarted.openCount == 0)
+    }
+
+    /// The start left open rows out (over the cap): a cancel of an id the book does not know
+    /// deletes its row; without rows left out it changes nothing.
+    @Test func aCancelOfAnUnknownIDDeletesItsRowOnlyWhenTheStartLeftSomeOut() {
+        var book = ExpectationBook(capacity: 2)
+        _ = book.restore([Self.expectation("a").row], leftOut: 3)
+        #expect(book.cancel("z") == [ExpectationBook.Action.store(.remove("z", onlySettled: false))])
+        var full = ExpectationBook(capacity: 2)
+        _ = full.restore([Self.expectation("a").row])
+        #expect(full.cancel("z").isEmpty)
     }
 
     @Test func resultIDsAreDeterministic() {

@@ -45,7 +45,9 @@ extension DeviceShard {
         case .device(let device):
             if let slot = slots[device] {
                 answer.states.append(slot.monitor.stateJSON(updated: now))
-            } else if hibernated[device] != nil {
+            } else if hibernated[device] != nil || saved.contains(device) {
+                // Hibernated, or saved by the last run and not restored yet (the restores
+                // and the questions reach the shard in no set order): its state is the stored one.
                 answer.hibernated.append(device)
             }
         case .inside(let layer, let fence):

@@ -52,17 +52,30 @@ struct ExpectationBook: Sendable {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    /// Takes the stored rows (at start): open ones are open again, settled ones wait for their
-    /// retained copy to be cleared.
-    mutating func restore(_ rows: [ExpectationRow]) {
+    /// Takes the stored rows (at start): settled ones wait for their retained copy to be
+    /// cleared; open ones are open again and decided anew from the device's stay, exactly as
+    /// when they arrived (the last run may have stored one and stopped, or been killed, before
+    /// its check was answered): one ``Action/checkStay(_:generation:)`` each, and their deadline
+    /// waits for the answer. `leftOut`: open rows the database holds beyond these (over the cap).
+    mutating func restore(_ rows: [ExpectationRow], leftOut: Int = 0) -> [Action] {
+        var checks: [Action] = []
         for row in rows {
             if let resultID = row.resultID {
                 entries[row.id] = Entry(expectation: ExpectedArrival(row: row), status: .settled(resultID: resultID))
             } else {
-                open(ExpectedArrival(row: row))
+                let expectation = ExpectedArrival(row: row)
+                let generation = open(expectation)
+                entries[row.id]!.checking = true
+                checks.append(.checkStay(expectation, generation: generation))
             }
         }
+        someLeftOut = leftOut > 0
+        return checks
     }
+
+    /// The database holds open rows that the start left out (over the cap): a cancel of an id
+    /// the book does not know may be one of them, and deletes its row.
+    private(set) var someLeftOut = false
 
     /// A payload accepted for `expectation.id` at wall time `now`.
     mutating func offer(_ expectation: ExpectedArrival, now: Double) -> [Action] {
@@ -95,7 +108,10 @@ struct ExpectationBook: Sendable {
             echoes[id]! -= 1
             if echoes[id] == 0 { echoes[id] = nil }
         }
-        guard let entry = entries[id] else { return [] }
+        guard let entry = entries[id] else {
+            guard someLeftOut, !echo else { return [] }
+            return [.store(.remove(id, onlySettled: false))]
+        }
         switch entry.status {
         case .settled:
             // The broker holds no copy of it any more.

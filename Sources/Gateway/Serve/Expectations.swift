@@ -58,7 +58,7 @@ final class Expectations: Service, Sendable {
     init(
         config: GatewayConfig, client: MQTTClient, store: GatewayStore, committer: EventCommitter, warnings: Warnings, logger: Logger,
         snapshot: @escaping @Sendable () -> EngineSnapshot, questions: AsyncStream<DeviceShard.DeviceQuestion>.Continuation,
-        interval: Double = 0.2
+        interval: Double = 0.2, capacity: Int = Expectations.capacity
     ) async {
         self.questions = questions
         prefix = config.output.prefix
@@ -72,19 +72,44 @@ final class Expectations: Service, Sendable {
         maxPayload = min(config.input.maxPayload, Self.payloadLimit)
         self.snapshot = snapshot
         self.interval = interval
-        var book = ExpectationBook(capacity: Self.capacity)
+        let (book, checks) = await Self.load(from: store, capacity: capacity, warnings: warnings, logger: logger)
+        work.withLock { $0.checks = checks }
+        openCount.store(book.openCount, ordering: .relaxed)
+        self.book = Mutex(book)
+    }
+
+    /// The book of the expectations stored in `store` (settled ones older than
+    /// ``settledRetention`` deleted first), and the stay checks its open ones need: at most
+    /// `capacity` open ones are read (those accepted first), and at most as many settled ones as
+    /// fill a live book (`2 x capacity` entries); the rest stay in the database, counted in a
+    /// warning. Every open one is decided again from its device's stay (``checkStays()``).
+    static func load(
+        from store: GatewayStore, capacity: Int, warnings: Warnings, logger: Logger
+    ) async -> (ExpectationBook, [(ExpectedArrival, Int)]) {
+        var book = ExpectationBook(capacity: capacity)
+        var checks: [(ExpectedArrival, Int)] = []
         do {
             try await store.purgeSettledExpectations(before: WallClock.now() - Self.settledRetention)
-            let rows = try await store.expectations()
-            book.restore(rows)
-            if !rows.isEmpty {
-                logger.notice("expectations restored from the database", ["open": "\(book.openCount)", "settled": "\(rows.count - book.openCount)"])
+            let capacity = book.capacity
+            let stored = try await store.expectations(openLimit: capacity, settledLimit: capacity)
+            for action in book.restore(stored.rows, leftOut: stored.openLeftOut) {
+                if case .checkStay(let expectation, let generation) = action { checks.append((expectation, generation)) }
+            }
+            if !stored.rows.isEmpty {
+                logger.notice("expectations restored from the database", [
+                    "open": "\(book.openCount)", "settled": "\(stored.rows.count - book.openCount)",
+                ])
+            }
+            if stored.openLeftOut + stored.settledLeftOut > 0 {
+                let text = "\(stored.openLeftOut) open and \(stored.settledLeftOut) settled expectations in the database were left out at "
+                    + "start: at most \(capacity) are open at once (\(book.openCount) restored); they stay stored for a later start"
+                logger.warning(text, ["open.left.out": "\(stored.openLeftOut)", "settled.left.out": "\(stored.settledLeftOut)"])
+                warnings.set("expectations-left-out", text)
             }
         } catch {
             warnings.set("expectations-store", "cannot read the saved expectations: \(error)")
         }
-        openCount.store(book.openCount, ordering: .relaxed)
-        self.book = Mutex(book)
+        return (book, checks)
     }
 
     /// The topic filter the gateway subscribes to.
@@ -249,36 +274,51 @@ final class Expectations: Service, Sendable {
         exited.store(true, ordering: .relaxed)
     }
 
+    /// Stops the loop, then answers the stay checks still pending (the monitors stop after
+    /// this service, so they still answer), until 3 s after the stop began. A check not
+    /// answered by then is not dropped: its expectation is stored as open (the committer stops
+    /// after this service and commits what it holds), and the next start checks it again.
     func shutdown() async {
         stopped.store(true, ordering: .relaxed)
         let deadline = MonotonicClock.now() + 3
         while !exited.load(ordering: .relaxed), MonotonicClock.now() < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
+        guard exited.load(ordering: .relaxed) else { return }
+        await checkStays(until: deadline)
+        let left = work.withLock { $0.checks.count }
+        if left > 0 { logger.notice("stay checks left to the next start (their expectations are stored as open)", ["checks": "\(left)"]) }
     }
 
-    /// Asks the device shards whether the devices of newly opened expectations are in their
-    /// fences (a stay that began before the expectation arrived meets it).
-    private func checkStays() async {
-        let checks = work.withLock { w in defer { w.checks = [] }; return w.checks }
-        for (expectation, generation) in checks {
-            let since = await staySince(expectation)
+    /// Asks the device shards whether the devices of newly opened (or restored) expectations are
+    /// in their fences (a stay that began before the expectation arrived meets it). Checks not
+    /// answered (the monitors stopped) or not asked by `deadline` stay queued.
+    private func checkStays(until deadline: Double = .infinity) async {
+        var checks = work.withLock { w in defer { w.checks = [] }; return w.checks }[...]
+        while let (expectation, generation) = checks.first, MonotonicClock.now() < deadline {
+            guard let since = await staySince(expectation) else { break }
+            checks.removeFirst()
             book.withLock { b in
                 commit(b.stay(expectation.id, generation: generation, since: since, now: WallClock.now()))
                 openCount.store(b.openCount, ordering: .relaxed)
             }
         }
+        if !checks.isEmpty { work.withLock { $0.checks = Array(checks) + $0.checks } }
     }
 
     /// The fix time since which the device has been confirmed inside the expectation's fence
-    /// (the earliest of its triggers' stays), or nil.
-    private func staySince(_ expectation: ExpectedArrival) async -> Double? {
+    /// (the earliest of its triggers' stays; `.some(nil)`: not inside), or nil when the
+    /// monitors no longer answer (the gateway stops): then nothing is decided.
+    private func staySince(_ expectation: ExpectedArrival) async -> Double?? {
+        var unasked = false
         let answer = await withCheckedContinuation { c in
-            // Not enqueued: the pool has stopped reading (the gateway stops); no stay then.
+            // Not enqueued: the pool has stopped reading (the gateway stops).
             if case .terminated = questions.yield(DeviceShard.DeviceQuestion(device: expectation.device, reply: c)) {
+                unasked = true
                 c.resume(returning: DeviceShard.QueryAnswer())
             }
         }
+        if unasked { return nil }
         let states = await answer.allStates(store: store, snapshot: snapshot())
         var since: Double?
         for case .object(let state) in states {
@@ -288,7 +328,7 @@ final class Expectations: Service, Sendable {
                 since = min(since ?? time, time)
             }
         }
-        return since
+        return .some(since)
     }
 
     /// Clears the retained topics of expectations whose decision is committed (and still what
