@@ -300,6 +300,48 @@ extension ServeTests {
             rig.stop()
         }
 
+        /// README "Expected arrivals": an expectation stored as open is decided again from the
+        /// device's stay at start. The device is inside the depot; an expectation of it arrives
+        /// and the gateway is killed 30, 80, 150 or 300 ms later, between storing it and
+        /// answering its stay check or after. After the restart the device keeps reporting from
+        /// inside (no new enter): the result is `arrived` at the enter's fix time, never `missed`.
+        @Test(.timeLimit(.minutes(6)))
+        func killNineRightAfterAnExpectationStillArrivesFromTheStay() async throws {
+            let rig = try await ExpectationRig("expect-kill-stay")
+            defer { rig.close() }
+            try await rig.start()
+            let t0 = fixTimeBase(secondsAgo: 600)
+            try rig.move(to: ExpectationRig.outside, time: t0)
+            try rig.move(to: ExpectationRig.depot, time: t0 + 10)
+            // Its arrival shows the stay is known and committed.
+            try rig.expect("warm", by: Date().timeIntervalSince1970 + 3600)
+            #expect(try await rig.result("warm")["result"] == .string("arrived"))
+            var fix = t0 + 20
+            var outcomes: [String] = []
+            for (start, delay) in [30, 80, 150, 300].enumerated() {
+                let id = "stay-\(delay)ms"
+                let by = (Date().timeIntervalSince1970 + 8).rounded()
+                try rig.expect(id, by: by)
+                try await Task.sleep(for: .milliseconds(delay))
+                rig.killNine()
+                try await rig.start(log: "gateway-\(start + 2).log")
+                // Still inside: the device reports every 300 ms until a result comes (or well
+                // past the deadline).
+                let deadline = Date().timeIntervalSince1970 + 40
+                while rig.results(id).isEmpty, Date().timeIntervalSince1970 < deadline {
+                    fix += 1
+                    try rig.move(to: ExpectationRig.depot, time: fix)
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+                let result = rig.results(id).first
+                outcomes.append("\(delay) ms: \(result?["result"]?.stringValue ?? "no result")")
+                #expect(result?["result"] == .string("arrived"), "kill after \(delay) ms: \(result.map { "\($0)" } ?? "no result"):\n\(tail(rig.log))")
+                #expect(result?["time"] == .string(iso8601(t0 + 10)), "the stay began at the enter")
+            }
+            print("kill -9 after an expectation of a device inside: \(outcomes.joined(separator: ", "))")
+            rig.stop()
+        }
+
         /// `kill -9` first right after the deciding update was sent, then right after its result
         /// was received: after each restart, the result is there exactly once by id (the outbox
         /// may send it again, with the same id), and no second decision is made.
