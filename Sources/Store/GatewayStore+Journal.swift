@@ -68,21 +68,78 @@ extension GatewayStore {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
         // Kept per destination: rows its outbox table reads, and its stream's unsettled events.
-        var sql = """
+        let delivered = deliveredCondition()
+        let sql = """
             DELETE FROM journal WHERE seq < coalesce(
                 (SELECT seq FROM journal WHERE emitted_time >= ? ORDER BY seq LIMIT 1),
                 (SELECT max(seq) + 1 FROM journal))
+            AND \(delivered.sql)
             """
-        var bindings: [SQLiteValue] = [.real(cutoff)]
-        for destination in OutboxDestination.allCases {
-            sql += """
+        return try connection.transaction { try connection.run(sql, [.real(cutoff)] + delivered.bindings) }
+    }
 
-                AND seq NOT IN (SELECT journal_seq FROM \(destination.table) WHERE journal_seq IS NOT NULL)
-                AND NOT ((outboxes & ?) != 0 AND seq > ?)
-                """
+    /// The condition (with its bindings) that a journal row is delivered: no outbox table row
+    /// reads its payload, and no stream it is marked for still waits for it (sequence above
+    /// the stream's settled one). Such rows are the only ones retention deletes.
+    private func deliveredCondition() -> (sql: String, bindings: [SQLiteValue]) {
+        var conditions: [String] = []
+        var bindings: [SQLiteValue] = []
+        for destination in OutboxDestination.allCases {
+            conditions.append("seq NOT IN (SELECT journal_seq FROM \(destination.table) WHERE journal_seq IS NOT NULL)")
+            conditions.append("NOT ((outboxes & ?) != 0 AND seq > ?)")
             bindings += [.integer(destination.streamBit), .integer(streams[destination].settled)]
         }
-        return try connection.transaction { try connection.run(sql, bindings) }
+        return (conditions.joined(separator: " AND "), bindings)
+    }
+
+    /// One step of `journal.maxRows`: deletes the delivered events among the next `limit` rows
+    /// in commit order after sequence `after` whose sequence is more than `maxRows` behind the
+    /// newest event's; returns how many it deleted, and the sequence to resume after (nil once
+    /// every row past the budget has been looked at).
+    ///
+    /// The budget is counted in sequence numbers, which read two B-tree ends instead of
+    /// counting millions of rows: the journal keeps the newest `maxRows` sequences, plus the
+    /// older rows an outbox still has to send. (A duplicate event may have used up a number
+    /// without a row, so the journal can then hold a few rows less than `maxRows`.) One step
+    /// looks at `limit` rows at most, so a commit waits for one short step, never the whole trim:
+    /// see ``trimJournal(toRows:batch:)``.
+    public func trimJournalStep(toRows maxRows: Int, after: Int64, limit: Int) throws -> (removed: Int, resumeAfter: Int64?) {
+        executor.checkIsolated()
+        if options.readOnly { throw StoreError.readOnly(path: path) }
+        let connection = try openConnection()
+        guard let newest = try connection.scalarInt64("SELECT max(seq) FROM journal") else { return (0, nil) }
+        let cut = newest - Int64(max(maxRows, 0))  // rows up to this sequence are past the budget
+        let from = max(after, 0)
+        guard cut > from else { return (0, nil) }
+        let end = try connection.scalarInt64(
+            "SELECT seq FROM journal WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
+            [.integer(from), .integer(cut), .integer(Int64(max(limit, 1) - 1))]) ?? cut
+        let delivered = deliveredCondition()
+        let removed = try connection.transaction {
+            try connection.run("DELETE FROM journal WHERE seq > ? AND seq <= ? AND \(delivered.sql)",
+                               [.integer(from), .integer(end)] + delivered.bindings)
+        }
+        if removed > 0 { checkpointer?.request() }
+        return (removed, end < cut ? end : nil)
+    }
+
+    /// `journal.maxRows`: deletes the oldest delivered events until the journal holds the
+    /// newest `maxRows` (and older events only while an outbox still has to send them);
+    /// returns how many it deleted. Works in steps of `batch` rows, each a job of its own on
+    /// the store's queue, so commits go on between them (``trimJournalStep(toRows:after:limit:)``);
+    /// stops early, between two steps, once `proceed` says no (a shutdown).
+    @discardableResult
+    public nonisolated func trimJournal(toRows maxRows: Int, batch: Int = 10_000,
+                                        while proceed: @Sendable () -> Bool = { true }) async throws -> Int {
+        var removed = 0
+        var after: Int64 = 0
+        while proceed() {
+            let step = try await trimJournalStep(toRows: maxRows, after: after, limit: batch)
+            removed += step.removed
+            guard let next = step.resumeAfter else { return removed }
+            after = next
+        }
+        return removed
     }
 
     /// `journal.retentionDays`: deletes events emitted more than `days` days before `now`

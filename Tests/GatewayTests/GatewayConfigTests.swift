@@ -134,4 +134,13 @@ import Testing
         #expect(messages("{ fences: { maxVertex: 5 } }") == ["test.json5:1:13: fences.maxVertex: unknown key (known keys here: maxVertices)"])
         #expect(messages("{ input: { maxAccuracy: -1 } }") == ["test.json5:1:12: input.maxAccuracy: expected a number >= 0, found -1"])
     }
+
+    /// `journal.maxRows`: default, value, and errors naming the key path.
+    @Test func journalMaxRows() throws {
+        #expect(GatewayConfig().journal.maxRows == 5_000_000)
+        #expect(try decode("{ journal: { maxRows: 1000, retentionDays: 7 } }").journal.maxRows == 1000)
+        #expect(messages("{ journal: { maxRows: 0 } }") == ["test.json5:1:14: journal.maxRows: expected a whole number from 1 to 2147483647, found 0"])
+        #expect(messages("{ journal: { maxRows: 2.5 } }") == ["test.json5:1:14: journal.maxRows: expected a whole number from 1 to 2147483647, found 2.5"])
+        #expect(messages("{ journal: { maxRow: 5 } }") == ["test.json5:1:14: journal.maxRow: unknown key (known keys here: maxRows, retentionDays)"])
+    }
 }

@@ -171,6 +171,61 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func pastMaxRowsTheOldestDeliveredEventsGoAndUndeliveredOnesStay() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("max-rows.db"))
+        var batch = StoreBatch()
+        for n in 1...30 {
+            let event = testEvent("e\(n)", fix: 1_800_000_000 + Double(n))
+            batch.append(event)
+            batch.outbox.append(OutboxMessage(destination: .local, eventID: event.id, topic: "geotriggers/events/garden/e\(n)",
+                                              payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true))
+            if n == 5 {  // another topic: a row of the outbox table reading e5's journal payload
+                batch.outbox.append(OutboxMessage(destination: .local, eventID: event.id, topic: "elsewhere/e5",
+                                                  payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true))
+            }
+        }
+        let receipt = try await store.submit(batch)
+        let stream = receipt.outbox.filter { $0.source == .journal }.map(\.sequence)
+        #expect(stream.count == 30)
+        // What a pass of retention removed, and what the journal holds after it (read first,
+        // so that a failed expectation shows the values).
+        func trim(toRows maxRows: Int) async throws -> (removed: Int, count: Int, ids: [String]) {
+            let removed = try await store.trimJournal(toRows: maxRows, batch: 4)
+            return (removed, try await store.journalCount(), try await store.events(JournalQuery()).map(\.event.id))
+        }
+
+        // Under the budget nothing goes, delivered or not.
+        _ = try await store.submit(StoreBatch(settled: [.local: stream[11]]))  // e1...e12 delivered
+        let under = try await trim(toRows: 30)
+        #expect(under.removed == 0)
+        #expect(under.count == 30)
+
+        // Past it (maxRows 10: e1...e20 are past), only the delivered ones go, oldest first,
+        // in steps of 4 rows: e13...e30 still wait for their broker and stay beyond the budget,
+        // and so does e5, which an outbox row still reads.
+        let past = try await trim(toRows: 10)
+        #expect(past.removed == 11)
+        #expect(past.count == 19)
+        #expect(past.ids == ["e5"] + (13...30).map { "e\($0)" })
+
+        // Delivered later: down to the budget, the newest 10 (and e5, still waiting).
+        _ = try await store.submit(StoreBatch(settled: [.local: stream[29]]))
+        let delivered = try await trim(toRows: 10)
+        #expect(delivered.removed == 8)
+        #expect(delivered.count == 11)
+        #expect(delivered.ids == ["e5"] + (21...30).map { "e\($0)" })
+        let row = try #require(try await store.outbox(.local, limit: 10).first)
+        #expect(row.message.topic == "elsewhere/e5")
+        try await store.acknowledge(.local, sequences: [row.sequence])
+        let all = try await trim(toRows: 10)
+        #expect(all.removed == 1)
+        #expect(all.count == 10)
+        #expect(all.ids == (21...30).map { "e\($0)" })
+        #expect(try await store.trimJournal(toRows: 10) == 0)
+        await store.close()
+    }
+
     @Test func streamsSettleDropPastTheCapAndReopenWhereTheyWere() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("streams.db")

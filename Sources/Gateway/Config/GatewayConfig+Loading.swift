@@ -118,8 +118,9 @@ extension GatewayConfig {
                 }
             }
         }
-        if let v = root["journal"], let o = d.object(v, at: [.key("journal")], allowed: ["retentionDays"]) {
+        if let v = root["journal"], let o = d.object(v, at: [.key("journal")], allowed: ["retentionDays", "maxRows"]) {
             if let x = d.number(o, "retentionDays", at: [.key("journal")], range: 0...Double.infinity) { journal.retentionDays = x }
+            if let x = d.integer(o, "maxRows", at: [.key("journal")], range: 1...Int(Int32.max)) { journal.maxRows = x }
         }
         if let v = root["runtime"], let o = d.object(v, at: [.key("runtime")], allowed: ["maxFences", "maxBytes"]) {
             if let x = d.integer(o, "maxFences", at: [.key("runtime")], range: 0...10_000_000) { runtime.maxFences = x }

@@ -90,6 +90,8 @@ public struct GatewayConfig: Sendable {
 
     public struct Journal: Sendable {
         public var retentionDays: Double = 30
+        /// Rows the journal keeps at most; past it the oldest delivered ones are deleted.
+        public var maxRows = 5_000_000
     }
 
     /// Fences published at run time (`PREFIX/fences/LAYER/FENCE_ID`).

@@ -155,7 +155,7 @@ struct GatewayServer: Sendable {
         }
         services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
         services += [committer, pool, runtimeFences, expectations, queries, control, localConnection] as [any Service]
-        services.append(JournalRetention(store: store, days: config.journal.retentionDays, logger: logger))
+        services.append(JournalRetention(store: store, days: config.journal.retentionDays, maxRows: config.journal.maxRows, logger: logger))
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
         if config.output.occupancy { services.append(OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
         services.append(status)
