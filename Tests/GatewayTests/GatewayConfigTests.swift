@@ -143,4 +143,12 @@ import Testing
         #expect(messages("{ journal: { maxRows: 2.5 } }") == ["test.json5:1:14: journal.maxRows: expected a whole number from 1 to 2147483647, found 2.5"])
         #expect(messages("{ journal: { maxRow: 5 } }") == ["test.json5:1:14: journal.maxRow: unknown key (known keys here: maxRows, retentionDays)"])
     }
+
+    /// `input.maxEventsPerDevice`: default, value, and errors naming the key path.
+    @Test func inputMaxEventsPerDevice() throws {
+        #expect(GatewayConfig().input.maxEventsPerDevice == 120)
+        #expect(try decode("{ input: { maxEventsPerDevice: 10 } }").input.maxEventsPerDevice == 10)
+        #expect(messages("{ input: { maxEventsPerDevice: 0 } }") == ["test.json5:1:12: input.maxEventsPerDevice: expected a whole number from 1 to 2147483647, found 0"])
+        #expect(messages("{ input: { maxEventsPerDevice: \"120\" } }") == [#"test.json5:1:12: input.maxEventsPerDevice: expected a whole number from 1 to 2147483647, found "120""#])
+    }
 }

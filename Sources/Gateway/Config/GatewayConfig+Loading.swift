@@ -74,13 +74,14 @@ extension GatewayConfig {
         if let v = root["remote"], v != .null {
             remote = Broker(decoding: v, at: [.key("remote")], with: &d)
         }
-        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxAccuracy", "maxDevices", "maxDevicesPerUser"]) {
+        if let v = root["input"], let o = d.object(v, at: [.key("input")], allowed: ["maxPayload", "maxFutureSkew", "maxAccuracy", "maxDevices", "maxDevicesPerUser", "maxEventsPerDevice"]) {
             let p: [JSONPathComponent] = [.key("input")]
             if let x = d.integer(o, "maxPayload", at: p, range: 64...268_435_455) { input.maxPayload = x }
             if let x = d.number(o, "maxFutureSkew", at: p, range: 0...Double.infinity) { input.maxFutureSkew = x }
             if let x = d.number(o, "maxAccuracy", at: p, range: 0...Double.infinity) { input.maxAccuracy = x }
             if let x = d.integer(o, "maxDevices", at: p, range: 1...100_000_000) { input.maxDevices = x }
             if let x = d.integer(o, "maxDevicesPerUser", at: p, range: 1...100_000_000) { input.maxDevicesPerUser = x }
+            if let x = d.integer(o, "maxEventsPerDevice", at: p, range: 1...Int(Int32.max)) { input.maxEventsPerDevice = x }
         }
         if let v = root["fences"], let o = d.object(v, at: [.key("fences")], allowed: ["maxVertices"]) {
             if let x = d.integer(o, "maxVertices", at: [.key("fences")], range: 4...Int(Int32.max)) { fences.maxVertices = x }

@@ -62,6 +62,9 @@ public struct GatewayConfig: Sendable {
         public var maxDevicesPerUser = 1000
         /// Updates whose accuracy (metres) is larger are dropped as `outOfRange`.
         public var maxAccuracy: Double = 10000
+        /// Events per device per minute of fix time; more are counted as `eventRateLimited`,
+        /// neither journaled nor published.
+        public var maxEventsPerDevice = 120
     }
 
     public struct Fences: Sendable {

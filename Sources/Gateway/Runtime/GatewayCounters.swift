@@ -12,6 +12,9 @@ public final class GatewayCounters: Sendable {
     public let undeliverable = Atomic<Int>(0)
     /// Events decided outside their trigger's `schedule`: neither published nor journaled.
     public let outsideSchedule = Atomic<Int>(0)
+    /// Events past `input.maxEventsPerDevice` in a minute of their device's fix time: neither
+    /// published nor journaled (the update that decided them still changed the device's state).
+    public let eventRateLimited = Atomic<Int>(0)
     /// Feed messages taken on the network thread and their approximate size on the wire (not
     /// `received`, which also counts gpsd fixes and control messages).
     public let feedMessages = Atomic<Int>(0)
@@ -46,6 +49,7 @@ public final class GatewayCounters: Sendable {
         public var acked = 0
         public var undeliverable = 0
         public var outsideSchedule = 0
+        public var eventRateLimited = 0
         /// Only the kinds seen so far.
         public var eventsByKind: [EventKind: Int] = [:]
     }
@@ -67,6 +71,7 @@ public final class GatewayCounters: Sendable {
         v.acked = acked.load(ordering: .relaxed)
         v.undeliverable = undeliverable.load(ordering: .relaxed)
         v.outsideSchedule = outsideSchedule.load(ordering: .relaxed)
+        v.eventRateLimited = eventRateLimited.load(ordering: .relaxed)
         v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
         v.eventsByKind = eventsByKind.withLock { $0 }
         return v
@@ -95,6 +100,7 @@ public final class GatewayCounters: Sendable {
             "acked": n(values.acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
             "outsideSchedule": n(values.outsideSchedule), "undeliverable": n(values.undeliverable),
+            "eventRateLimited": n(values.eventRateLimited),
         ])
     }
 }

@@ -50,6 +50,8 @@ package final class DeviceShard: Sendable {
         var lastPublished = -Double.infinity
         /// The last accepted position is not yet in the database.
         var positionDirty = false
+        /// Its events per minute of fix time (`input.maxEventsPerDevice`).
+        var eventRate = EventRateLimiter()
     }
 
     /// What the shard's lock guards.
@@ -139,9 +141,44 @@ package final class DeviceShard: Sendable {
         }
     }
 
+    /// `input.maxEventsPerDevice`, shared by all shards: one status warning naming the last
+    /// device whose events were refused, raised by a device's first refused event in a minute of
+    /// its fix time (or any refused event while it is down) and cleared by the pool's clock once
+    /// no event was refused for ``clearAfter`` seconds of the gateway's clock.
+    final class EventRateWarning: Sendable {
+        static let key = "event-rate-limited"
+        static let clearAfter: Double = 60
+        let limit: Int
+        /// The gateway clock of the last refused event (its bit pattern); 0 while the warning is down.
+        private let lastRefused = Atomic<UInt64>(0)
+        let warnings: Warnings
+
+        init(limit: Int, warnings: Warnings) {
+            self.limit = limit
+            self.warnings = warnings
+        }
+
+        /// An event of `device` refused at gateway-clock time `now`; `first`: its first in this
+        /// minute of the device's fix time.
+        func refused(device: String, now: Double, first: Bool) {
+            let wasDown = lastRefused.exchange(max(now, .leastNonzeroMagnitude).bitPattern, ordering: .relaxed) == 0
+            guard first || wasDown else { return }
+            warnings.set(Self.key, "device \(device) decided more than \(limit) events in a minute of fix time (input.maxEventsPerDevice): the rest are counted as eventRateLimited, neither journaled nor published", origin: .client)
+        }
+
+        /// Clears the warning once no event was refused for ``clearAfter`` seconds before `now`.
+        func clearIfQuiet(now: Double) {
+            let last = lastRefused.load(ordering: .relaxed)
+            guard last != 0, now - Double(bitPattern: last) >= Self.clearAfter,
+                  lastRefused.compareExchange(expected: last, desired: 0, ordering: .relaxed).exchanged else { return }
+            warnings.clear(Self.key, resolved: "no device is past input.maxEventsPerDevice any more")
+        }
+    }
+
     let mailbox: BoundedQueue<Work>
     let context: ServeContext
     let census: Census
+    let eventRate: EventRateWarning
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
 
@@ -149,9 +186,11 @@ package final class DeviceShard: Sendable {
     let saved: Set<String>
     private let state: Mutex<State>
 
-    init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, saved: Set<String> = []) {
+    init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, eventRate: EventRateWarning,
+         saved: Set<String> = []) {
         self.context = context
         self.census = census
+        self.eventRate = eventRate
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
         self.state = Mutex(State(snapshot: snapshot))
@@ -438,7 +477,16 @@ package final class DeviceShard: Sendable {
         // The state above keeps every decision; only what is inside its schedule leaves.
         let (published, outside) = notes.inSchedule(clock: wall)
         if outside > 0 { context.counters.outsideSchedule.add(outside, ordering: .relaxed) }
+        // Past `input.maxEventsPerDevice` in a minute of the device's fix time, an event is
+        // counted, not journaled or published; the state above and the publication below still
+        // tell where the device is.
         for note in published {
+            let limit = eventRate.limit
+            guard slot.eventRate.admit(at: slot.monitor.lastFixTime ?? note.position.time, limit: limit) else {
+                context.counters.eventRateLimited.add(1, ordering: .relaxed)
+                eventRate.refused(device: device, now: now, first: slot.eventRate.isFirstRefused(limit: limit))
+                continue
+            }
             context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
         }
         if publish {

@@ -49,6 +49,7 @@ final class MetricsFile: Sendable {
         e.family("geotrigger_events_total", .counter, help: "Geotrigger events emitted, by trigger and type (enter, exit, dwell); a kind appears once seen.",
                  c.eventsByKind.map { .init($0.value, labels: [("trigger", $0.key.trigger), ("type", $0.key.type)]) })
         e.family("geotrigger_events_undeliverable_total", .counter, help: "Events no broker would take (too large, say): kept in the journal, not published.", [.init(c.undeliverable)])
+        e.family("geotrigger_events_rate_limited_total", .counter, help: "Events past input.maxEventsPerDevice in a minute of their device's fix time: neither journaled nor published.", [.init(c.eventRateLimited)])
         e.family("geotrigger_devices", .gauge, help: "Devices tracked (in memory or hibernated).", [.init(sample.devices)])
         e.family("geotrigger_queue_depth", .gauge, help: "Location updates waiting to be handled.", [.init(sample.queueDepth)])
         e.family("geotrigger_outbox_messages", .gauge, help: "Events in the outbox not yet acknowledged by the broker, by destination.",

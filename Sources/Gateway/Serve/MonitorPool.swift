@@ -12,6 +12,8 @@ package final class MonitorPool: Service, Sendable {
     package let name = "monitors"
     let shards: [DeviceShard]
     let tickInterval: Double
+    /// `input.maxEventsPerDevice`'s warning, cleared by the clock below.
+    let eventRate: DeviceShard.EventRateWarning
     /// How many devices' monitor states the previous run saved.
     let savedCount: Int
     private let committer: any StepSink
@@ -38,7 +40,11 @@ package final class MonitorPool: Service, Sendable {
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
         let census = DeviceShard.Census(limit: context.config.input.maxDevices, perUser: context.config.input.maxDevicesPerUser)
-        self.shards = saved.map { DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, saved: $0) }
+        let eventRate = DeviceShard.EventRateWarning(limit: context.config.input.maxEventsPerDevice, warnings: context.warnings)
+        self.eventRate = eventRate
+        self.shards = saved.map {
+            DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, eventRate: eventRate, saved: $0)
+        }
         self.committer = context.committer
         self.initialStates = Mutex(initialStates)
         self.savedCount = initialStates.count
@@ -161,6 +167,7 @@ package final class MonitorPool: Service, Sendable {
                 while !stopping.load(ordering: .relaxed) {
                     try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
                     let now = MonotonicClock.now()
+                    eventRate.clearIfQuiet(now: now)
                     // A busy shard skips a tick rather than queueing clock work behind updates.
                     for shard in shards where !stopping.load(ordering: .relaxed) { _ = shard.mailbox.trySend(.tick(now)) }
                 }

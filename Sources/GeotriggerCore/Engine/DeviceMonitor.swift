@@ -78,6 +78,8 @@ public struct DeviceMonitor: Sendable {
         set { lastFix = newValue.map(Fix.init) }
     }
     var lastFix: Fix?
+    /// The fix time of the last accepted update: the device's own clock.
+    public var lastFixTime: Double? { lastFix?.time }
     /// Gateway clock: the last accepted or filtered update, or the (re)start.
     var lastReceived: Double
     var pausedAt: Double?
