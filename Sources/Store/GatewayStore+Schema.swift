@@ -44,6 +44,7 @@ extension GatewayStore {
         retentionBySequenceMigration,
         payloadFieldsMigration,
         expectationsMigration,
+        runningClockMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.

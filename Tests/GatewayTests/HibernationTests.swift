@@ -56,3 +56,45 @@ extension ServeTests {
     }
 }
 }
+
+extension ServeTests {
+    /// `gateway.forgetAfter` counts the time the gateway was running since the device last
+    /// reported: a gateway switched off for longer than that forgets nothing at its next start,
+    /// and forgets the device once it has run that long since.
+    @Suite struct Forgetting {
+        @Test(.timeLimit(.minutes(2))) func timeSwitchedOffDoesNotCount() async throws {
+            let h = try ServeHarness("forget")
+            defer { h.close() }
+            let forgetAfter = 8.0
+            let config = try h.write("gw.json5", h.config(
+                gateway: "hibernateAfter: 1, forgetAfter: \(Int(forgetAfter))",
+                extra: #"triggers: [ { name: "sections", fences: ["garden-sections"] } ],"#))
+            let probe = try await h.probe("watch", subscribe: [h.statusTopic, "\(h.prefix)/devices/#"])
+            let first = try h.startGateway(config: config)
+            #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(first.log))")
+            let state = h.stateTopic("truck")
+            func stateCleared() -> Bool { probe.received(on: state).last?.payload.isEmpty == true }
+            try probe.client.publish(topic: "devices/truck/location", payload: Payload.json(lat: 34.4561, lon: -119.7067, time: fixTimeBase(secondsAgo: 60)), qos: .atLeastOnce)
+            #expect(await poll(timeout: .seconds(20)) { !(probe.received(on: state).last?.payload.isEmpty ?? true) }, "\(tail(first.log))")
+            let reported = Date()
+            try await Task.sleep(for: .seconds(2))
+            #expect(first.terminate() == 0)
+            let ranBefore = Date().timeIntervalSince(reported)
+
+            // Switched off for longer than forgetAfter.
+            try await Task.sleep(for: .seconds(forgetAfter + 2))
+            let second = try h.startGateway(config: config, log: "second.log")
+            let started = Date()
+            #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" && $0.since != nil }.ok, "\(tail(second.log))")
+            // Longer than its first ticks: the old rule (wall clock minus fix time) forgot it at once.
+            let forgottenEarly = await poll(timeout: .seconds(3)) { stateCleared() }
+            #expect(!forgottenEarly, "forgotten at the start, after \(String(format: "%.1f", ranBefore)) s of running: \(tail(second.log))")
+            // It is forgotten once the gateway has run forgetAfter in all since its report.
+            #expect(await poll(timeout: .seconds(30)) { stateCleared() }, "\(tail(second.log))")
+            let ranAfter = Date().timeIntervalSince(started)
+            print("forgetAfter \(forgetAfter) s: ran \(String(format: "%.1f", ranBefore)) s before the stop, switched off \(Int(forgetAfter + 2)) s, forgotten \(String(format: "%.1f", ranAfter)) s after the start (\(forgottenEarly ? "at once" : "not at the start"))")
+            #expect(ranBefore + ranAfter >= forgetAfter - 1, "forgotten after \(ranBefore) + \(ranAfter) s of running")
+            #expect(second.terminate() == 0)
+        }
+    }
+}

@@ -129,10 +129,10 @@ extension ServeTests {
             let h = try ServeHarness("occupancy-clear")
             defer { h.close() }
             let haPrefix = "\(h.prefix)-ha"
-            // Fix times two hours old and forgetAfter one hour: a device idle for
-            // hibernateAfter (1 s) is forgotten at once.
+            // forgetAfter 10 s of the gateway's running time: the device is forgotten about 10 s
+            // after its last update, once the fence is gone.
             let config = try h.write("gw.json5", h.config(
-                output: "occupancy: true", gateway: "hibernateAfter: 1, forgetAfter: 3600",
+                output: "occupancy: true", gateway: "hibernateAfter: 1, forgetAfter: 10",
                 extra: #"homeassistant: { discovery: true, prefix: "\#(haPrefix)" },"#))
             let probe = try await h.probe("watch", subscribe: ["\(h.prefix)/occupancy/#", h.statusTopic, "\(haPrefix)/#", "\(h.prefix)/devices/#"])
             let gateway = try h.startGateway(config: config)

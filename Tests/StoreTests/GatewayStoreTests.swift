@@ -44,6 +44,26 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         }
     }
 
+    /// The running clock and the devices' last reports survive a reopen; a save with devices
+    /// replaces the saved ones.
+    @Test func runningClockRoundTrips() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("gateway.db")
+        var store = try await GatewayStore(path: path)
+        let empty = try await store.runningClock()
+        #expect(empty.seconds == 0 && empty.lastReports.isEmpty)
+        try await store.saveRunningClock(seconds: 120.5, lastReports: ["a": 100, "b/c": 7.25])
+        try await store.saveRunningClock(seconds: 180)
+        await store.close()
+        store = try await GatewayStore(path: path)
+        let saved = try await store.runningClock()
+        #expect(saved.seconds == 180)
+        #expect(saved.lastReports == ["a": 100, "b/c": 7.25])
+        try await store.saveRunningClock(seconds: 240, lastReports: ["b/c": 200])
+        #expect(try await store.runningClock().lastReports == ["b/c": 200])
+        await store.close()
+    }
+
     @Test func monitorStateRoundTrips() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("state.db")

@@ -24,8 +24,9 @@ package final class DeviceShard: Sendable {
         case tick(Double)
         /// A new fence/trigger snapshot (SIGHUP).
         case adopt(EngineSnapshot, Double)
-        /// A monitor restored from the database at start.
-        case restore([UInt8], Double)
+        /// A monitor restored from the database at start, with when its device last reported
+        /// (gateway clock; nil: not known, taken as the restore's time).
+        case restore([UInt8], Double, lastReport: Double?)
         /// The feed's connection went down / came back (stale clocks pause).
         case pause(Double)
         case resume(Double)
@@ -58,7 +59,7 @@ package final class DeviceShard: Sendable {
     struct State {
         var snapshot: EngineSnapshot
         var slots: [String: Slot] = [:]
-        /// Hibernated devices: last accepted fix time (for forgetting).
+        /// Hibernated devices: when each last reported (gateway clock, for forgetting).
         var hibernated: [String: Double] = [:]
         /// Since when the feeds' connection is down (gateway clock).
         var paused: Double?
@@ -282,14 +283,14 @@ package final class DeviceShard: Sendable {
                         commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
                     }
                 }
-            case .restore(let bytes, let now):
+            case .restore(let bytes, let now, let lastReport):
                 await mutate { s, mustWait in
                     do {
                         let (monitor, notes) = try DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now)
                         // An update may have woken the device (from the database, newer) before
                         // its restore arrived: never go back to the state read at start.
                         guard s.slots[monitor.device] == nil, s.queued[monitor.device] == nil else { return }
-                        var slot = Slot(monitor: monitor, lastReceived: now)
+                        var slot = Slot(monitor: monitor, lastReceived: min(now, lastReport ?? now))
                         slot.publishedStays = monitor.stays
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
@@ -405,7 +406,9 @@ package final class DeviceShard: Sendable {
     }
 
     private func tick(now: Double, state s: inout State, mustWait: inout Bool) {
-        let wall = WallClock.now()
+        // Idle time on the gateway clock (carried across restarts by the pool), never the
+        // wall clock or fix times: a clock jump or a month switched off forgets nothing.
+        let forgetAfter = context.config.gateway.forgetAfter
         let paused = s.paused != nil
         var leaving: [String] = []
         for device in Array(s.slots.keys) {
@@ -425,8 +428,7 @@ package final class DeviceShard: Sendable {
         }
         for device in leaving {
             var slot = s.slots.removeValue(forKey: device)!
-            let fix = slot.monitor.lastUpdate?.time ?? wall
-            if wall - fix >= context.config.gateway.forgetAfter {
+            if now - slot.lastReceived >= forgetAfter {
                 forget(device, mustWait: &mustWait)
                 continue
             }
@@ -434,12 +436,21 @@ package final class DeviceShard: Sendable {
                 slot.positionDirty = false
                 commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
             }
-            s.hibernated[device] = fix
+            s.hibernated[device] = slot.lastReceived
             context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
         }
-        for (device, fix) in s.hibernated where wall - fix >= context.config.gateway.forgetAfter {
+        for (device, lastReport) in s.hibernated where now - lastReport >= forgetAfter {
             s.hibernated[device] = nil
             forget(device, mustWait: &mustWait)
+        }
+    }
+
+    /// When each device of this shard last reported (gateway clock), in memory or hibernated.
+    func lastReports() -> [String: Double] {
+        state.withLock { s in
+            var reports = s.hibernated
+            for (device, slot) in s.slots { reports[device] = slot.lastReceived }
+            return reports
         }
     }
 

@@ -102,8 +102,10 @@ struct GatewayServer: Sendable {
             runtimeFences: runtimeFences, expectations: expectations)
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
+        let running = try await store.runningClock()
         let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, snapshots: snapshots, questions: questions,
-                               shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)), initialStates: saved)
+                               shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)), initialStates: saved,
+                               clock: RunningClock(carried: running.seconds), lastReports: running.lastReports)
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)
         let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations)

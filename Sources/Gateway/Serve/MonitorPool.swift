@@ -17,10 +17,16 @@ package final class MonitorPool: Service, Sendable {
     /// How many devices' monitor states the previous run saved.
     let savedCount: Int
     private let committer: any StepSink
+    private let context: ServeContext
     private let stopping = Atomic<Bool>(false)
 
     /// Monitor states saved by the previous run, restored when the pool starts.
     private let initialStates: Mutex<[String: [UInt8]]>
+    /// The running clock (``RunningClock``) and when each saved device last reported on it.
+    let clock: RunningClock
+    private let initialReports: [String: Double]
+    /// The running clock is saved this often (seconds), and with every device at the stop.
+    static let clockSaveInterval = 60.0
     /// The feeds' connection going down and up (``feedsDown(at:)``), in the order it happened.
     private let connectionChanges: AsyncStream<DeviceShard.Work>
     private let connectionContinuation: AsyncStream<DeviceShard.Work>.Continuation
@@ -32,8 +38,12 @@ package final class MonitorPool: Service, Sendable {
     package init(
         context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
         questions: AsyncStream<DeviceShard.DeviceQuestion>? = nil, shardCount: Int,
-        initialStates: [String: [UInt8]] = [:], mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
+        initialStates: [String: [UInt8]] = [:], clock: RunningClock = RunningClock(carried: 0), lastReports: [String: Double] = [:],
+        mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
+        self.clock = clock
+        self.initialReports = lastReports
+        self.context = context
         self.snapshots = snapshots
         self.questions = questions
         let count = max(1, shardCount)
@@ -106,7 +116,8 @@ package final class MonitorPool: Service, Sendable {
 
     /// Restores a saved monitor at start.
     func restore(device: String, state: [UInt8], now: Double) async {
-        await shard(for: device).mailbox.send(.restore(state, now))
+        let lastReport = initialReports[device].map { clock.monotonic(atRunning: $0) }
+        await shard(for: device).mailbox.send(.restore(state, now, lastReport: lastReport))
     }
 
     /// Sends the same work to every shard.
@@ -164,9 +175,23 @@ package final class MonitorPool: Service, Sendable {
                 let saved = initialStates.withLock { s in defer { s = [:] }; return s }
                 let now = MonotonicClock.now()
                 for (device, state) in saved { await restore(device: device, state: state, now: now) }
+                var jumps = ClockJumpDetector(wall: WallClock.now(), monotonic: now)
+                var lastSave = now
+                var lastJump: Double?
                 while !stopping.load(ordering: .relaxed) {
                     try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
                     let now = MonotonicClock.now()
+                    if let step = jumps.check(wall: WallClock.now(), monotonic: now) {
+                        clockJumped(step)
+                        lastJump = now
+                    } else if let jump = lastJump, now - jump >= 3600 {
+                        context.warnings.clear("clock-jump", resolved: "no wall-clock jump for an hour")
+                        lastJump = nil
+                    }
+                    if now - lastSave >= Self.clockSaveInterval {
+                        lastSave = now
+                        try? await context.store.saveRunningClock(seconds: clock.running(atMonotonic: now))
+                    }
                     eventRate.clearIfQuiet(now: now)
                     // A busy shard skips a tick rather than queueing clock work behind updates.
                     for shard in shards where !stopping.load(ordering: .relaxed) { _ = shard.mailbox.trySend(.tick(now)) }
@@ -175,8 +200,25 @@ package final class MonitorPool: Service, Sendable {
         }
     }
 
+    /// The wall clock stepped by `step` seconds: logged and warned; nothing is forgotten or
+    /// decided for it (idle times run on the monotonic clock).
+    private func clockJumped(_ step: Double) {
+        let text = "the wall clock jumped \(step > 0 ? "forward" : "back") by \(Int(abs(step).rounded())) s at \(ISO8601Time.format(WallClock.now())) (clockJump): idle devices are unaffected; expectation deadlines follow the wall clock"
+        context.warnings.set("clock-jump", text)
+    }
+
     package func shutdown() async {
         await barrier()
+        // Every device's last report on the running clock: the next start forgets by it.
+        var reports: [String: Double] = [:]
+        for shard in shards {
+            for (device, last) in shard.lastReports() { reports[device] = clock.running(atMonotonic: last) }
+        }
+        do {
+            try await context.store.saveRunningClock(seconds: clock.running(atMonotonic: MonotonicClock.now()), lastReports: reports)
+        } catch {
+            context.logger.warning("could not save the running clock: devices may be forgotten later than gateway.forgetAfter", ["error": "\(error)"])
+        }
         stopping.store(true, ordering: .relaxed)
         connectionContinuation.finish()
         for shard in shards { shard.finish() }
