@@ -144,7 +144,7 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// `ReadInterposition`.
     public var bufferedReads = true
 
-    /// A configuration with the defaults of DESIGN.md's `broker` section.
+    /// A configuration with the defaults of the `broker` keys (README "Configuration").
     public init(
         host: String = "127.0.0.1",
         port: Int = 1883,

@@ -1,8 +1,8 @@
 import Testing
 @testable import GeotriggerCore
 
-/// DESIGN.md "Crossings (sparse fixes)": stays inferred between two fixes whose straight
-/// segment passes through a fence, by fix time.
+/// docs/crossings.md: stays inferred between two fixes whose straight segment passes through a
+/// fence, by fix time.
 @Suite struct EngineCrossingTests {
     typealias Kit = EngineTestKit
 

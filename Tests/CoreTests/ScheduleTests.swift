@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import GeotriggerCore
 
-/// Schedule windows (DESIGN.md "Schedules") and the `schedule` trigger key.
+/// Schedule windows (docs/schedules.md) and the `schedule` trigger key.
 @Suite struct ScheduleTests {
     typealias Kit = EngineTestKit
 

@@ -3,7 +3,8 @@ import Testing
 @testable import GeotriggerCore
 
 /// Time values that do not fit (1e300, inf, nan, an NMEA time with an exponent) are errors or
-/// drops wherever they are read, never a trap (DESIGN.md "Limits").
+/// drops wherever they are read, never a trap: nothing a client sends or a file holds may
+/// crash the gateway.
 @Suite struct TimeValueTests {
     /// `$BODY*CS` with its XOR checksum.
     static func sentence(_ body: String) -> String {

@@ -107,8 +107,8 @@ func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String,
     }
 }
 
-/// `fences.maxVertices` (DESIGN.md "Limits"): `check` reports a fence over it, naming the file,
-/// the feature and the limit; under the default the same file is valid.
+/// `fences.maxVertices` (README "Configuration"): `check` reports a fence over it, naming the
+/// file, the feature and the limit; under the default the same file is valid.
 @Suite struct CheckMaxVerticesTests {
     @Test func aFenceOverMaxVerticesIsReported() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path

@@ -9,7 +9,7 @@ extension DurabilityIntegrationTests {
     /// drive of 20 devices, restarted each time, gives per device the same (trigger, fence,
     /// type) counts as an uninterrupted run, and no enter is fired twice.
     ///
-    /// The window DESIGN.md "Durability" leaves open: an update libmosquitto already
+    /// The window README "Durability" leaves open: an update libmosquitto already
     /// acknowledged to the broker but not yet committed (in the ingest queue, a shard's
     /// mailbox or the batch being written) is lost by `kill -9`. Two things make exact
     /// equality an honest expectation anyway:

@@ -126,7 +126,7 @@ private final class ExpectationRig: @unchecked Sendable {
 }
 
 extension ServeTests {
-    /// DESIGN.md "Expected arrivals" end to end: real broker, real `geotrigger serve`, real SQLite.
+    /// docs/expectations.md end to end: real broker, real `geotrigger serve`, real SQLite.
     @Suite struct ExpectedArrivals {
         @Test func anEnterBeforeTheDeadlineArrivesEarlyAndTheTopicIsCleared() async throws {
             let rig = try await ExpectationRig("expect-met")

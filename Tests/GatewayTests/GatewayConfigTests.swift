@@ -121,8 +121,8 @@ import Testing
         #expect(messages(#"{ broker: { hosts: ["nope"] } }"#) == [#"test.json5:1:21: broker.hosts[0]: expected "host:port", found "nope""#])
     }
 
-    /// `fences.maxVertices` and `input.maxAccuracy` (DESIGN.md "Limits"): defaults, values, and
-    /// errors naming the key path like every other section.
+    /// `fences.maxVertices` and `input.maxAccuracy` (README "Configuration"): defaults, values,
+    /// and errors naming the key path like every other section.
     @Test func limitsOfFencesAndAccuracy() throws {
         let defaults = GatewayConfig()
         #expect(defaults.fences.maxVertices == 100_000)

@@ -42,8 +42,8 @@ func metricsLines(_ text: String) -> [MetricsLine] {
     }
 }
 
-/// The exposition writer and the metrics file writer, without a broker (DESIGN.md
-/// "Occupancy, Home Assistant, metrics": `output.metricsFile`).
+/// The exposition writer and the metrics file writer, without a broker (docs/metrics.md:
+/// `output.metricsFile`).
 @Suite struct MetricsExpositionTests {
     static func sample(triggers: [String] = ["garden", "depot"]) -> StatusSample {
         var values = GatewayCounters.Values()

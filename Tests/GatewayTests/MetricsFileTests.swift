@@ -6,10 +6,10 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Occupancy, Home Assistant, metrics", `output.metricsFile`, end to end: the real
-    /// `geotrigger serve` against a real mosquitto writes the Prometheus textfile at start, on
-    /// every status tick and at a graceful stop; its values are what was sent and what the
-    /// broker delivered, and `promtool check metrics` finds nothing to say.
+    /// docs/metrics.md, `output.metricsFile`, end to end: the real `geotrigger serve` against a
+    /// real mosquitto writes the Prometheus textfile at start, on every status tick and at a
+    /// graceful stop; its values are what was sent and what the broker delivered, and
+    /// `promtool check metrics` finds nothing to say.
     @Suite struct Metrics {
         /// The file's sample lines as `name{labels}` → value.
         static func values(_ text: String) -> [String: Double] {

@@ -5,8 +5,9 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "On every (re)connect: subscribe again, publish `started`, republish retained
-    /// device states": the broker stopped for 10 s and started again.
+    /// On every (re)connect the gateway subscribes again, publishes `started` and republishes the
+    /// retained device states (README "Gateway status", "Device state"): the broker stopped for
+    /// 10 s and started again.
     @Suite struct BrokerOutage {
         /// The walker's positions: outside, meadow, desert (see ServeDriveTests for the distances).
         static let outside = (lat: 34.4570, lon: -119.7125)

@@ -5,7 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Outputs" end to end: three devices driven through the repository's fences.
+    /// README "Topics and payloads" end to end: three devices driven through the repository's
+    /// fences.
     @Suite struct Drive {
         /// One scripted update.
         struct Step {

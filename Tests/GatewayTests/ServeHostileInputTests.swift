@@ -5,10 +5,11 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Limits" through the real broker and the real `geotrigger serve`: hostile
-    /// inputs arrive between the updates of a valid device, and the gateway stays up, answers
-    /// queries, keeps its memory bounded (read from /proc) and publishes every event of the
-    /// valid device.
+    /// Nothing a client sends can crash, stall or starve the gateway (the limits of README
+    /// "Configuration", "Runtime fences and queries" and "Gateway status"), through the real
+    /// broker and the real `geotrigger serve`: hostile inputs arrive between the updates of a
+    /// valid device, and the gateway stays up, answers queries, keeps its memory bounded (read
+    /// from /proc) and publishes every event of the valid device.
     @Suite struct HostileInput {
         /// A "tall sawtooth" Feature of `vertices` positions: teeth spanning the whole height
         /// over a thin base strip (valid: the ring does not cross itself). Made to defeat a

@@ -5,7 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Limits": what one client can make the gateway hold is bounded.
+    /// `input.maxDevices` and `input.maxEventsPerDevice` (README "Configuration"): what one client
+    /// can make the gateway hold is bounded.
     @Suite struct Limits {
         /// `input.maxDevices: 3`: five devices report twice each; the first three are tracked,
         /// the other two's four updates are dropped as `tooManyDevices`, with a warning.

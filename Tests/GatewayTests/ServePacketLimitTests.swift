@@ -5,10 +5,11 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Limits": with v5 the gateway announces a Maximum Packet Size (what it needs:
-    /// the 1 MiB runtime fence limit, or `input.maxPayload` when larger, plus the headers), so
-    /// the broker never delivers it a larger packet; a feed payload over `input.maxPayload` that
-    /// fits is dropped as `oversize`.
+    /// README "Deploying on a Raspberry Pi" and `input.maxPayload` (README "Configuration"):
+    /// with v5 the gateway announces a Maximum Packet Size (what it needs: the 1 MiB runtime
+    /// fence limit, or `input.maxPayload` when larger, plus the headers), so the broker never
+    /// delivers it a larger packet; a feed payload over `input.maxPayload` that fits is dropped
+    /// as `oversize`.
     @Suite struct PacketLimits {
         @Test func brokerKeepsLargerPacketsFromTheGatewayAndOversizeIsCounted() async throws {
             let h = try ServeHarness("packets")

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// DESIGN.md "Schedules" through `serve` with the real broker: an enter decided outside the
+    /// docs/schedules.md through `serve` with the real broker: an enter decided outside the
     /// window is neither published nor journaled but counted; its exit inside the window is
     /// published with the enter's visit and the whole stay.
     @Suite struct Schedules {

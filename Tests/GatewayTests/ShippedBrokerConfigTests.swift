@@ -86,10 +86,10 @@ extension ServeTests {
                                       gatewayLost: gateway.log.contains("lost the local broker")))
         }
 
-        /// DESIGN.md: a device with its own valid password connects with the
-        /// gateway's client id. With the shipped config its id becomes its user name: the
-        /// gateway keeps its connection and session and goes on handling updates; the device
-        /// gets a fresh session of its own.
+        /// README "Deploying on a Raspberry Pi" (`use_username_as_clientid`): a device with its
+        /// own valid password connects with the gateway's client id. With the shipped config its
+        /// id becomes its user name: the gateway keeps its connection and session and goes on
+        /// handling updates; the device gets a fresh session of its own.
         @Test func aDeviceCannotTakeOverTheGatewaysSession() async throws {
             let h = try ServeHarness("takeover", broker: try Self.options())
             defer { h.close() }

@@ -1,6 +1,6 @@
 import GeotriggerCore
 
-/// The gateway's configuration: every key of DESIGN.md "Config", with its default.
+/// The gateway's configuration: every key of README "Configuration", with its default.
 ///
 /// Relative paths are resolved against the config file's folder when loaded from a file
 /// (against the working directory without one).
@@ -84,7 +84,7 @@ public struct GatewayConfig: Sendable {
         public var metricsFile: String?
     }
 
-    /// Home Assistant MQTT discovery (DESIGN.md "Occupancy, Home Assistant, metrics").
+    /// Home Assistant MQTT discovery (docs/occupancy-and-home-assistant.md).
     public struct HomeAssistant: Sendable {
         public var discovery = false
         /// Home Assistant's discovery prefix (its MQTT integration's setting).
@@ -104,7 +104,8 @@ public struct GatewayConfig: Sendable {
         /// The runtime fences' payloads together, in bytes (64 MiB); a new or replaced fence
         /// that would pass it is rejected on its error topic, and a start loads only what fits.
         public var maxBytes = 64 << 20
-        /// The largest runtime fence payload, in bytes (1 MiB; DESIGN.md "Limits").
+        /// The largest runtime fence payload, in bytes (1 MiB; README "Runtime fences and
+        /// queries", **Budget**).
         public static let maxPayload = 1 << 20
     }
 

@@ -1,7 +1,8 @@
 import GeotriggerCore
 
 /// The engine run offline over a recorded track, with the clock driven by the fix times
-/// (DESIGN.md: "`replay` drives the same clock by the track's fix times, so it is deterministic").
+/// (README "Timing": "`replay` drives the same clock by the track's fix times"), so a replay is
+/// deterministic.
 struct ReplayRun {
     /// One notification and the (fix-time) clock reading when it was decided.
     struct Decision {

@@ -86,8 +86,8 @@ public struct Logger: Sendable {
     }
 }
 
-/// Lets a repeated complaint through at most once per interval per key (DESIGN.md: bad input is
-/// "logged at most once per reason per minute"). Thread-safe.
+/// Lets a repeated complaint through at most once per interval per key (README "Inputs": bad
+/// input is "logged at most once per reason per minute"). Thread-safe.
 public final class LogLimiter: Sendable {
     private let interval: Double
     private let last = Mutex<[String: Double]>([:])

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The current warnings of the gateway, shown in the status topic's `warnings` and logged once
-/// per change of state (CONVENTIONS.md: runtime faults are logged once per state change).
+/// per change of state (runtime faults are logged once per state change, not once per retry).
 ///
 /// The gateway's own faults (database, broker, gpsd, spill file, metrics file, reload...) are
 /// always kept and shown: their keys come from the config, so they are few. Warnings a client

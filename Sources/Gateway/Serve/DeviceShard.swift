@@ -13,8 +13,9 @@ import Synchronization
 /// the store) goes through the shard's bounded mailbox and its own task, under the same lock.
 ///
 /// Every device still has its own monitor (the pure ``DeviceMonitor`` value); the shard is its
-/// executor. One actor or task per device would cost ~4 KB and a hop per update (CONVENTIONS.md
-/// figures); a few shards keep 10,000 devices in a few MB, and a device's steps in order.
+/// executor. One actor or task per device would cost ~4 KB and a hop per update
+/// (docs/architecture.md "Performance mechanisms"); a few shards keep 10,000 devices in a few
+/// MB, and a device's steps in order.
 package final class DeviceShard: Sendable {
     enum Work: Sendable {
         /// An update of a device read from the store first (hibernated, or saved by the

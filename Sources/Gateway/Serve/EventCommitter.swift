@@ -9,7 +9,7 @@ import Synchronization
 /// commits everything pending in one transaction as soon as the previous one ended, then
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
-/// is published (DESIGN.md "Durability").
+/// is published (README "Durability"; docs/architecture.md "Commit and outbox").
 ///
 /// The commits run on the store's own queue, one at a time. Items that ``FeedPipeline`` hands
 /// over on the network thread (the feed updates) are committed by that thread itself after its

@@ -3,7 +3,7 @@ import MQTT
 import Store
 import Synchronization
 
-/// Expected arrivals (DESIGN.md "Expected arrivals"): a dispatcher publishes, retained,
+/// Expected arrivals (docs/expectations.md): a dispatcher publishes, retained,
 /// `PREFIX/expect/ID` `{"device", "layer", "fence", "by"}`; the gateway publishes one result on
 /// `PREFIX/expect/ID/result` (`arrived` at the device's first confirmed enter into the fence, or
 /// its stay there, with a fix time at or before `by`; `missed` when the wall clock passes `by`

@@ -161,7 +161,7 @@ struct GatewayServer: Sendable {
         if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
         if config.output.occupancy { services.append(OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
         services.append(status)
-        // Last, so stopped first (CONVENTIONS.md: gpsd reader -> monitors drain -> ...).
+        // Last, so stopped first (docs/architecture.md "Start and shutdown": gpsd feeds first).
         services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
 
         let group = ServiceGroup(services: services, logger: logger, signals: signals) {

@@ -1,6 +1,6 @@
 import GeotriggerCore
 
-/// Home Assistant MQTT discovery payloads (DESIGN.md "Occupancy, Home Assistant, metrics"):
+/// Home Assistant MQTT discovery payloads (docs/occupancy-and-home-assistant.md):
 /// a `device_tracker` per device, a `sensor` per occupied fence, and the gateway's
 /// connectivity `binary_sensor`, each under
 /// `HA_PREFIX/COMPONENT/geotrigger_GATEWAYID/OBJECT/config`, retained. Every entity is

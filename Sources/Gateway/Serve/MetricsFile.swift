@@ -37,8 +37,8 @@ final class MetricsFile: Sendable {
         temporary = folder + "." + name + ".tmp"
     }
 
-    /// The exposition text of `sample`: every metric of DESIGN.md "Occupancy, Home Assistant,
-    /// metrics", with HELP and TYPE; no device ids as labels.
+    /// The exposition text of `sample`: every metric of docs/metrics.md "Metrics", with HELP and
+    /// TYPE; no device ids as labels.
     static func exposition(_ sample: StatusSample) -> String {
         var e = MetricsExposition()
         let c = sample.counters

@@ -4,8 +4,8 @@ import Synchronization
 
 /// Publishes the gateway's retained topics (device states `PREFIX/devices/DEVICE/state`,
 /// occupancy, Home Assistant discovery) and remembers them, so that every (re)connect can
-/// publish them all again (DESIGN.md: "On every (re)connect ... republish retained device
-/// states").
+/// publish them all again (README "Device state": "republished on every (re)connect"; occupancy
+/// likewise on every connect).
 ///
 /// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK).
 /// The others wait here as "topic T is due", and a topic whose payload changes again before

@@ -3,9 +3,9 @@ import MQTT
 import Store
 import Synchronization
 
-/// The retained gateway status `PREFIX/status/GATEWAY_ID` (DESIGN.md "Outputs"): `started` on
-/// every connect, every `output.statusInterval` seconds, `stopped` at shutdown; the will says
-/// `offline`.
+/// The retained gateway status `PREFIX/status/GATEWAY_ID` (README "Gateway status"): `started`
+/// on every connect, every `output.statusInterval` seconds, `stopped` at shutdown; the will
+/// says `offline`.
 ///
 /// With `output.metricsFile` it also writes the ``MetricsFile`` on the same tick, from the same
 /// ``StatusSample`` (also while the broker is unreachable), once when it starts and once at a

@@ -1,6 +1,6 @@
 extension DeviceMonitor {
     /// Infers the stays between the previous accepted fix `previous` (A) and `update` (B) for the
-    /// triggers with `crossings` on (DESIGN.md "Crossings (sparse fixes)"), appending their
+    /// triggers with `crossings` on (docs/crossings.md "When a stay is inferred"), appending their
     /// enter and exit notifications in time order; returns true if it appended any.
     ///
     /// For a (trigger, fence) it infers a stay when all of these hold:

@@ -1,6 +1,6 @@
-/// The per-device monitor (DESIGN.md "Monitor" and "Timing"): a value kept by the gateway's
-/// device shard for that device (under the shard's lock, so one step at a time), driven by
-/// the device's updates and by the gateway's clock.
+/// The per-device monitor (README "Timing"; docs/architecture.md "The way of one location
+/// update"): a value kept by the gateway's device shard for that device (under the shard's
+/// lock, so one step at a time), driven by the device's updates and by the gateway's clock.
 ///
 /// State is kept only where there is something to remember: one ``Entry`` per (trigger, layer,
 /// fence) where the device is inside or a crossing waits for confirmation; "outside" is the

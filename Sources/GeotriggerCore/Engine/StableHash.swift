@@ -94,7 +94,7 @@ public struct StableHash {
     }
 }
 
-/// Deterministic event ids (DESIGN.md "Outputs").
+/// Deterministic event ids (README "Events": `id`).
 public enum EventID {
     /// The id of the event of `type` (`enter`, `exit`, `dwell`, or `baseline` for a silent
     /// baseline's visit id) for (trigger, layer, fence, device) decided by the update with fix

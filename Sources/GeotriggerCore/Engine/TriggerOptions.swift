@@ -23,14 +23,14 @@ public struct TriggerOptions: Sendable, Equatable {
     public var delivery: Delivery?
     /// `schedule`: the local-time windows its events are published in (nil: always).
     public var schedule: Schedule?
-    /// `crossings`: infer stays between sparse fixes (DESIGN.md "Crossings").
+    /// `crossings`: infer stays between sparse fixes (docs/crossings.md).
     public var crossings: Bool?
     /// `crossingMaxGap`: seconds; fixes further apart are never interpolated.
     public var crossingMaxGap: Double?
 
     public init() {}
 
-    /// Every trigger key, in DESIGN.md's order.
+    /// Every trigger key (README "Trigger keys"), in the order the unknown-key error lists them.
     public static let keys = [
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",

@@ -1,4 +1,4 @@
-/// The payload format of an MQTT feed (DESIGN.md "Inputs").
+/// The payload format of an MQTT feed (README "Inputs").
 public enum PayloadFormat: String, Sendable, CaseIterable {
     /// OwnTracks `_type: location` messages on `owntracks/USER/DEVICE`.
     case owntracks

@@ -19,9 +19,9 @@ extension FenceNotification {
 
 extension Array where Element == FenceNotification {
     /// The notifications to publish and journal, and how many were outside their trigger's
-    /// schedule (DESIGN.md "Schedules"): the one place where `serve` and `replay` drop them.
-    /// The monitor's state is untouched: a later exit inside a window still carries the
-    /// visit and `dwellSeconds` of an enter that was outside.
+    /// schedule (docs/schedules.md "Which events"): the one place where `serve` and `replay`
+    /// drop them. The monitor's state is untouched: a later exit inside a window still carries
+    /// the visit and `dwellSeconds` of an enter that was outside.
     public func inSchedule(clock: Double) -> (kept: [FenceNotification], outside: Int) {
         guard contains(where: { $0.schedule != nil }) else { return (self, 0) }
         let kept = filter { $0.isInSchedule(clock: clock) }

@@ -1,4 +1,4 @@
-/// A trigger's `schedule` (DESIGN.md "Schedules"): local-time windows in an IANA time zone
+/// A trigger's `schedule` (docs/schedules.md): local-time windows in an IANA time zone
 /// outside which its events are neither published nor journaled (the monitor state is kept all
 /// the time). No schedule means always.
 public struct Schedule: Sendable, Equatable {
