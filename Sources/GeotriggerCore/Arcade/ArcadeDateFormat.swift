@@ -34,7 +34,7 @@ enum ArcadeDateFormat {
             msOfDay += 86_400_000
             days -= 1
         }
-        let (civilYear, civilMonth, civilDay) = ISO8601Time.civilFromDays(Int(days))
+        let (civilYear, civilMonth, civilDay) = CivilDate.civil(days: Int(days))
         let year = Int64(civilYear), month = Int64(civilMonth), day = Int64(civilDay)
         let isLeap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
         let cumulative = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]

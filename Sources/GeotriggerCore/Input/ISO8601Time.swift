@@ -30,7 +30,7 @@ public enum ISO8601Time {
         else { return nil }
         i += 1
         guard let hour = digits(2), expect(":"), let minute = digits(2), expect(":"), let second = digits(2),
-            (1...12).contains(month), day >= 1, day <= daysInMonth(year, month), hour < 24, minute < 60,
+            (1...12).contains(month), day >= 1, day <= CivilDate.daysInMonth(year: year, month: month), hour < 24, minute < 60,
             second <= 60
         else { return nil }
         var fraction = 0.0
@@ -60,7 +60,7 @@ public enum ISO8601Time {
             }
         }
         guard i == b.count else { return nil }
-        let days = daysFromCivil(year, month, day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         return Double(days * 86400 + hour * 3600 + minute * 60 + second - offset) + fraction
     }
 
@@ -78,7 +78,7 @@ public enum ISO8601Time {
             msOfDay += 86_400_000
             days -= 1
         }
-        let (y, m, d) = civilFromDays(Int(days))
+        let (y, m, d) = CivilDate.civil(days: Int(days))
         let second = Int(msOfDay / 1000), ms = Int(msOfDay % 1000)
         // Written into the string's own storage: every event and device state carries two to
         // four of these, and building them from padded pieces allocated a dozen strings each.
@@ -122,36 +122,5 @@ public enum ISO8601Time {
             put(UInt8(ascii: "Z"))
             return i
         }
-    }
-
-    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
-        switch m {
-        case 2: (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }

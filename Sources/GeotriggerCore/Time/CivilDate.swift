@@ -1,6 +1,7 @@
 /// Proleptic Gregorian calendar arithmetic on whole days since 1970-01-01 (Howard Hinnant's
-/// `days_from_civil` / `civil_from_days`), for time zone rules and schedules. Every function is
-/// total for the years a `Double` fix time can reach after clamping (see ``clampedSeconds(_:)``).
+/// `days_from_civil` / `civil_from_days`), for ISO-8601 texts, track dates, time zone rules and
+/// schedules. Every function is total for the years a `Double` fix time can reach after clamping
+/// (see ``clampedSeconds(_:)``).
 enum CivilDate {
     /// Days from 1970-01-01 to `year`-`month`-`day` (month 1...12).
     static func days(year: Int, month: Int, day: Int) -> Int {

@@ -150,8 +150,8 @@ extension TrackReader {
         func two(_ i: Int) -> Int { Int(b[i] - 48) * 10 + Int(b[i + 1] - 48) }
         let (d, m, yy) = (two(0), two(2), two(4))
         let year = yy >= 80 ? 1900 + yy : 2000 + yy
-        guard (1...12).contains(m), d >= 1, d <= ISO8601Time.daysInMonth(year, m) else { return nil }
-        return ISO8601Time.daysFromCivil(year, m, d)
+        guard (1...12).contains(m), d >= 1, d <= CivilDate.daysInMonth(year: year, month: m) else { return nil }
+        return CivilDate.days(year: year, month: m, day: d)
     }
 
     /// `ddmm.mmmm` (or `dddmm.mmmm`) with its hemisphere letter as signed degrees.
