@@ -100,7 +100,7 @@ final class GPSDFeed: Service, Sendable {
         var outage: String?
         var connected = false
         // Dropped fixes are logged at most once a minute (gateway clock), as feed drops are.
-        var lastDropLog = -Double.infinity
+        let dropLog = LogLimiter(interval: 60)
         for await event in reader.events {
             switch event {
             case .connected:
@@ -130,9 +130,7 @@ final class GPSDFeed: Service, Sendable {
                 if let drop = GPSDFeed.drop(fix, maxAccuracy: maxAccuracy) {
                     counters.received.add(1, ordering: .relaxed)
                     counters.drop(drop.reason)
-                    let now = MonotonicClock.now()
-                    if now - lastDropLog >= 60 {
-                        lastDropLog = now
+                    if dropLog.allow("drop", now: MonotonicClock.now()) {
                         logger.warning("gpsd fix dropped", ["feed": feedName, "reason": drop.reason.rawValue, "detail": drop.detail])
                     }
                     continue
