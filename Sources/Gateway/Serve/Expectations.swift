@@ -20,8 +20,8 @@ import Synchronization
 final class Expectations: Service, Sendable {
     let name = "expectations"
     let prefix: String
-    /// `PREFIX/expect/` as UTF-8 (see ``handles(_:)``).
-    private let topicPrefix: [UInt8]
+    /// `PREFIX/expect/ID`, and their error topics.
+    private let topics: ControlTopics
     let client: MQTTClient
     let store: GatewayStore
     let committer: EventCommitter
@@ -62,7 +62,7 @@ final class Expectations: Service, Sendable {
     ) async {
         self.questions = questions
         prefix = config.output.prefix
-        topicPrefix = Array("\(config.output.prefix)/expect/".utf8)
+        topics = ControlTopics(prefix: config.output.prefix, kind: "expect", levels: 1, client: client, warnings: warnings)
         self.client = client
         self.store = store
         self.committer = committer
@@ -113,22 +113,16 @@ final class Expectations: Service, Sendable {
     }
 
     /// The topic filter the gateway subscribes to.
-    var filter: String { "\(prefix)/expect/+" }
+    var filter: String { topics.filter }
 
     /// Whether `topic` is `PREFIX/expect/ID` (one level), compared as bytes (asked of every message).
-    func handles(_ topic: String) -> Bool {
-        var topic = topic
-        return topic.withUTF8 { bytes in
-            guard bytes.count >= topicPrefix.count, bytes.starts(with: topicPrefix) else { return false }
-            return !bytes[topicPrefix.count...].contains(UInt8(ascii: "/"))
-        }
-    }
+    func handles(_ topic: String) -> Bool { topics.matches(topic) }
 
     // MARK: Messages
 
     /// Takes one message of `PREFIX/expect/ID`: an expectation, or (empty) a cancel.
     func take(_ message: MQTTMessage) {
-        let id = String(decoding: message.topic.utf8.dropFirst(topicPrefix.count), as: UTF8.self)
+        let id = topics.name(of: message.topic)
         let now = WallClock.now()
         if message.payload.isEmpty {
             apply { $0.cancel(id) }
@@ -196,13 +190,8 @@ final class Expectations: Service, Sendable {
     /// Publishes why a payload was rejected (not retained), shaped like a runtime fence's error,
     /// and sets a status warning.
     private func reject(_ id: String, _ reason: String) {
-        let payload = JSONValue.object([
-            "expectation": .string(id), "error": .string(reason),
-            "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
-        ]).serializedBytes()
-        _ = try? client.publish(topic: "\(prefix)/expect/\(id)/error", payload: payload, qos: .atLeastOnce, retain: false)
-        warnings.set("expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)",
-                     origin: .client)
+        topics.reject(id, ["expectation": .string(id)], reason: reason,
+                      warning: "expect-\(id)", "expectation \(id) rejected (a previous version, if any, stays): \(reason)")
     }
 
     private func clearRetained(_ id: String) {

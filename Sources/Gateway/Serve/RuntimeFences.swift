@@ -26,8 +26,8 @@ import Synchronization
 final class RuntimeFences: Service, Sendable {
     let name = "runtime-fences"
     let prefix: String
-    /// `PREFIX/fences/` (see ``isFenceTopic(_:prefix:)``).
-    private let topicPrefix: [UInt8]
+    /// `PREFIX/fences/LAYER/FENCE_ID`, and their error topics.
+    private let topics: ControlTopics
     let client: MQTTClient
     let store: GatewayStore
     let warnings: Warnings
@@ -121,7 +121,7 @@ final class RuntimeFences: Service, Sendable {
     ) async {
         self.adoptions = adoptions
         self.prefix = setup.config.output.prefix
-        topicPrefix = Array("\(prefix)/fences/".utf8)
+        topics = ControlTopics(prefix: prefix, kind: "fences", levels: 2, client: client, warnings: warnings)
         self.client = client
         self.store = store
         self.warnings = warnings
@@ -211,23 +211,14 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// The topic filter the gateway subscribes to.
-    var filter: String { "\(prefix)/fences/+/+" }
+    var filter: String { topics.filter }
 
     /// Whether `topic` is a runtime fence topic (`PREFIX/fences/LAYER/FENCE_ID`).
-    func handles(_ topic: String) -> Bool { Self.isFenceTopic(topic, prefix: topicPrefix) }
+    func handles(_ topic: String) -> Bool { topics.matches(topic) }
 
     /// Whether `topic` is `prefix` (`PREFIX/fences/` as UTF-8) and then LAYER/FENCE_ID.
-    /// Compared as bytes, as the broker compares topics: the network thread asks this of every
-    /// message, and building `PREFIX/fences/` for each cost more than the comparison.
     static func isFenceTopic(_ topic: String, prefix topicPrefix: [UInt8]) -> Bool {
-        var topic = topic
-        return topic.withUTF8 { bytes in
-            guard bytes.count > topicPrefix.count, bytes.starts(with: topicPrefix) else { return false }
-            // LAYER/FENCE_ID: exactly one more level separator.
-            var separators = 0
-            for byte in bytes[topicPrefix.count...] where byte == UInt8(ascii: "/") { separators += 1 }
-            return separators == 1
-        }
+        ControlTopics.matches(topic, base: topicPrefix, levels: 2)
     }
 
     // MARK: Messages
@@ -326,14 +317,9 @@ final class RuntimeFences: Service, Sendable {
 
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
     private func reject(_ key: FenceKey, _ reason: String) {
-        let topic = "\(prefix)/fences/\(key.layer)/\(key.fence)/error"
-        let payload = JSONValue.object([
-            "layer": .string(key.layer), "fence": .string(key.fence), "error": .string(reason),
-            "time": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)),
-        ]).serializedBytes()
-        _ = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: false)
-        warnings.set("fence-\(key.layer)/\(key.fence)", "runtime fence \(key.layer)/\(key.fence) rejected, the previous version stays: \(reason)",
-                     origin: .client)
+        let name = "\(key.layer)/\(key.fence)"
+        topics.reject(name, ["layer": .string(key.layer), "fence": .string(key.fence)], reason: reason,
+                      warning: "fence-\(name)", "runtime fence \(name) rejected, the previous version stays: \(reason)")
     }
 
     /// A Feature payload checked as a fence file would be (the topic's fence id is its id), with
