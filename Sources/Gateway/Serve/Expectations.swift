@@ -310,12 +310,9 @@ final class Expectations: Service, Sendable {
         if unasked { return nil }
         let states = await answer.allStates(store: store, snapshot: snapshot())
         var since: Double?
-        for case .object(let state) in states {
-            guard case .array(let stays)? = state["inside"] else { continue }
-            for case .object(let stay) in stays where stay["layer"] == .string(expectation.layer) && stay["fence"] == .string(expectation.fence) {
-                guard case .string(let text)? = stay["since"], let time = ISO8601Time.parse(text) else { continue }
-                since = min(since ?? time, time)
-            }
+        for stay in DeviceStateStay.stays(in: states, layer: expectation.layer, fence: expectation.fence) {
+            guard let time = stay.since else { continue }
+            since = min(since ?? time, time)
         }
         return .some(since)
     }

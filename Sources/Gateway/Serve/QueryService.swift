@@ -124,17 +124,15 @@ final class QueryService: Service, Sendable {
         let answer = await ask(.inside(layer: layer, fence: fence))
         let states = await answer.allStates(store: store, snapshot: snapshot())
         var rows: [(String, JSONValue)] = []
-        for state in states {
-            guard case .object(let s) = state, case .string(let device)? = s["device"], case .array(let stays)? = s["inside"] else { continue }
-            for case .object(var stay) in stays where stay["layer"] == .string(layer) && stay["fence"] == .string(fence) {
-                stay["layer"] = nil
-                stay["fence"] = nil
-                stay["name"] = nil
-                var row = JSONObject()
-                row["device"] = .string(device)
-                for (key, value) in stay.entries { row[key] = value }
-                rows.append((device, .object(row)))
-            }
+        for stay in DeviceStateStay.stays(in: states, layer: layer, fence: fence) {
+            var entry = stay.entry
+            entry["layer"] = nil
+            entry["fence"] = nil
+            entry["name"] = nil
+            var row = JSONObject()
+            row["device"] = .string(stay.device)
+            for (key, value) in entry.entries { row[key] = value }
+            rows.append((stay.device, .object(row)))
         }
         rows.sort { $0.0 < $1.0 }
         return .object(["layer": .string(layer), "fence": .string(fence), "inside": .array(rows.map(\.1))])
