@@ -155,6 +155,10 @@ struct ControlPlaneTests {
         #expect(bad.payloadText.contains("expected a position"))
         #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/fences/jobs/other/error" && $0.payloadText.contains("differs from the topic") } })
         #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/fences/zones/clash/error" && $0.payloadText.contains("file layer") } })
+        // A layer starting with a combining mark keeps it: its error names that layer on its own topic.
+        try rig.publishFence("\u{301}jobs", "bad", #"{"type":"Feature","geometry":{"type":"Point","coordinates":[1]}}"#)
+        #expect(await poll { rig.dispatcher.messages.all.contains { $0.topic == "geotriggers/fences/\u{301}jobs/bad/error" && $0.payloadText.contains("\"layer\":\"\u{301}jobs\"") } },
+                "\(rig.dispatcher.messages.all.map(\.topic).filter { $0.hasSuffix("/error") })")
         #expect(await poll { rig.dispatcher.statuses(on: GatewayStatus.topic(gatewayID: "gw-t")).contains { $0.warnings.contains { $0.contains("runtime fence jobs/bad rejected") } } })
         // A Point without any buffer fails in the snapshot build: error, and the previous version stays.
         try rig.publishFence("jobs", "keep", pointFence(lat: baseLat, lon: baseLon, buffer: 30))

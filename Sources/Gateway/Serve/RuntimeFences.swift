@@ -244,9 +244,11 @@ final class RuntimeFences: Service, Sendable {
     static let maxNameBytes = 256
 
     private func apply(_ message: MQTTMessage) {
-        let levels = message.topic.dropFirst(prefix.count + 8).split(separator: "/", omittingEmptySubsequences: false)
+        // Split as bytes: a level that starts with a combining mark would join the '/' before
+        // it into one Character and be cut or not split.
+        let levels = topics.name(of: message.topic).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         guard levels.count == 2 else { return }
-        let layer = String(levels[0]), id = String(levels[1])
+        let layer = String(decoding: levels[0], as: UTF8.self), id = String(decoding: levels[1], as: UTF8.self)
         let key = FenceKey(layer: layer, fence: id)
         if layer.isEmpty || id.isEmpty {
             reject(key, "the topic needs a layer and a fence id: \(prefix)/fences/LAYER/FENCE_ID")
