@@ -19,10 +19,10 @@ public final class GatewayCounters: Sendable {
     /// `received`, which also counts gpsd fixes and control messages).
     public let feedMessages = Atomic<Int>(0)
     public let feedBytes = Atomic<Int>(0)
-    private let dropped = Mutex<[DropReason: Int]>([:])
+    private let dropped = LeveledMutex<[DropReason: Int]>([:], level: .counters)
     /// Events per trigger and type (the metrics file's `geotrigger_events_total`), counted
     /// per commit, not per update.
-    private let eventsByKind = Mutex<[EventKind: Int]>([:])
+    private let eventsByKind = LeveledMutex<[EventKind: Int]>([:], level: .counters)
 
     public init() {}
 

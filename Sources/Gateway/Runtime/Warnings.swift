@@ -32,7 +32,7 @@ public final class Warnings: Sendable {
         var unkept = 0
     }
 
-    private let current = Mutex(State())
+    private let current = LeveledMutex(State(), level: .warnings)
     private let logger: Logger
     /// The most client warnings kept, and the most lines the status shows while the gateway's
     /// own faults leave room.

@@ -11,7 +11,7 @@ extension DeviceShard {
         let perUserLimit: Int
         /// Devices per user, and each counted device's user. Taken only for a device new to
         /// this run and when a device is forgotten, inside a shard's lock (never the other way).
-        private let users = Mutex<(count: [String: Int], of: [String: String])>(([:], [:]))
+        private let users = LeveledMutex<(count: [String: Int], of: [String: String])>(([:], [:]), level: .census)
 
         init(limit: Int, perUser: Int = .max) {
             self.limit = limit

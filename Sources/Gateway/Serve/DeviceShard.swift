@@ -92,7 +92,7 @@ package final class DeviceShard: Sendable {
 
     /// Devices of this shard with a state saved by the previous run (restored at start).
     let saved: Set<String>
-    private let state: Mutex<State>
+    private let state: LeveledMutex<State>
 
     init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, eventRate: EventRateWarning,
          saved: Set<String> = []) {
@@ -101,7 +101,7 @@ package final class DeviceShard: Sendable {
         self.eventRate = eventRate
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
-        self.state = Mutex(State(snapshot: snapshot))
+        self.state = LeveledMutex(State(snapshot: snapshot), level: .deviceShard)
     }
 
     /// Handles `update` now, on the calling thread, if its device's monitor is in memory or

@@ -109,7 +109,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
     let networkThreadCommits = Atomic<Int>(0)
     let queuedCommits = Atomic<Int>(0)
 
-    private let pending = Mutex(Pending())
+    private let pending = LeveledMutex(Pending(), level: .committerPending)
     /// Finished by ``shutdown()``: ``run()`` returns then.
     private let stopped = BoundedQueue<Void>(capacity: 1)
 

@@ -44,13 +44,14 @@ final class Expectations: Service, Sendable {
     /// Settled rows whose retained copy never came back are deleted after this long (seconds).
     static let settledRetention: Double = 30 * 86400
 
-    private let book: Mutex<ExpectationBook>
+    private let book: LeveledMutex<ExpectationBook>
     /// The book's open count, read without its lock on the update path.
     private let openCount = Atomic<Int>(0)
     /// Questions about a device's stays, answered by its shard (``MonitorPool`` reads them).
     private let questions: AsyncStream<DeviceShard.DeviceQuestion>.Continuation
     /// Stay checks to make, and decided ids whose retained topic is to be cleared once committed.
-    private let work = Mutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(([], []))
+    private let work = LeveledMutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(
+        ([], []), level: .expectationWork)
     private let stopped = Atomic<Bool>(false)
     private let exited = Atomic<Bool>(false)
 
@@ -75,7 +76,7 @@ final class Expectations: Service, Sendable {
         let (book, checks) = await Self.load(from: store, capacity: capacity, warnings: warnings, logger: logger)
         work.withLock { $0.checks = checks }
         openCount.store(book.openCount, ordering: .relaxed)
-        self.book = Mutex(book)
+        self.book = LeveledMutex(book, level: .expectationBook)
     }
 
     /// The book of the expectations stored in `store` (settled ones older than

@@ -59,7 +59,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     private let committedPending = Atomic<Bool>(false)
     private let freshPending = Atomic<Bool>(false)
     /// The cursor, the window, what waits in memory and what is due to be committed.
-    private let machine: Mutex<OutboxWindow>
+    private let machine: LeveledMutex<OutboxWindow>
     /// Rows kept after a failed acknowledgement (counted in the status warnings).
     let failedCount = Atomic<Int>(0)
     /// Events parked as undeliverable, since start.
@@ -87,8 +87,9 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         self.logger = logger
         self.volatileCap = volatileCap
         self.signals = BoundedQueue(capacity: window + 1024)
-        self.machine = Mutex(OutboxWindow(
-            destination: destination, window: window, volatileCap: volatileCap, progressInterval: Self.progressInterval))
+        self.machine = LeveledMutex(OutboxWindow(
+            destination: destination, window: window, volatileCap: volatileCap, progressInterval: Self.progressInterval),
+            level: .outboxWindow)
     }
 
     /// Feeds the machine under its lock and publishes how many messages are in flight.

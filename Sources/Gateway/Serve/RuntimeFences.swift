@@ -98,12 +98,12 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// Changed only on `queue`.
-    private let state: Mutex<State>
+    private let state: LeveledMutex<State>
     private let queue = DispatchQueue(label: "geotrigger.fences")
     /// The live snapshot (also in `state`) and its generation, for readers that must not wait
     /// for a build.
     private let live: Mutex<(snapshot: EngineSnapshot, generation: Int)>
-    private let followers = Mutex(Followers())
+    private let followers = LeveledMutex(Followers(), level: .fenceFollowers)
     /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
     private let backlog = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
@@ -141,7 +141,7 @@ final class RuntimeFences: Service, Sendable {
             into: &state, from: store, maxFences: setup.config.runtime.maxFences, maxBytes: setup.config.runtime.maxBytes,
             maxVertices: setup.config.fences.maxVertices, warnings: warnings, logger: logger)
         live = Mutex((state.snapshot, state.generation))
-        self.state = Mutex(state)
+        self.state = LeveledMutex(state, level: .runtimeFenceState)
         updateFollowing()
     }
 

@@ -28,11 +28,11 @@ package final class StatePublisher: Sendable {
     let discovery: HomeAssistantDiscovery?
     /// With `output.occupancy`: the devices in each fence, from the device publications.
     let occupancyEnabled: Bool
-    let occupancy = Mutex(OccupancyBook())
+    let occupancy = LeveledMutex(OccupancyBook(), level: .occupancy)
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
     private let perform: Perform
-    private let book = Mutex(Book())
+    private let book = LeveledMutex(Book(), level: .statePublisherBook)
     /// A pump job is handed to `perform` and has not started yet.
     private let pumpScheduled = Atomic<Bool>(false)
 
