@@ -20,11 +20,11 @@ package final class MonitorPool: Service, Sendable {
     private let context: ServeContext
     private let stopping = Atomic<Bool>(false)
 
-    /// Monitor states saved by the previous run, restored when the pool starts.
-    private let initialStates: Mutex<[String: [UInt8]]>
-    /// The running clock (``RunningClock``) and when each saved device last reported on it.
+    /// Monitor states saved by the previous run, and when each of those devices last reported
+    /// on the running clock: restored when the pool starts, then let go.
+    private let initial: Mutex<(states: [String: [UInt8]], reports: [String: Double])>
+    /// The running clock (``RunningClock``), carried across restarts.
     let clock: RunningClock
-    private let initialReports: [String: Double]
     /// The running clock is saved this often (seconds), and with every device at the stop.
     static let clockSaveInterval = 60.0
     /// The feeds' connection going down and up (``feedsDown(at:)``), in the order it happened.
@@ -42,7 +42,6 @@ package final class MonitorPool: Service, Sendable {
         mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
         self.clock = clock
-        self.initialReports = lastReports
         self.context = context
         self.snapshots = snapshots
         self.questions = questions
@@ -56,7 +55,7 @@ package final class MonitorPool: Service, Sendable {
             DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, eventRate: eventRate, saved: $0)
         }
         self.committer = context.committer
-        self.initialStates = Mutex(initialStates)
+        self.initial = Mutex((initialStates, lastReports))
         self.savedCount = initialStates.count
         self.tickInterval = tickInterval
         (connectionChanges, connectionContinuation) = AsyncStream.makeStream(of: DeviceShard.Work.self)
@@ -115,8 +114,8 @@ package final class MonitorPool: Service, Sendable {
     }
 
     /// Restores a saved monitor at start.
-    func restore(device: String, state: [UInt8], now: Double) async {
-        let lastReport = initialReports[device].map { clock.monotonic(atRunning: $0) }
+    func restore(device: String, state: [UInt8], lastReport: Double?, now: Double) async {
+        let lastReport = lastReport.map { clock.monotonic(atRunning: $0) }
         await shard(for: device).mailbox.send(.restore(state, now, lastReport: lastReport))
     }
 
@@ -172,9 +171,11 @@ package final class MonitorPool: Service, Sendable {
                 for await change in connectionChanges { await broadcast(change) }
             }
             group.addTask { [self] in
-                let saved = initialStates.withLock { s in defer { s = [:] }; return s }
+                let saved = initial.withLock { s in defer { s = ([:], [:]) }; return s }
                 let now = MonotonicClock.now()
-                for (device, state) in saved { await restore(device: device, state: state, now: now) }
+                for (device, state) in saved.states {
+                    await restore(device: device, state: state, lastReport: saved.reports[device], now: now)
+                }
                 var jumps = ClockJumpDetector(wall: WallClock.now(), monotonic: now)
                 var lastSave = now
                 var lastJump: Double?
