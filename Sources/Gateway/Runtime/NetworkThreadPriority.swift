@@ -1,5 +1,4 @@
 import MQTT
-import Synchronization
 
 /// Keeps every thread of the process below the MQTT network threads (``ThreadPriorities``):
 /// every 2 s, once each client's network thread runs, since threads appear later (the pool
@@ -9,7 +8,7 @@ final class NetworkThreadPriority: Service, Sendable {
     let name = "thread-priorities"
     let clients: [MQTTClient]
     let logger: Logger
-    private let stopped = Atomic<Bool>(false)
+    private let stop = StopSignal()
 
     init(clients: [MQTTClient], logger: Logger) {
         self.clients = clients
@@ -17,7 +16,7 @@ final class NetworkThreadPriority: Service, Sendable {
     }
 
     func run() async throws {
-        await repeating(every: 2, until: stopped) {
+        await repeating(every: 2, until: stop) {
             // Only once every network thread runs: one not started yet must not be lowered.
             let exempt = clients.map(\.networkThreadID)
             if !exempt.isEmpty, !exempt.contains(nil) {
@@ -27,5 +26,5 @@ final class NetworkThreadPriority: Service, Sendable {
         }
     }
 
-    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+    func shutdown() async { stop.fire() }
 }

@@ -1,6 +1,5 @@
 import GeotriggerCore
 import Store
-import Synchronization
 
 /// Keeps the journal within its age and its size: removes events older than
 /// `journal.retentionDays` at start and every hour, and, at start and every minute, the oldest
@@ -12,7 +11,7 @@ final class JournalRetention: Service, Sendable {
     let days: Double
     let maxRows: Int
     let logger: Logger
-    private let stopped = Atomic<Bool>(false)
+    private let stop = StopSignal()
     /// How often the size is looked at: reading the newest sequence is two B-tree lookups.
     static let rowsInterval: Double = 60
 
@@ -25,7 +24,7 @@ final class JournalRetention: Service, Sendable {
 
     func run() async throws {
         var nextByAge = 0.0
-        await repeating(every: Self.rowsInterval, until: stopped) {
+        await repeating(every: Self.rowsInterval, until: stop) {
             let now = MonotonicClock.now()
             if now >= nextByAge {
                 nextByAge = now + 3600
@@ -37,7 +36,7 @@ final class JournalRetention: Service, Sendable {
                 }
             }
             do {
-                let removed = try await store.trimJournal(toRows: maxRows) { [self] in !self.stopped.load(ordering: .relaxed) }
+                let removed = try await store.trimJournal(toRows: maxRows) { [self] in !self.stop.isFired }
                 if removed > 0 { logger.info("journal retention removed the oldest delivered events past journal.maxRows", ["events": "\(removed)", "maxRows": "\(maxRows)"]) }
             } catch {
                 logger.warning("journal retention (journal.maxRows) failed", ["error": "\(error)"])
@@ -45,5 +44,5 @@ final class JournalRetention: Service, Sendable {
         }
     }
 
-    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+    func shutdown() async { stop.fire() }
 }

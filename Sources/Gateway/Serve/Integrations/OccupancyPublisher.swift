@@ -1,5 +1,4 @@
 import GeotriggerCore
-import Synchronization
 
 /// Publishes the retained occupancy topics `PREFIX/occupancy/TRIGGER/LAYER/FENCE` (with
 /// `output.occupancy`): the devices with a confirmed stay in each fence, as the `inside` query
@@ -10,7 +9,7 @@ final class OccupancyPublisher: Service, Sendable {
     let name = "occupancy"
     let states: StatePublisher
     let snapshot: @Sendable () -> EngineSnapshot
-    private let stopped = Atomic<Bool>(false)
+    private let stop = StopSignal()
 
     /// At most this many device ids in a payload (`count` has them all).
     static let listedDevices = 100
@@ -22,7 +21,7 @@ final class OccupancyPublisher: Service, Sendable {
 
     func run() async throws {
         var seen: ObjectIdentifier?
-        await repeating(every: 0.25, until: stopped) {
+        await repeating(every: 0.25, until: stop) {
             let current = snapshot()
             if seen != ObjectIdentifier(current) {
                 if seen != nil { states.occupancy.withLock { $0.recheckPublished() } }
@@ -32,7 +31,7 @@ final class OccupancyPublisher: Service, Sendable {
         }
     }
 
-    func shutdown() async { stopped.store(true, ordering: .relaxed) }
+    func shutdown() async { stop.fire() }
 
     /// Publishes (or clears) every occupancy topic that is due now.
     func publishDue(snapshot: EngineSnapshot, now: Double = MonotonicClock.now()) {
