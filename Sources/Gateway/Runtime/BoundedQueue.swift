@@ -4,24 +4,12 @@ import Synchronization
 /// queue is full (back-pressure instead of dropping or growing), `next` suspends while it is empty.
 public final class BoundedQueue<Element: Sendable>: Sendable {
     private struct State {
-        var buffer: [Element] = []
-        var head = 0
+        var buffer = ArrayQueue<Element>()
         var consumer: CheckedContinuation<Element?, Never>?
-        var producers: [(Element, CheckedContinuation<Void, Never>)] = []
+        var producers = ArrayQueue<(Element, CheckedContinuation<Void, Never>)>()
         var finished = false
 
-        var count: Int { buffer.count - head }
-
-        mutating func popFirst() -> Element? {
-            guard head < buffer.count else { return nil }
-            let e = buffer[head]
-            head += 1
-            if head > 1024, head * 2 > buffer.count {
-                buffer.removeFirst(head)
-                head = 0
-            }
-            return e
-        }
+        var count: Int { buffer.count }
     }
 
     public let capacity: Int
@@ -82,8 +70,8 @@ public final class BoundedQueue<Element: Sendable>: Sendable {
         }
         return await withCheckedContinuation { (c: CheckedContinuation<Element?, Never>) in
             let ready: (Element?, CheckedContinuation<Void, Never>?, Bool) = state.withLock { s in
-                if let e = s.popFirst() {
-                    let p = s.producers.isEmpty ? nil : s.producers.removeFirst()
+                if let e = s.buffer.popFirst() {
+                    let p = s.producers.popFirst()
                     if let p { s.buffer.append(p.0) }
                     return (e, p?.1, true)
                 }
@@ -102,10 +90,9 @@ public final class BoundedQueue<Element: Sendable>: Sendable {
     public func drain(upTo limit: Int, into out: inout [Element]) {
         let resumed: [CheckedContinuation<Void, Never>] = state.withLock { s in
             var resumed: [CheckedContinuation<Void, Never>] = []
-            while out.count < limit, let e = s.popFirst() {
+            while out.count < limit, let e = s.buffer.popFirst() {
                 out.append(e)
-                if !s.producers.isEmpty {
-                    let p = s.producers.removeFirst()
+                if let p = s.producers.popFirst() {
                     s.buffer.append(p.0)
                     resumed.append(p.1)
                 }
@@ -117,9 +104,8 @@ public final class BoundedQueue<Element: Sendable>: Sendable {
 
     private func takeNow() -> (Element, CheckedContinuation<Void, Never>?)? {
         state.withLock { s in
-            guard let e = s.popFirst() else { return nil }
-            guard !s.producers.isEmpty else { return (e, nil) }
-            let p = s.producers.removeFirst()
+            guard let e = s.buffer.popFirst() else { return nil }
+            guard let p = s.producers.popFirst() else { return (e, nil) }
             s.buffer.append(p.0)
             return (e, p.1)
         }
@@ -132,8 +118,8 @@ public final class BoundedQueue<Element: Sendable>: Sendable {
             s.finished = true
             let c = s.consumer
             s.consumer = nil
-            let p = s.producers.map(\.1)
-            s.producers = []
+            var p: [CheckedContinuation<Void, Never>] = []
+            while let producer = s.producers.popFirst() { p.append(producer.1) }
             return (c, p)
         }
         consumer?.resume(returning: nil)
