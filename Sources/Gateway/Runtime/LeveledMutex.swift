@@ -24,7 +24,7 @@ package struct LockLevel: Sendable {
 
     // The order, outermost first. Keep docs/architecture.md's table in step.
     package static let deviceShard = LockLevel(10, "DeviceShard.state")
-    package static let runtimeFenceState = LockLevel(10, "RuntimeFences.state")
+    package static let runtimeFenceBook = LockLevel(10, "RuntimeFences.book")
     package static let expectationBook = LockLevel(20, "Expectations.book")
     package static let expectationWork = LockLevel(30, "Expectations.work")
     package static let fenceFollowers = LockLevel(30, "RuntimeFences.followers")

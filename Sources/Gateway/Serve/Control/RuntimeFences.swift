@@ -23,6 +23,11 @@ import Synchronization
 /// own (`geotrigger.fences`), never on the cooperative pool, and the state they change is only
 /// touched there. The update path (``isFollowed(_:)``, ``followedDeviceMoved(_:)``) and the
 /// readers of ``snapshot`` use small locks of their own and never wait for a build.
+///
+/// What to do with a change, a build, a save or a followed device's move is decided by a
+/// ``RuntimeFenceBook`` (a value, tested on its own); this class runs its answers: the hop to
+/// the queue, parsing and building, the store's writes, the rejections on the error topics,
+/// and handing snapshots on.
 final class RuntimeFences: Service, Sendable {
     let name = "runtime-fences"
     let prefix: String
@@ -43,67 +48,15 @@ final class RuntimeFences: Service, Sendable {
     /// `fences.maxVertices`: a fence with more positions is rejected.
     let maxVertices: Int
 
-    /// A runtime fence as accepted, with the bytes it was published as (for SQLite).
-    struct Entry: Sendable {
-        var fence: Fence
-        var feature: [UInt8]
-    }
+    typealias FenceKey = RuntimeFenceBook.FenceKey
 
-    /// A following fence's device moved: where to, and when it may move next.
-    struct Follow: Sendable {
-        var position: Coordinate?
-        var nextMove: Double = 0
-    }
-
-    struct State: Sendable {
-        var fileLayers: [FenceLayer]
-        var configTriggers: JSONValue?
-        /// Layer names the config's triggers watch that are not file layers (runtime layers
-        /// that may still be empty).
-        var namedRuntimeLayers: Set<String>
-        var layers: [String: [String: Entry]] = [:]
-        /// Unique per fence version, used as its `featureIndex` (so unchanged fences compare
-        /// equal across rebuilds and trigger problems map back to the fence).
-        var serial = 0
-        var snapshot: EngineSnapshot
-        var dirty = false
-        /// The last accepted version of each fence changed since the last rebuild (nil: it did
-        /// not exist), to restore when the rebuild rejects the new one.
-        var previous: [FenceKey: Entry?] = [:]
-        var unsaved: [FenceKey: [UInt8]?] = [:]
-        var lastBuild = -Double.infinity
-        /// Counts the snapshots built, so that an older one is never handed on after a newer.
-        var generation = 0
-        /// After a failed save: when `unsaved` is tried again.
-        var saveRetry = -Double.infinity
-        /// Fences in the database that the start left out (over the budget): a delete of one
-        /// still deletes its row.
-        var leftOut: Set<FenceKey> = []
-
-        /// The payload bytes of the live runtime fences together (`runtime.maxBytes` bounds it).
-        var bytes: Int { layers.values.reduce(0) { total, fences in fences.values.reduce(total) { $0 + $1.feature.count } } }
-        var fenceCount: Int { layers.values.reduce(0) { $0 + $1.count } }
-    }
-
-    /// Device → following fences, and the device's latest position to move them to.
-    struct Followers: Sendable {
-        var following: [String: [FenceKey]] = [:]
-        var follows: [String: Follow] = [:]
-    }
-
-    /// (layer, fence id).
-    struct FenceKey: Sendable, Hashable {
-        var layer: String
-        var fence: String
-    }
-
-    /// Changed only on `queue`.
-    private let state: LeveledMutex<State>
+    /// What the runtime fences are and every decision about them; changed only on `queue`.
+    private let book: LeveledMutex<RuntimeFenceBook>
     private let queue = DispatchQueue(label: "geotrigger.fences")
-    /// The live snapshot (also in `state`) and its generation, for readers that must not wait
+    /// The live snapshot (also in `book`) and its generation, for readers that must not wait
     /// for a build.
     private let live: Mutex<(snapshot: EngineSnapshot, generation: Int)>
-    private let followers = LeveledMutex(Followers(), level: .fenceFollowers)
+    private let followers = LeveledMutex(RuntimeFenceBook.Followers(), level: .fenceFollowers)
     /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
     private let backlog = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
@@ -134,35 +87,34 @@ final class RuntimeFences: Service, Sendable {
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
         let fileNames = Set(fileLayers.map(\.name))
         let named = Set(setup.layers.map(\.name)).subtracting(fileNames)
-        var state = State(
-            fileLayers: fileLayers, configTriggers: setup.config.triggers.map { .array($0.map { .object($0) }) },
-            namedRuntimeLayers: named, snapshot: setup.snapshot)
+        var book = RuntimeFenceBook(
+            prefix: prefix, fileLayers: fileLayers, configTriggers: setup.config.triggers.map { .array($0.map { .object($0) }) },
+            namedRuntimeLayers: named, snapshot: setup.snapshot, maxFences: maxFences, maxBytes: maxBytes,
+            maxPayload: GatewayConfig.Runtime.maxPayload, rebuildInterval: rebuildInterval, followInterval: followInterval)
         await RuntimeFences.restore(
-            into: &state, from: store, maxFences: setup.config.runtime.maxFences, maxBytes: setup.config.runtime.maxBytes,
-            maxVertices: setup.config.fences.maxVertices, warnings: warnings, logger: logger)
-        live = Mutex((state.snapshot, state.generation))
-        self.state = LeveledMutex(state, level: .runtimeFenceState)
+            into: &book, from: store, maxVertices: setup.config.fences.maxVertices, warnings: warnings, logger: logger)
+        live = Mutex((book.snapshot, book.generation))
+        self.book = LeveledMutex(book, level: .runtimeFenceBook)
         updateFollowing()
     }
 
-    /// Applies the runtime fences saved in `store` to `state` (file layers' names skipped), as
-    /// many as fit in `maxFences` and `maxBytes`: their sizes are read first (no payload), then
-    /// the payloads of those that fit one at a time, by layer then fence id; a fence that does not
-    /// fit is left out (its row stays) and the next smaller ones may still fit. Left-out fences
-    /// are logged and warned with their count, so a database that grew past the budget (or a
-    /// budget lowered) never makes a start read more than the budget.
+    /// Applies the runtime fences saved in `store` to `book` (file layers' names skipped), as
+    /// many as fit in `runtime.maxFences` and `runtime.maxBytes`: their sizes are read first (no
+    /// payload), then the payloads of those that fit one at a time, by layer then fence id; a
+    /// fence that does not fit is left out (its row stays) and the next smaller ones may still
+    /// fit. Left-out fences are logged and warned with their count, so a database that grew past
+    /// the budget (or a budget lowered) never makes a start read more than the budget.
     static func restore(
-        into state: inout State, from store: GatewayStore, maxFences: Int, maxBytes: Int, maxVertices: Int,
-        warnings: Warnings, logger: Logger
+        into book: inout RuntimeFenceBook, from store: GatewayStore, maxVertices: Int, warnings: Warnings, logger: Logger
     ) async {
-        let fileNames = Set(state.fileLayers.map(\.name))
+        let fileNames = Set(book.fileLayers.map(\.name))
         var restored = 0, bytes = 0, leftOutBytes = 0
         do {
             let sizes = try await store.runtimeFenceSizes()
             for size in sizes where !fileNames.contains(size.layer) {
                 let key = FenceKey(layer: size.layer, fence: size.fence)
-                guard restored < maxFences, bytes + size.bytes <= maxBytes else {
-                    state.leftOut.insert(key)
+                guard book.fitsAtStart(restored: restored, bytes: bytes, size: size.bytes) else {
+                    book.leaveOut(key)
                     leftOutBytes += size.bytes
                     continue
                 }
@@ -170,10 +122,8 @@ final class RuntimeFences: Service, Sendable {
                 switch RuntimeFences.parse(
                     feature, layer: size.layer, id: size.fence, topic: "database: runtime fence \(size.layer)/\(size.fence)",
                     maxVertices: maxVertices) {
-                case .success(var fence):
-                    state.serial += 1
-                    fence.featureIndex = state.serial
-                    state.layers[size.layer, default: [:]][size.fence] = Entry(fence: fence, feature: feature)
+                case .success(let fence):
+                    book.restore(key, fence: fence, feature: feature)
                     restored += 1
                     bytes += feature.count
                 case .failure(let problem):
@@ -181,20 +131,21 @@ final class RuntimeFences: Service, Sendable {
                 }
             }
             if restored > 0 {
-                state.dirty = true
-                _ = RuntimeFences.rebuild(&state, logger: logger, rejected: { _, _ in })
+                for case .buildProblem(let problem) in RuntimeFences.build(&book).actions {
+                    logger.error("runtime fences: the snapshot cannot be built", ["problem": problem])
+                }
                 logger.notice("runtime fences restored from the database", ["fences": "\(restored)", "bytes": "\(bytes)"])
             }
         } catch {
             warnings.set("runtime-fences", "cannot read the saved runtime fences: \(error)")
         }
-        if !state.leftOut.isEmpty {
+        if !book.leftOut.isEmpty {
             logger.warning("saved runtime fences left out: over runtime.maxFences or runtime.maxBytes", [
-                "left.out": "\(state.leftOut.count)", "left.out.bytes": "\(leftOutBytes)", "restored": "\(restored)",
-                "restored.bytes": "\(bytes)", "runtime.maxFences": "\(maxFences)", "runtime.maxBytes": "\(maxBytes)",
+                "left.out": "\(book.leftOut.count)", "left.out.bytes": "\(leftOutBytes)", "restored": "\(restored)",
+                "restored.bytes": "\(bytes)", "runtime.maxFences": "\(book.maxFences)", "runtime.maxBytes": "\(book.maxBytes)",
             ])
-            warnings.set(Self.leftOutWarning, "\(state.leftOut.count) saved runtime fences (\(leftOutBytes) bytes) were left out at start: "
-                + "the \(restored) restored hold \(bytes) bytes of runtime.maxBytes \(maxBytes) (runtime.maxFences \(maxFences)); "
+            warnings.set(Self.leftOutWarning, "\(book.leftOut.count) saved runtime fences (\(leftOutBytes) bytes) were left out at start: "
+                + "the \(restored) restored hold \(bytes) bytes of runtime.maxBytes \(book.maxBytes) (runtime.maxFences \(book.maxFences)); "
                 + "their retained messages are rejected until room is made")
         }
     }
@@ -243,78 +194,34 @@ final class RuntimeFences: Service, Sendable {
     /// The longest `properties.name` of a runtime fence, in UTF-8 bytes (README "Limits").
     static let maxNameBytes = 256
 
+    /// On the queue: the book decides on the message (parsing the payload when the cheap checks
+    /// pass), and its actions are run.
     private func apply(_ message: MQTTMessage) {
         // Split as bytes: a level that starts with a combining mark would join the '/' before
         // it into one Character and be cut or not split.
         let levels = topics.name(of: message.topic).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         guard levels.count == 2 else { return }
-        let layer = String(decoding: levels[0], as: UTF8.self), id = String(decoding: levels[1], as: UTF8.self)
-        let key = FenceKey(layer: layer, fence: id)
-        if layer.isEmpty || id.isEmpty {
-            reject(key, "the topic needs a layer and a fence id: \(prefix)/fences/LAYER/FENCE_ID")
-            return
-        }
-        if let file = state.withLock({ s in s.fileLayers.first { $0.name == layer }?.file }) {
-            reject(key, "layer \"\(layer)\" is a file layer (\(file)); runtime layers need another name")
-            return
-        }
-        if message.payload.count > GatewayConfig.Runtime.maxPayload {
-            reject(key, "the payload is \(message.payload.count) bytes, over the \(GatewayConfig.Runtime.maxPayload) bytes a runtime fence may have")
-            return
-        }
-        if message.payload.isEmpty {
-            let noneLeftOut: Bool = state.withLock { s in
-                guard let old = s.layers[layer]?[id] else {
-                    // One the start left out: nothing of it is live, its row goes.
-                    guard s.leftOut.remove(key) != nil else { return false }
-                    s.unsaved[key] = .some(nil)
-                    return s.leftOut.isEmpty
-                }
-                if s.previous[key] == nil { s.previous[key] = .some(old) }
-                s.layers[layer]![id] = nil
-                if s.layers[layer]!.isEmpty { s.layers[layer] = nil }
-                s.unsaved[key] = .some(nil)
-                s.dirty = true
-                return false
+        let key = FenceKey(layer: String(decoding: levels[0], as: UTF8.self), fence: String(decoding: levels[1], as: UTF8.self))
+        let maxVertices = maxVertices
+        // Only this queue takes the book's lock, so parsing under it holds up nobody.
+        let actions = book.withLock { book in
+            book.offer(key, payload: message.payload) { key, payload in
+                RuntimeFences.parse(payload, layer: key.layer, id: key.fence, topic: message.topic, maxVertices: maxVertices)
             }
-            if noneLeftOut { warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more") }
-            return
         }
-        // Checked before parsing (the cheap test first); the state only changes on this queue.
-        if let reason = state.withLock({ s in overBudget(s, layer: layer, id: id, payload: message.payload) }) {
-            reject(key, reason)
-            return
-        }
-        switch RuntimeFences.parse(message.payload, layer: layer, id: id, topic: message.topic, maxVertices: maxVertices) {
-        case .failure(let problem):
-            reject(key, problem.description)
-        case .success(var fence):
-            let (full, noneLeftOut): (Bool, Bool) = state.withLock { s in
-                let old = s.layers[layer]?[id]
-                if let old, old.feature == message.payload { return (false, false) }  // a retained copy of what is live
-                if old == nil, s.fenceCount >= maxFences { return (true, false) }
-                if s.previous[key] == nil { s.previous[key] = .some(old) }
-                s.serial += 1
-                fence.featureIndex = s.serial
-                s.layers[layer, default: [:]][id] = Entry(fence: fence, feature: message.payload)
-                s.unsaved[key] = .some(message.payload)
-                s.dirty = true
-                // One the start left out, live again in a version that fits.
-                return (false, s.leftOut.remove(key) != nil && s.leftOut.isEmpty)
-            }
-            if full { reject(key, "\(maxFences) runtime fences are live (runtime.maxFences); delete one first") }
-            if noneLeftOut { warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more") }
-        }
+        perform(actions)
     }
 
-    /// Why `payload` as fence (layer, id) would pass `runtime.maxBytes` (nil: it fits): the
-    /// live fences' bytes without the version it replaces, plus its own.
-    private func overBudget(_ s: State, layer: String, id: String, payload: [UInt8]) -> String? {
-        let replaced = s.layers[layer]?[id]?.feature.count ?? 0
-        let others = s.bytes - replaced
-        guard others + payload.count > maxBytes else { return nil }
-        return "the payload is \(payload.count) bytes and the other runtime fences hold \(others) bytes: "
-            + "\(others + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); delete or shrink a fence first"
+    /// Runs the book's actions: rejections published, the left-out warning cleared, build
+    /// problems logged.
+    private func perform(_ actions: [RuntimeFenceBook.Action]) {
+        for action in actions {
+            switch action {
+            case .reject(let key, let reason): reject(key, reason)
+            case .leftOutResolved: warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more")
+            case .buildProblem(let problem): logger.error("runtime fences: the snapshot cannot be built", ["problem": problem])
+            }
+        }
     }
 
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
@@ -373,117 +280,57 @@ final class RuntimeFences: Service, Sendable {
 
     /// Cheap check on the update path: does a fence follow `device`?
     func isFollowed(_ device: String) -> Bool {
-        anyFollowing.load(ordering: .relaxed) && followers.withLock { $0.following[device] != nil }
+        anyFollowing.load(ordering: .relaxed) && followers.withLock { $0.isFollowed(device) }
     }
 
     /// An accepted update of a followed device: its fences move there (at most once per
     /// ``followInterval``; the latest position wins).
     func followedDeviceMoved(_ update: LocationUpdate) {
-        followers.withLock { f in
-            guard f.following[update.device] != nil else { return }
-            f.follows[update.device, default: Follow()].position = update.coordinate
-        }
+        followers.withLock { $0.moved(update.device, to: update.coordinate) }
         workPending.store(true, ordering: .releasing)
     }
 
+    /// Who follows whom, from the book's fences (at start and after each adoption).
     private func updateFollowing() {
-        var following: [String: [FenceKey]] = [:]
-        state.withLock { s in
-            for (layer, fences) in s.layers {
-                for (id, entry) in fences {
-                    if case .string(let device)? = entry.fence.properties["follow"] {
-                        following[device, default: []].append(FenceKey(layer: layer, fence: id))
-                    }
-                }
-            }
-        }
-        followers.withLock { f in
-            f.following = following
-            f.follows = f.follows.filter { following[$0.key] != nil }
-        }
+        let following = book.withLock { $0.following() }
+        followers.withLock { $0.follow(following) }
         anyFollowing.store(!following.isEmpty, ordering: .relaxed)
-    }
-
-    /// Moves following fences whose device moved and whose interval passed; true if any moved.
-    private static func moveFollowing(_ s: inout State, _ f: inout Followers, now: Double, interval: Double) -> Bool {
-        var moved = false
-        for (device, follow) in f.follows {
-            guard let position = follow.position, now >= follow.nextMove else { continue }
-            for key in f.following[device] ?? [] {
-                guard var entry = s.layers[key.layer]?[key.fence] else { continue }
-                entry.fence.geometry = .points([position])
-                s.layers[key.layer]![key.fence] = entry
-                moved = true
-            }
-            f.follows[device] = Follow(position: nil, nextMove: now + interval)
-        }
-        if moved { s.dirty = true }
-        return moved
     }
 
     // MARK: Rebuilding
 
-    /// Builds a snapshot of file + runtime layers. Fences the build rejects (a Point without a
-    /// buffer in some trigger, a `where` error...) go back to their previous version and are
-    /// reported through `rejected`. Returns the snapshot if one was built.
-    static func rebuild(
-        _ s: inout State, logger: Logger, rejected: (FenceKey, String) -> Void
-    ) -> EngineSnapshot? {
-        for _ in 0..<3 {
-            var layers = s.fileLayers
-            var bySerial: [String: [Int: String]] = [:]
-            for name in Set(s.layers.keys).union(s.namedRuntimeLayers).sorted() {
-                let fences = (s.layers[name] ?? [:]).values.map(\.fence).sorted { $0.featureIndex < $1.featureIndex }
-                bySerial[name] = Dictionary(uniqueKeysWithValues: fences.map { ($0.featureIndex, $0.id) })
-                layers.append(FenceLayer(name: name, file: "", fences: fences))
-            }
+    /// Builds what `book` asks for until it has a snapshot or gives up (see
+    /// ``RuntimeFenceBook/buildFailed(_:)``), from ``RuntimeFenceBook/startBuild()``'s request or
+    /// `first`. Returns the snapshot and its generation if one was built, and the actions of
+    /// the fences rolled back.
+    static func build(
+        _ book: inout RuntimeFenceBook, first: RuntimeFenceBook.Build? = nil
+    ) -> (built: (snapshot: EngineSnapshot, generation: Int)?, actions: [RuntimeFenceBook.Action]) {
+        var request = first ?? book.startBuild()
+        var actions: [RuntimeFenceBook.Action] = []
+        while true {
             do {
                 let snapshot = try EngineSnapshot(
-                    layers: layers, configTriggers: s.configTriggers, reusing: s.snapshot, zones: SystemTimeZones.source)
-                s.snapshot = snapshot
-                s.generation += 1
-                s.previous = [:]
-                s.dirty = false
-                return snapshot
+                    layers: request.layers, configTriggers: request.configTriggers, reusing: request.reusing,
+                    zones: SystemTimeZones.source)
+                return ((snapshot, book.built(snapshot)), actions)
             } catch {
-                var undone = false
-                for issue in error.issues {
-                    guard case .layer(let name, _) = issue.origin, let table = bySerial[name],
-                        issue.path.count >= 2, case .index(let serial) = issue.path[1], let id = table[serial]
-                    else {
-                        logger.error("runtime fences: the snapshot cannot be built", ["problem": issue.description])
-                        continue
-                    }
-                    let key = FenceKey(layer: name, fence: id)
-                    rejected(key, issue.message)
-                    if let previous = s.previous[key] {
-                        s.layers[name, default: [:]][id] = previous
-                    } else {
-                        s.layers[name]?[id] = nil
-                    }
-                    s.unsaved[key] = nil
-                    undone = true
-                }
-                if !undone {
-                    // Nothing to blame on one fence: keep the live snapshot, drop the batch.
-                    s.dirty = false
-                    return nil
-                }
+                let rollback = book.buildFailed(error.issues)
+                actions += rollback.actions
+                guard let retry = rollback.retry else { return (nil, actions) }
+                request = retry
             }
         }
-        return nil
     }
 
     /// A SIGHUP reload: new file layers and triggers, runtime layers kept.
     func reload(_ setup: GatewaySetup) async {
         let fileLayers = setup.layers.filter { !$0.file.isEmpty }
         let triggers = setup.config.triggers, names = Set(setup.layers.map(\.name))
-        await onQueue { self.state.withLock { s in
-            s.fileLayers = fileLayers
-            s.configTriggers = triggers.map { .array($0.map { .object($0) }) }
-            s.namedRuntimeLayers = names.subtracting(fileLayers.map(\.name))
-            s.dirty = true
-            s.lastBuild = -Double.infinity
+        await onQueue { self.book.withLock { book in
+            book.reload(
+                fileLayers: fileLayers, configTriggers: triggers.map { .array($0.map { .object($0) }) },
+                namedRuntimeLayers: names.subtracting(fileLayers.map(\.name)))
         } }
         await rebuildIfDue()
     }
@@ -491,25 +338,23 @@ final class RuntimeFences: Service, Sendable {
     /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
     private func rebuildIfDue() async {
         let now = MonotonicClock.now()
-        let (snapshot, generation, saves, rejections) = await onQueue { [self] in
-            state.withLock { s -> (EngineSnapshot?, Int, [FenceKey: [UInt8]?], [(FenceKey, String)]) in
-                _ = followers.withLock { RuntimeFences.moveFollowing(&s, &$0, now: now, interval: followInterval) }
-                guard s.dirty, now >= s.lastBuild + rebuildInterval else {
-                    noteRemainingWork(s)
-                    return (nil, 0, [:], [])
+        let (built, actions, saves) = await onQueue { [self] in
+            book.withLock { book -> ((snapshot: EngineSnapshot, generation: Int)?, [RuntimeFenceBook.Action], [FenceKey: [UInt8]?]) in
+                let request = followers.withLock { book.rebuildIfDue(now: now, followers: &$0) }
+                guard let request else {
+                    noteRemainingWork(book)
+                    return (nil, [], [:])
                 }
-                s.lastBuild = now
-                var rejections: [(FenceKey, String)] = []
-                let snapshot = RuntimeFences.rebuild(&s, logger: logger) { rejections.append(($0, $1)) }
-                let saves = s.unsaved
-                s.unsaved = [:]
-                noteRemainingWork(s)
-                return (snapshot, s.generation, saves, rejections)
+                let (built, actions) = RuntimeFences.build(&book, first: request)
+                let saves = book.takeUnsaved()
+                noteRemainingWork(book)
+                return (built, actions, saves)
             }
         }
-        for (key, reason) in rejections { reject(key, reason) }
+        perform(actions)
         await save(saves)
-        guard let snapshot else { return }
+        guard let built else { return }
+        let (snapshot, generation) = built
         // A SIGHUP reload and the loop may both get here: the newest snapshot wins.
         let newest = live.withLock { live in
             guard generation > live.generation else { return false }
@@ -518,7 +363,10 @@ final class RuntimeFences: Service, Sendable {
             return true
         }
         if newest { await onQueue { self.updateFollowing() } }
-        for (key, _) in saves where !rejections.contains(where: { $0.0 == key }) {
+        let rejected = Set(actions.compactMap { action -> FenceKey? in
+            if case .reject(let key, _) = action { key } else { nil }
+        })
+        for (key, _) in saves where !rejected.contains(key) {
             warnings.clear("fence-\(key.layer)/\(key.fence)")
         }
         logger.debug("runtime fences: snapshot built", [
@@ -526,9 +374,11 @@ final class RuntimeFences: Service, Sendable {
         ])
     }
 
-    /// Writes `saves` to the store. A failed write gives them back to `unsaved` (unless a newer
-    /// change came meanwhile), so they are tried again (``retryUnsaved()``, once a second) and
-    /// at shutdown: a change is never dropped by a failed save.
+    // MARK: Saving
+
+    /// Writes `saves` to the store. A failed write gives them back to the book
+    /// (``RuntimeFenceBook/saveFailed(_:now:)``), so they are tried again (``retryUnsaved()``,
+    /// once a second) and at shutdown: a change is never dropped by a failed save.
     private func save(_ saves: [FenceKey: [UInt8]?]) async {
         guard !saves.isEmpty else { return }
         do {
@@ -537,25 +387,18 @@ final class RuntimeFences: Service, Sendable {
         } catch {
             warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live; retried every second): \(error)")
             await onQueue { [self] in
-                state.withLock { s in
-                    for (key, value) in saves where s.unsaved[key] == nil { s.unsaved[key] = .some(value) }
-                    s.saveRetry = MonotonicClock.now() + 1
-                }
+                book.withLock { $0.saveFailed(saves, now: MonotonicClock.now()) }
                 workPending.store(true, ordering: .releasing)
             }
         }
     }
 
-    /// Saves what a failed save left (when its retry is due, or `now` at shutdown).
+    /// Saves what a failed save left (when its retry is due, or at once at shutdown).
     private func retryUnsaved(force: Bool = false) async {
         let saves: [FenceKey: [UInt8]?] = await onQueue { [self] in
-            state.withLock { s in
-                guard !s.unsaved.isEmpty, force || (!s.dirty && MonotonicClock.now() >= s.saveRetry) else {
-                    noteRemainingWork(s)
-                    return [:]
-                }
-                let saves = s.unsaved
-                s.unsaved = [:]
+            book.withLock { book in
+                let saves = book.retryDue(now: MonotonicClock.now(), force: force)
+                if saves.isEmpty { noteRemainingWork(book) }
                 return saves
             }
         }
@@ -564,8 +407,8 @@ final class RuntimeFences: Service, Sendable {
 
     /// On the queue: keeps ``run()`` coming while a change waits for its rebuild interval, a
     /// save for its retry, or a followed device's position for its fences' move.
-    private func noteRemainingWork(_ s: State) {
-        if s.dirty || !s.unsaved.isEmpty || followers.withLock({ $0.follows.values.contains { $0.position != nil } }) {
+    private func noteRemainingWork(_ book: RuntimeFenceBook) {
+        if followers.withLock({ book.workRemaining($0) }) {
             workPending.store(true, ordering: .releasing)
         }
     }
