@@ -61,9 +61,12 @@ final class RuntimeFences: Service, Sendable {
     private let backlog = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
     /// Something may be due for ``run()``: a change to rebuild, a save to retry, a following
-    /// fence to move. Without it the loop sleeps without visiting the queue.
+    /// fence to move. Without it the loop's visit does not go to the queue.
     private let workPending = Atomic<Bool>(true)
-    private let stopped = Atomic<Bool>(false)
+    /// Ends ``run()``'s loop (``shutdown()``).
+    private let stop = StopSignal()
+    /// How often ``run()`` looks at `workPending` (seconds).
+    static let loopInterval = 0.05
     /// Where each rebuilt snapshot goes (the ``MonitorPool`` adopts them in order).
     private let adoptions: AsyncStream<EngineSnapshot>.Continuation
 
@@ -413,11 +416,11 @@ final class RuntimeFences: Service, Sendable {
         }
     }
 
+    /// Every ``loopInterval``, until ``shutdown()``: when something may be due, a rebuild and a
+    /// save retry (idle, the usual case, does not visit the queue).
     func run() async throws {
-        while !stopped.load(ordering: .relaxed) {
-            try? await Task.sleep(for: .milliseconds(50))
-            // Idle (the usual case): no visit to the queue.
-            guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { continue }
+        await repeating(every: Self.loopInterval, until: stop) {
+            guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { return }
             await rebuildIfDue()
             await retryUnsaved()
         }
@@ -426,7 +429,7 @@ final class RuntimeFences: Service, Sendable {
     /// Stops the loop, then saves every change not saved yet (one received in the last
     /// rebuild interval would otherwise come back from the database after a restart).
     func shutdown() async {
-        stopped.store(true, ordering: .relaxed)
+        stop.fire()
         adoptions.finish()
         await retryUnsaved(force: true)
     }

@@ -1,0 +1,39 @@
+import Foundation
+import GeotriggerCore
+import MQTT
+import Store
+import Testing
+import TestSupport
+
+@testable import Gateway
+
+/// ``RuntimeFences/run()`` on the cancellable repeater: a shutdown ends the loop at once and
+/// still saves the changes not saved yet (README "Runtime fences and queries": a fence change
+/// is never dropped). Over a real database, with a client that never connects.
+@Suite struct RuntimeFenceLoopTests {
+    @Test(.timeLimit(.minutes(1))) func shutdownEndsTheLoopAtOnceAndSavesAChangeStillWaitingForItsRebuild() async throws {
+        let rig = try await RuntimeFenceBudgetTests.Rig(runtime: "{}")
+        let client = try MQTTClient(MQTTConfiguration(port: 1, clientId: "gw-loop-\(UUID().uuidString.prefix(8))"))
+        let (_, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
+        // The first change is built at the loop's next visit; later ones wait an hour.
+        let fences = await RuntimeFences(setup: rig.setup, client: client, store: rig.store, warnings: rig.warnings,
+                                         logger: Logger(label: "loop-test"), adoptions: adoptions, rebuildInterval: 3600)
+        let loop = Task { try await fences.run() }
+        await fences.take(RuntimeFenceBudgetTests.message("jobs", "a", RuntimeFenceBudgetTests.feature(300)))
+        #expect(await poll(timeout: .seconds(10)) { (try? await rig.stored()) == ["a": 300] })
+        #expect(fences.snapshot.fence(layer: "jobs", id: "a") != nil)
+        await fences.take(RuntimeFenceBudgetTests.message("jobs", "b", RuntimeFenceBudgetTests.feature(200)))
+        await fences.take(RuntimeFenceBudgetTests.message("jobs", "a", []))
+        // Not built, not saved: the rebuild interval has not passed.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await rig.stored() == ["a": 300] && fences.snapshot.fence(layer: "jobs", id: "b") == nil)
+        let start = MonotonicClock.now()
+        await fences.shutdown()
+        try await loop.value
+        let stopped = MonotonicClock.now() - start
+        print("runtime fence loop: ended \(Int(stopped * 1000)) ms after shutdown; stored \(try await rig.stored())")
+        #expect(stopped < 1, "the loop took \(stopped) s to end")
+        #expect(try await rig.stored() == ["b": 200])
+        await rig.store.close()
+    }
+}
