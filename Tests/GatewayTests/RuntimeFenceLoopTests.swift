@@ -19,11 +19,11 @@ import TestSupport
         let fences = await RuntimeFences(setup: rig.setup, client: client, store: rig.store, warnings: rig.warnings,
                                          logger: Logger(label: "loop-test"), adoptions: adoptions, rebuildInterval: 3600)
         let loop = Task { try await fences.run() }
-        await fences.take(RuntimeFenceBudgetTests.message("jobs", "a", RuntimeFenceBudgetTests.feature(300)))
+        await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "a", RuntimeFenceBudgetTests.feature(300)))
         #expect(await poll(timeout: .seconds(10)) { (try? await rig.stored()) == ["a": 300] })
         #expect(fences.snapshot.fence(layer: "jobs", id: "a") != nil)
-        await fences.take(RuntimeFenceBudgetTests.message("jobs", "b", RuntimeFenceBudgetTests.feature(200)))
-        await fences.take(RuntimeFenceBudgetTests.message("jobs", "a", []))
+        await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "b", RuntimeFenceBudgetTests.feature(200)))
+        await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "a", []))
         // Not built, not saved: the rebuild interval has not passed.
         try await Task.sleep(for: .milliseconds(200))
         #expect(try await rig.stored() == ["a": 300] && fences.snapshot.fence(layer: "jobs", id: "b") == nil)

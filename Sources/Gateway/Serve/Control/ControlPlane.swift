@@ -51,11 +51,11 @@ final class ControlPlane: Service, Sendable {
         for await message in client.messages {
             counters.received.add(1, ordering: .relaxed)
             if message.topic == queries.topic {
-                queries.take(message)
+                queries.enqueue(message)
             } else if fences.handles(message.topic) {
-                await fences.take(message)
+                await fences.queueChange(message)
             } else if let expectations, expectations.handles(message.topic) {
-                expectations.take(message)
+                expectations.apply(message)
             }
         }
     }

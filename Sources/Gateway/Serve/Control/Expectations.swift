@@ -121,8 +121,8 @@ final class Expectations: Service, Sendable {
 
     // MARK: Messages
 
-    /// Takes one message of `PREFIX/expect/ID`: an expectation, or (empty) a cancel.
-    func take(_ message: MQTTMessage) {
+    /// Applies one message of `PREFIX/expect/ID` at once: an expectation, or (empty) a cancel.
+    func apply(_ message: MQTTMessage) {
         let id = topics.name(of: message.topic)
         let now = WallClock.now()
         if message.payload.isEmpty {

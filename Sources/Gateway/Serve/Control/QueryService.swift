@@ -45,7 +45,7 @@ final class QueryService: Service, Sendable {
 
     /// Hands a query over without waiting; past 256 pending queries it is answered
     /// `{"error": "busy"}` at once, so a flood of queries never holds up the control plane.
-    func take(_ message: MQTTMessage) {
+    func enqueue(_ message: MQTTMessage) {
         guard !queue.trySend(message) else { return }
         let request = QueryRequest.parse(message.payload, file: message.topic)
         reply(.object(["error": .string("busy: \(queue.capacity) queries are waiting; ask again later")]), to: message, request: request)

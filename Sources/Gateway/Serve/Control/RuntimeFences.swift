@@ -181,7 +181,7 @@ final class RuntimeFences: Service, Sendable {
     /// it: add, replace or (empty) delete. Returns at once, so the control plane goes on with
     /// queries while a big fence is checked; past ``backlogLimit`` messages waiting (each up to
     /// 1 MiB) it waits until this one is applied.
-    func take(_ message: MQTTMessage) async {
+    func queueChange(_ message: MQTTMessage) async {
         let waiting = backlog.add(1, ordering: .relaxed).newValue
         queue.async { [self] in
             apply(message)
