@@ -2,62 +2,49 @@ import Synchronization
 
 extension DeviceShard {
     /// The devices of all shards together, against `input.maxDevices`, and per broker user
-    /// against `input.maxDevicesPerUser`.
+    /// against `input.maxDevicesPerUser`: the shared numbers ``ShardAdmission`` decides from.
     final class Census: Sendable {
-        let limit: Int
+        let admission: ShardAdmission
+        var limit: Int { admission.limit }
+        var perUserLimit: Int { admission.perUserLimit }
         let total = Atomic<Int>(0)
         /// New devices are being refused (the warning is up).
         let refusing = Atomic<Bool>(false)
-        let perUserLimit: Int
         /// Devices per user, and each counted device's user. Taken only for a device new to
         /// this run and when a device is forgotten, inside a shard's lock (never the other way).
-        private let users = LeveledMutex<(count: [String: Int], of: [String: String])>(([:], [:]), level: .census)
+        private let users = LeveledMutex<ShardAdmission.Users>(ShardAdmission.Users(), level: .census)
 
         init(limit: Int, perUser: Int = .max) {
-            self.limit = limit
-            self.perUserLimit = perUser
+            self.admission = ShardAdmission(limit: limit, perUserLimit: perUser)
         }
 
-        /// The user a device id names: its `level`-th level (1-based; the feed's
-        /// `userLevel`, whose wildcards are the id's levels); nil for level 0 (none).
-        static func user(of device: String, level: Int) -> String? {
-            guard level > 0 else { return nil }
-            var remaining = level
-            for part in device.split(separator: "/", omittingEmptySubsequences: false) {
-                remaining -= 1
-                if remaining == 0 { return String(part) }
+        /// Decides about a device new to this run of the feed's `userLevel`, and moves the
+        /// "refusing" flag as the decision says. `raisesWarning`/`clearsWarning`: this call's
+        /// swap of the flag moved it, so the `too-many-devices` warning is set or cleared once
+        /// for all shards.
+        func admit(_ device: String, userLevel: Int) -> (decision: ShardAdmission.Decision, raisesWarning: Bool, clearsWarning: Bool) {
+            let decision = admission.decide(
+                total: total.load(ordering: .relaxed), refusing: refusing.load(ordering: .relaxed),
+                user: ShardAdmission.user(of: device, level: userLevel)
+            ) { user in
+                users.withLock { $0.admit(device, user: user, limit: admission.perUserLimit) }
             }
-            return nil
-        }
-
-        /// Counts `device` for `user` if the user has room (or counted it already).
-        func admit(_ device: String, user: String) -> Bool {
-            users.withLock { users in
-                if users.of[device] != nil { return true }
-                guard users.count[user, default: 0] < perUserLimit else { return false }
-                users.count[user, default: 0] += 1
-                users.of[device] = user
-                return true
+            switch decision.limitWarning {
+            case .unchanged: return (decision, false, false)
+            case .raise: return (decision, !refusing.exchange(true, ordering: .relaxed), false)
+            case .clear: return (decision, false, refusing.exchange(false, ordering: .relaxed))
             }
         }
 
         /// Counts `device` for `user` whatever the room (a device tracked before).
         func attribute(_ device: String, user: String?) {
             guard let user else { return }
-            users.withLock { users in
-                guard users.of[device] == nil else { return }
-                users.count[user, default: 0] += 1
-                users.of[device] = user
-            }
+            users.withLock { $0.attribute(device, user: user) }
         }
 
         /// `device` was forgotten: its user has room for another.
         func release(_ device: String) {
-            users.withLock { users in
-                guard let user = users.of.removeValue(forKey: device) else { return }
-                let left = users.count[user, default: 1] - 1
-                users.count[user] = left > 0 ? left : nil
-            }
+            users.withLock { $0.release(device) }
         }
     }
 }

@@ -47,13 +47,9 @@ package final class DeviceShard: Sendable {
         var lastReceived: Double
         var trackerID: String?
         var owntracks = false
-        /// Confirmed stays at the last state publication (publish again when they change).
-        var publishedStays: [DeviceMonitor.Stay] = []
-        var lastPublished = -Double.infinity
-        /// The last accepted position is not yet in the database.
-        var positionDirty = false
-        /// Its events per minute of fix time (`input.maxEventsPerDevice`).
-        var eventRate = EventRateLimiter()
+        /// What its steps emit: saved state, publications, events within
+        /// `input.maxEventsPerDevice`.
+        var emission = OutcomeEmission()
     }
 
     /// What the shard's lock guards.
@@ -87,6 +83,8 @@ package final class DeviceShard: Sendable {
     let context: ServeContext
     let census: Census
     let eventRate: EventRateWarning
+    /// Which idle devices leave memory on a tick.
+    let retention: ShardRetention
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
 
@@ -99,6 +97,7 @@ package final class DeviceShard: Sendable {
         self.context = context
         self.census = census
         self.eventRate = eventRate
+        self.retention = ShardRetention(hibernateAfter: context.config.gateway.hibernateAfter, forgetAfter: context.config.gateway.forgetAfter)
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
         self.state = LeveledMutex(State(snapshot: snapshot), level: .deviceShard)
@@ -136,29 +135,24 @@ package final class DeviceShard: Sendable {
         }
     }
 
-    /// Whether a new device may be tracked (under `input.maxDevices`, and under
-    /// `input.maxDevicesPerUser` for its feed's user level); else its update is counted as
-    /// `tooManyDevices` and the warning raised. Devices appearing on several shards at once may
-    /// pass `input.maxDevices` by as many as there are shards.
+    /// Whether a new device may be tracked (``ShardAdmission``: under `input.maxDevices`, and
+    /// under `input.maxDevicesPerUser` for its feed's user level); else its update is counted
+    /// as `tooManyDevices` and the warning raised.
     private func admitNewDevice(_ device: String, userLevel: Int) -> Bool {
-        if census.total.load(ordering: .relaxed) >= census.limit {
+        let (decision, raisesWarning, clearsWarning) = census.admit(device, userLevel: userLevel)
+        if raisesWarning { context.warnings.set(ShardAdmission.limitWarning, census.admission.limitWarningText) }
+        if clearsWarning { context.warnings.clear(ShardAdmission.limitWarning, resolved: "devices are under input.maxDevices again") }
+        switch decision.verdict {
+        case .admitted:
+            return true
+        case .overLimit:
             context.counters.drop(.tooManyDevices)
-            if !census.refusing.exchange(true, ordering: .relaxed) {
-                context.warnings.set("too-many-devices", "\(census.limit) devices are tracked (input.maxDevices): updates of new devices are dropped as tooManyDevices")
-            }
+            return false
+        case .overUserLimit(let user):
+            context.counters.drop(.tooManyDevices)
+            context.warnings.set(ShardAdmission.userWarning, census.admission.userWarningText(user), origin: .client)
             return false
         }
-        if census.refusing.load(ordering: .relaxed), census.refusing.exchange(false, ordering: .relaxed) {
-            context.warnings.clear("too-many-devices", resolved: "devices are under input.maxDevices again")
-        }
-        if let user = Census.user(of: device, level: userLevel), !census.admit(device, user: user) {
-            context.counters.drop(.tooManyDevices)
-            context.warnings.set("too-many-devices-per-user",
-                                 "user \(user) has \(census.perUserLimit) devices (input.maxDevicesPerUser): updates of its new device ids are dropped as tooManyDevices",
-                                 origin: .client)
-            return false
-        }
-        return true
     }
 
     /// Updates this shard's device count and the census total.
@@ -198,7 +192,7 @@ package final class DeviceShard: Sendable {
                         // its restore arrived: never go back to the state read at start.
                         guard s.slots[monitor.device] == nil, s.queued[monitor.device] == nil else { return }
                         var slot = Slot(monitor: monitor, lastReceived: min(now, lastReport ?? now))
-                        slot.publishedStays = monitor.stays
+                        slot.emission = OutcomeEmission(publishedStays: monitor.stays)
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                         context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
@@ -273,7 +267,7 @@ package final class DeviceShard: Sendable {
             if s.slots[device] == nil {
                 if let bytes, let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now) {
                     var slot = Slot(monitor: monitor, lastReceived: now)
-                    slot.publishedStays = monitor.stays
+                    slot.emission = OutcomeEmission(publishedStays: monitor.stays)
                     commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                     s.slots[device] = slot
                 } else {
@@ -281,7 +275,7 @@ package final class DeviceShard: Sendable {
                 }
                 // Tracked already (restored, or queued behind its own updates): counted for its
                 // user, never refused.
-                census.attribute(device, user: Census.user(of: device, level: userLevel))
+                census.attribute(device, user: ShardAdmission.user(of: device, level: userLevel))
             }
             commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
         }
@@ -308,16 +302,13 @@ package final class DeviceShard: Sendable {
             context.counters.drop(.duplicate)
             return nil
         }
-        if outcome.positionChanged { slot.positionDirty = true }
+        if outcome.positionChanged { slot.emission.positionChanged() }
         return item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
     }
 
     private func tick(now: Double, state s: inout State, mustWait: inout Bool) {
-        // Idle time on the gateway clock (carried across restarts by the pool), never the
-        // wall clock or fix times: a clock jump or a month switched off forgets nothing.
-        let forgetAfter = context.config.gateway.forgetAfter
         let paused = s.paused != nil
-        var leaving: [String] = []
+        var leaving: [(device: String, fate: ShardRetention.Fate)] = []
         for device in Array(s.slots.keys) {
             if let deadline = s.slots[device]!.monitor.nextDeadline(), deadline <= now {
                 var changed = false
@@ -325,28 +316,29 @@ package final class DeviceShard: Sendable {
                 commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!), mustWait: &mustWait)
             }
             let slot = s.slots[device]!
-            // A paused monitor has no deadline but must not hibernate: its stale clock resumes
-            // when its feed comes back, with or without a new update.
-            if !paused, !slot.monitor.isPaused, now - slot.lastReceived >= context.config.gateway.hibernateAfter,
-                slot.monitor.nextDeadline() == nil
-            {
-                leaving.append(device)
-            }
+            let fate = retention.fate(
+                lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
+                hasDeadline: slot.monitor.nextDeadline() != nil, positionDirty: slot.emission.positionDirty)
+            if fate != .stays { leaving.append((device, fate)) }
         }
-        for device in leaving {
-            var slot = s.slots.removeValue(forKey: device)!
-            if now - slot.lastReceived >= forgetAfter {
+        for (device, fate) in leaving {
+            switch fate {
+            case .stays:
+                break
+            case .forgotten:
+                s.slots[device] = nil
                 forget(device, mustWait: &mustWait)
-                continue
+            case .hibernates(let savePosition):
+                var slot = s.slots.removeValue(forKey: device)!
+                if savePosition {
+                    slot.emission.positionSaved()
+                    commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
+                }
+                s.hibernated[device] = slot.lastReceived
+                context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
             }
-            if slot.positionDirty {
-                slot.positionDirty = false
-                commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
-            }
-            s.hibernated[device] = slot.lastReceived
-            context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
         }
-        for (device, lastReport) in s.hibernated where now - lastReport >= forgetAfter {
+        for (device, lastReport) in s.hibernated where retention.forgets(lastReport: lastReport, now: now) {
             s.hibernated[device] = nil
             forget(device, mustWait: &mustWait)
         }
@@ -370,25 +362,19 @@ package final class DeviceShard: Sendable {
     }
 
     /// What a step's notifications, state change and device state publication give to commit
-    /// (nil: nothing); updates the slot's publication bookkeeping.
+    /// (nil: nothing), as the slot's ``OutcomeEmission`` decides; updates its bookkeeping.
     private func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
         var item = EventCommitter.Item()
         let device = slot.monitor.device
-        if changed || !notes.isEmpty {
-            item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
-            slot.positionDirty = false
-        }
         // Device state: when the inside set changes, else at most every stateInterval.
-        var publish = forcePublish
-        if changed || !notes.isEmpty {
-            let stays = slot.monitor.stays
-            if stays != slot.publishedStays {
-                slot.publishedStays = stays
-                publish = true
-            }
-            context.expectations?.observe(device: device, notes: notes, stays: stays, into: &item)
+        var stays: [DeviceMonitor.Stay]?
+        if slot.emission.savesState(stateChanged: changed, notified: !notes.isEmpty) {
+            item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
+            let current = slot.monitor.stays
+            stays = current
+            context.expectations?.observe(device: device, notes: notes, stays: current, into: &item)
         }
-        if !publish, now - slot.lastPublished >= context.config.output.stateInterval { publish = true }
+        let publish = slot.emission.publishes(stays: stays, now: now, stateInterval: context.config.output.stateInterval, force: forcePublish)
         // The wall clock only for what is emitted (most updates emit nothing).
         guard publish || !notes.isEmpty else { return item.state != nil ? item : nil }
         let wall = WallClock.now()
@@ -399,16 +385,16 @@ package final class DeviceShard: Sendable {
         // counted, not journaled or published; the state above and the publication below still
         // tell where the device is.
         for note in published {
-            let limit = eventRate.limit
-            guard slot.eventRate.admit(at: slot.monitor.lastFixTime ?? note.position.time, limit: limit) else {
+            switch slot.emission.admitEvent(fixTime: slot.monitor.lastFixTime ?? note.position.time, limit: eventRate.limit) {
+            case .emit:
+                context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
+            case .limited(let first):
                 context.counters.eventRateLimited.add(1, ordering: .relaxed)
-                eventRate.refused(device: device, now: now, first: slot.eventRate.isFirstRefused(limit: limit))
-                continue
+                eventRate.refused(device: device, now: now, first: first)
             }
-            context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
         }
         if publish {
-            slot.lastPublished = now
+            slot.emission.published(at: now)
             item.publication = context.publication(of: slot.monitor, updated: wall)
         }
         if item.state != nil || !item.events.isEmpty || item.publication != nil { return item }

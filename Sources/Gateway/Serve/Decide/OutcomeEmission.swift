@@ -1,0 +1,72 @@
+import GeotriggerCore
+
+/// What a device's monitor steps emit, as values: whether a step's state is saved, whether the
+/// retained device state is published, and which events pass `input.maxEventsPerDevice`. One
+/// per device, in its ``DeviceShard/Slot``, with the bookkeeping those decisions need.
+///
+/// It does nothing itself: no clock, no counters, no building of events. The shard
+/// (`DeviceShard.item`) asks it step by step and carries the answers out: it serializes the
+/// state, builds the events (``EventBuilder``), counts and warns about refused ones
+/// (``DeviceShard/EventRateWarning``) and makes the publication (`OutcomeEmissionTests`).
+/// Every method is a few comparisons on the slot's own words: nothing is allocated.
+struct OutcomeEmission: Sendable, Equatable {
+    /// Confirmed stays at the last state publication (publish again when they change).
+    private(set) var publishedStays: [DeviceMonitor.Stay] = []
+    /// When the state was last published (gateway clock).
+    private(set) var lastPublished = -Double.infinity
+    /// The last accepted position is not yet in the database.
+    private(set) var positionDirty = false
+    /// Its events per minute of fix time (`input.maxEventsPerDevice`).
+    private(set) var eventRate = EventRateLimiter()
+
+    /// What one event decided by the monitor does.
+    enum EventVerdict: Sendable, Equatable {
+        /// Journaled and published.
+        case emit
+        /// Past `input.maxEventsPerDevice` in this minute of the device's fix time: counted as
+        /// `eventRateLimited`, neither journaled nor published; `first`: the first refused in
+        /// its minute (raises the warning).
+        case limited(first: Bool)
+    }
+
+    init(publishedStays: [DeviceMonitor.Stay] = []) {
+        self.publishedStays = publishedStays
+    }
+
+    /// An accepted update moved the device: its position waits for the next saved state.
+    mutating func positionChanged() { positionDirty = true }
+
+    /// The position was saved (with the state at hibernation).
+    mutating func positionSaved() { positionDirty = false }
+
+    /// Whether a step's state is saved: it decided something (`stateChanged`) or notified
+    /// (`notified`); the saved state carries the position too.
+    mutating func savesState(stateChanged: Bool, notified: Bool) -> Bool {
+        guard stateChanged || notified else { return false }
+        positionDirty = false
+        return true
+    }
+
+    /// Whether the retained device state is published now: forced (a new snapshot), its
+    /// confirmed stays changed since the last publication (`stays`: read only for a step that
+    /// saves its state, nil otherwise), or `stateInterval` passed since the last one. Call
+    /// ``published(at:)`` once it is.
+    mutating func publishes(stays: [DeviceMonitor.Stay]?, now: Double, stateInterval: Double, force: Bool = false) -> Bool {
+        var publish = force
+        if let stays, stays != publishedStays {
+            publishedStays = stays
+            publish = true
+        }
+        return publish || now - lastPublished >= stateInterval
+    }
+
+    /// The state was published at `now`.
+    mutating func published(at now: Double) { lastPublished = now }
+
+    /// Whether one more event, decided when the device's fix time is `fixTime`, goes out: at
+    /// most `limit` per minute of fix time (``EventRateLimiter``).
+    mutating func admitEvent(fixTime: Double, limit: Int) -> EventVerdict {
+        if eventRate.admit(at: fixTime, limit: limit) { return .emit }
+        return .limited(first: eventRate.isFirstRefused(limit: limit))
+    }
+}

@@ -1,0 +1,43 @@
+/// Which devices leave memory on a clock tick, as values: hibernation after
+/// `gateway.hibernateAfter` (the state stays in the database, the slot goes) and forgetting
+/// after `gateway.forgetAfter` (the state leaves the database, the retained state is cleared;
+/// README "Timing").
+///
+/// Idle time is measured on the gateway clock (monotonic, carried across restarts by
+/// ``RunningClock``) from the device's last update, never on the wall clock or fix times: a
+/// clock jump or a month switched off forgets nothing. It does nothing itself; the shard's tick
+/// asks it about every device and carries out the ``Fate`` (`ShardRetentionTests`).
+struct ShardRetention: Sendable, Equatable {
+    /// `gateway.hibernateAfter`, seconds.
+    let hibernateAfter: Double
+    /// `gateway.forgetAfter`, seconds.
+    let forgetAfter: Double
+
+    /// What becomes of a device in memory at a tick.
+    enum Fate: Sendable, Equatable {
+        /// It stays in memory.
+        case stays
+        /// Its slot leaves memory; `savePosition`: its last accepted position is not in the
+        /// database yet and is committed with its state first.
+        case hibernates(savePosition: Bool)
+        /// Idle for `forgetAfter`: forgotten at once.
+        case forgotten
+    }
+
+    /// The fate at gateway-clock time `now` of a device in memory that last reported at
+    /// `lastReceived`. `paused`: the feeds' connection or the device's own feed is down (its
+    /// stale clock resumes when the feed comes back, with or without a new update, so it must
+    /// stay); `hasDeadline`: its monitor still waits for a deadline (after the tick advanced it;
+    /// asked last, only of a device idle long enough, as it walks the monitor's entries);
+    /// `positionDirty`: its last accepted position is not in the database.
+    func fate(lastReceived: Double, now: Double, paused: Bool, hasDeadline: @autoclosure () -> Bool, positionDirty: Bool) -> Fate {
+        let idle = now - lastReceived
+        guard !paused, idle >= hibernateAfter, !hasDeadline() else { return .stays }
+        return idle >= forgetAfter ? .forgotten : .hibernates(savePosition: positionDirty)
+    }
+
+    /// Whether a hibernated device that last reported at `lastReport` is forgotten at `now`.
+    func forgets(lastReport: Double, now: Double) -> Bool {
+        now - lastReport >= forgetAfter
+    }
+}
