@@ -1,0 +1,210 @@
+import Foundation
+import GeotriggerCore
+import Store
+import Testing
+import TestSupport
+@testable import Gateway
+
+/// A real ``DeviceShard`` and a real ``MonitorPool`` in front of a real ``EventCommitter`` and
+/// ``GatewayStore`` in a temporary directory; no broker (the state publisher has no client and
+/// the committer no outbox publisher: the outbox rows stay in the database). Devices cross one
+/// square fence; the tests read what was committed.
+@Suite struct DeviceShardTests {
+    /// The fence: about 2 km square around (34.45, -119.70).
+    static let fences = #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"square","properties":{},"geometry":{"type":"Polygon","coordinates":[[[-119.71,34.44],[-119.69,34.44],[-119.69,34.46],[-119.71,34.46],[-119.71,34.44]]]}}]}"#
+    static let t0 = 1_790_000_000.0
+
+    /// The store, the committer and a pool (one shard) with everything the shards report to.
+    final class Rig: Sendable {
+        let directory: TemporaryDirectory
+        let store: GatewayStore
+        let counters = GatewayCounters()
+        let warnings: Warnings
+        let committer: EventCommitter
+        let context: ServeContext
+        let snapshot: EngineSnapshot
+        let pool: MonitorPool
+
+        init(_ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
+            directory = try TemporaryDirectory(prefix: "device-shard")
+            var config = GatewayConfig()
+            config.gateway.database = directory.file("gw.db")
+            configure(&config)
+            let logger = Logger(label: "device-shard-test")
+            warnings = Warnings(logger: logger)
+            store = try await GatewayStore(path: config.gateway.database)
+            let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
+            committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
+                                       statePublisher: statePublisher)
+            context = ServeContext(
+                config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
+                statePublisher: statePublisher,
+                eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: config.output.prefix, qos: 1, owntracksTransitions: false))
+            let layer = FenceLayerParser.parse(Array(DeviceShardTests.fences.utf8), file: "zones.geojson", layer: "zones")
+            #expect(layer.errors.isEmpty)
+            snapshot = try EngineSnapshot(
+                layers: [layer.layer],
+                configTriggers: .array([.object(["name": .string("zone"), "fences": .array([.string("zones")]),
+                                                 "enterAfter": .number(0), "exitAfter": .number(0)])]))
+            pool = MonitorPool(context: context, snapshot: snapshot, shardCount: 1)
+        }
+
+        /// Outside (west), inside, outside (east): one enter, one exit.
+        static func crossing(_ device: String, from start: Double = DeviceShardTests.t0) -> [LocationUpdate] {
+            [LocationUpdate(device: device, lat: 34.45, lon: -119.80, time: start),
+             LocationUpdate(device: device, lat: 34.45, lon: -119.70, time: start + 10),
+             LocationUpdate(device: device, lat: 34.45, lon: -119.60, time: start + 20)]
+        }
+
+        /// Hands `updates` to the pool (received at gateway-clock 100, 101, ...) and waits until
+        /// all is committed.
+        func submit(_ updates: [LocationUpdate], userLevel: Int = 0) async {
+            for (index, update) in updates.enumerated() {
+                await pool.submit(update, receivedAt: 100 + Double(index), userLevel: userLevel)
+            }
+            await committer.flush()
+        }
+
+        /// The committed events of `device`, by type.
+        func events(_ device: String) async throws -> [String] {
+            try await store.events(JournalQuery(device: device)).map(\.event.type)
+        }
+
+        func state(_ device: String) async throws -> [UInt8]? { try await store.deviceState(device) }
+
+        func dropped(_ reason: DropReason) -> Int { counters.values().dropped[reason] ?? 0 }
+
+        func close() async {
+            await committer.shutdown()
+            await store.close()
+        }
+    }
+
+    @Test func aDeviceCrossingAFenceCommitsItsEnterExitAndState() async throws {
+        let rig = try await Rig()
+        await rig.submit(Rig.crossing("truck"))
+        let committed = try await rig.store.events(JournalQuery(device: "truck"))
+        #expect(committed.map(\.event.type) == ["enter", "exit"])
+        #expect(committed.allSatisfy { $0.event.trigger == "zone" && $0.event.layer == "zones" && $0.event.fence == "square" })
+        #expect(committed.first.map { abs($0.event.fixTime - (Self.t0 + 10)) < 0.01 } == true, "\(committed)")
+        let state = try #require(try await rig.state("truck"))
+        let (monitor, _) = try DeviceMonitor.restore(from: state, snapshot: rig.snapshot, now: 200)
+        #expect(monitor.stays.isEmpty, "out again")
+        #expect(monitor.lastFixTime == Self.t0 + 20)
+        #expect(rig.counters.accepted.load(ordering: .relaxed) == 3)
+        #expect(rig.pool.deviceCount == 1)
+        await rig.close()
+    }
+
+    /// The shard on its own: an update of a new device is handled on the calling thread.
+    @Test func aShardHandlesANewDevicesUpdatesOnTheCallingThread() async throws {
+        let rig = try await Rig()
+        let census = DeviceShard.Census(limit: 10)
+        let shard = DeviceShard(context: rig.context, snapshot: rig.snapshot, capacity: 8, census: census,
+                                eventRate: DeviceShard.EventRateWarning(limit: 100, warnings: rig.warnings))
+        for (index, update) in Rig.crossing("bike").enumerated() {
+            guard case .handled(mustWait: false) = shard.handleNow(update, receivedAt: 100 + Double(index), trackerID: nil, owntracks: false)
+            else { Issue.record("update \(index) not handled at once"); continue }
+        }
+        #expect(shard.mailbox.count == 0)
+        #expect(census.total.load(ordering: .relaxed) == 1 && shard.deviceCount.load(ordering: .relaxed) == 1)
+        await rig.committer.flush()
+        #expect(try await rig.events("bike") == ["enter", "exit"])
+        #expect(try await rig.state("bike") != nil)
+        shard.finish()
+        guard case .stopped = shard.handleNow(Rig.crossing("bike", from: Self.t0 + 100)[0], receivedAt: 200, trackerID: nil, owntracks: false)
+        else { Issue.record("a finished shard takes no update"); return }
+        await rig.close()
+    }
+
+    /// The same crossing by a device past `input.maxDevices`: nothing committed.
+    @Test func aDeviceRefusedAtMaxDevicesCommitsNothing() async throws {
+        let rig = try await Rig { $0.input.maxDevices = 1 }
+        await rig.submit([LocationUpdate(device: "first", lat: 0, lon: 0, time: Self.t0)])
+        await rig.submit(Rig.crossing("second"))
+        #expect(try await rig.events("second") == [])
+        #expect(try await rig.state("second") == nil)
+        #expect(rig.dropped(.tooManyDevices) == 3)
+        #expect(rig.counters.accepted.load(ordering: .relaxed) == 1)
+        #expect(rig.warnings.texts.contains { $0.contains("input.maxDevices") }, "\(rig.warnings.texts)")
+        // The device admitted first still crosses.
+        await rig.submit(Rig.crossing("first", from: Self.t0 + 100))
+        #expect(try await rig.events("first") == ["enter", "exit"])
+        await rig.close()
+    }
+
+    /// `input.maxDevicesPerUser` refuses one user's next device, not another user's.
+    @Test func aUsersDevicePastMaxDevicesPerUserCommitsNothing() async throws {
+        let rig = try await Rig { $0.input.maxDevicesPerUser = 1 }
+        await rig.submit(Rig.crossing("alice/phone"), userLevel: 1)
+        await rig.submit(Rig.crossing("alice/watch"), userLevel: 1)
+        await rig.submit(Rig.crossing("bob/phone"), userLevel: 1)
+        #expect(try await rig.events("alice/phone") == ["enter", "exit"])
+        #expect(try await rig.events("alice/watch") == [])
+        #expect(try await rig.state("alice/watch") == nil)
+        #expect(try await rig.events("bob/phone") == ["enter", "exit"])
+        #expect(rig.dropped(.tooManyDevices) == 3)
+        #expect(rig.warnings.texts.contains { $0.contains("user alice") }, "\(rig.warnings.texts)")
+        await rig.close()
+    }
+
+    /// Past `input.maxEventsPerDevice` the exit is counted, not journaled; the state still
+    /// tells the device is out.
+    @Test func eventsPastMaxEventsPerDeviceAreCountedNotCommitted() async throws {
+        let rig = try await Rig { $0.input.maxEventsPerDevice = 1 }
+        await rig.submit(Rig.crossing("truck"))
+        #expect(try await rig.events("truck") == ["enter"])
+        #expect(rig.counters.eventRateLimited.load(ordering: .relaxed) == 1)
+        #expect(rig.warnings.texts.contains { $0.contains("input.maxEventsPerDevice") }, "\(rig.warnings.texts)")
+        let state = try #require(try await rig.state("truck"))
+        #expect(try DeviceMonitor.restore(from: state, snapshot: rig.snapshot, now: 200).0.stays.isEmpty)
+        await rig.close()
+    }
+
+    /// The shard's clock: idle past `gateway.hibernateAfter` the monitor leaves memory (its
+    /// next update goes through the mailbox), past `gateway.forgetAfter` its state leaves the
+    /// database.
+    @Test(.timeLimit(.minutes(1))) func ticksHibernateThenForgetAnIdleDevice() async throws {
+        let rig = try await Rig {
+            $0.gateway.hibernateAfter = 60
+            $0.gateway.forgetAfter = 600
+        }
+        let shard = rig.pool.shard(for: "truck")
+        let running = Task { await shard.run() }
+        func tick(_ now: Double) async {
+            await shard.mailbox.send(.tick(now))
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.barrier(c)) } }
+            await rig.committer.flush()
+        }
+        func ask() async -> DeviceShard.QueryAnswer {
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device("truck"), c)) } }
+        }
+        await rig.submit(Rig.crossing("truck"))  // last received at gateway clock 102
+        await tick(161)
+        #expect(await ask().states.count == 1, "in memory before hibernateAfter")
+        // Back 59.5 s later, outside: its position changes, its state does not.
+        guard case .handled = shard.handleNow(Rig.crossing("truck", from: Self.t0 + 100)[0], receivedAt: 161.5, trackerID: nil, owntracks: false)
+        else { Issue.record("still in memory before hibernateAfter"); return }
+        await rig.committer.flush()
+        await tick(221.4)
+        #expect(await ask().states.count == 1, "still in memory")
+        await tick(221.5)
+        let hibernated = await ask()
+        #expect(hibernated.states.isEmpty && hibernated.hibernated == ["truck"], "\(hibernated)")
+        #expect(shard.lastReports() == ["truck": 161.5], "its last report kept")
+        let saved = try #require(try await rig.state("truck"))
+        #expect(try DeviceMonitor.restore(from: saved, snapshot: rig.snapshot, now: 300).0.lastFixTime == Self.t0 + 100,
+                "the position accepted since the last saved state is saved at hibernation")
+        await tick(761.4)
+        #expect(try await rig.state("truck") != nil)
+        await tick(761.5)
+        let forgotten = await ask()
+        #expect(forgotten.states.isEmpty && forgotten.hibernated.isEmpty)
+        #expect(shard.lastReports().isEmpty)
+        #expect(try await rig.state("truck") == nil, "forgotten")
+        #expect(rig.pool.deviceCount == 0)
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+}
