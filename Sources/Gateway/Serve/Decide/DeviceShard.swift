@@ -129,8 +129,8 @@ package final class DeviceShard: Sendable {
                 recount(s.slots.count + s.hibernated.count)
             }
             var mustWait = false
-            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]),
-                   mustWait: &mustWait, inBurst: inBurst)
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]),
+                     mustWait: &mustWait, inBurst: inBurst)
             return .handled(mustWait: mustWait)
         }
     }
@@ -181,7 +181,7 @@ package final class DeviceShard: Sendable {
                     for device in Array(s.slots.keys) {
                         var changed = false
                         let notes = s.slots[device]!.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
-                        commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
+                        handOver(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
                     }
                 }
             case .restore(let bytes, let now, let lastReport):
@@ -196,7 +196,7 @@ package final class DeviceShard: Sendable {
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                         context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
-                        commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
+                        handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                         s.slots[monitor.device] = slot
                     } catch {
                         context.logger.error("a saved monitor state could not be read and is ignored", ["error": "\(error)"])
@@ -232,7 +232,7 @@ package final class DeviceShard: Sendable {
         }
     }
 
-    /// Runs `body` under the lock (it hands items over with ``commit(_:mustWait:)``), then
+    /// Runs `body` under the lock (it hands items over with ``handOver(_:mustWait:inBurst:)``), then
     /// waits for room if that filled the committer.
     private func mutate(_ body: (inout State, inout Bool) -> Void) async {
         let mustWait = state.withLock { s in
@@ -244,9 +244,10 @@ package final class DeviceShard: Sendable {
         if mustWait { await context.committer.waitForRoom() }
     }
 
-    /// Hands `item` to the committer; call with the lock held, so a device's steps reach it in
-    /// order.
-    private func commit(_ item: EventCommitter.Item?, mustWait: inout Bool, inBurst: Bool = false) {
+    /// Hands `item` to the committer (``EventCommitter/enqueue(_:inBurst:)``: it only queues it
+    /// for the next group commit); call with the lock held, so a device's steps reach it in
+    /// order. `mustWait`: set when the committer is full.
+    private func handOver(_ item: EventCommitter.Item?, mustWait: inout Bool, inBurst: Bool = false) {
         if let item, context.committer.enqueue(item, inBurst: inBurst) { mustWait = true }
     }
 
@@ -268,7 +269,7 @@ package final class DeviceShard: Sendable {
                 if let bytes, let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now) {
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.emission = OutcomeEmission(publishedStays: monitor.stays)
-                    commit(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
+                    handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                     s.slots[device] = slot
                 } else {
                     s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
@@ -277,11 +278,11 @@ package final class DeviceShard: Sendable {
                 // user, never refused.
                 census.attribute(device, user: ShardAdmission.user(of: device, level: userLevel))
             }
-            commit(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
         }
     }
 
-    /// Applies one update to its device's slot; what is to be committed, if anything.
+    /// Applies one update to its device's slot; what is to be handed over, if anything.
     private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, slot: inout Slot) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
@@ -313,7 +314,7 @@ package final class DeviceShard: Sendable {
             if let deadline = s.slots[device]!.monitor.nextDeadline(), deadline <= now {
                 var changed = false
                 let notes = s.slots[device]!.monitor.advance(to: now, stateChanged: &changed)
-                commit(item(notes, changed: changed, now: now, slot: &s.slots[device]!), mustWait: &mustWait)
+                handOver(item(notes, changed: changed, now: now, slot: &s.slots[device]!), mustWait: &mustWait)
             }
             let slot = s.slots[device]!
             let fate = retention.fate(
@@ -332,7 +333,7 @@ package final class DeviceShard: Sendable {
                 var slot = s.slots.removeValue(forKey: device)!
                 if savePosition {
                     slot.emission.positionSaved()
-                    commit(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
+                    handOver(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
                 }
                 s.hibernated[device] = slot.lastReceived
                 context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
@@ -357,12 +358,12 @@ package final class DeviceShard: Sendable {
     private func forget(_ device: String, mustWait: inout Bool) {
         census.release(device)
         context.logger.info("forgetting a device idle for gateway.forgetAfter", ["device.id": device])
-        commit(EventCommitter.Item(
+        handOver(EventCommitter.Item(
             state: DeviceStateChange(device: device, state: nil), publication: .forgotten(device)), mustWait: &mustWait)
     }
 
-    /// What a step's notifications, state change and device state publication give to commit
-    /// (nil: nothing), as the slot's ``OutcomeEmission`` decides; updates its bookkeeping.
+    /// What a step's notifications, state change and device state publication give to hand
+    /// over (nil: nothing), as the slot's ``OutcomeEmission`` decides; updates its bookkeeping.
     private func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
         var item = EventCommitter.Item()
         let device = slot.monitor.device
