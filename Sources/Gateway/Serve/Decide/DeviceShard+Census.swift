@@ -5,8 +5,6 @@ extension DeviceShard {
     /// against `input.maxDevicesPerUser`: the shared numbers ``ShardAdmission`` decides from.
     final class Census: Sendable {
         let admission: ShardAdmission
-        var limit: Int { admission.limit }
-        var perUserLimit: Int { admission.perUserLimit }
         let total = Atomic<Int>(0)
         /// New devices are being refused (the warning is up).
         let refusing = Atomic<Bool>(false)
