@@ -187,7 +187,7 @@ enum StoreBenchmark {
         struct Outbox: CommittedOutbox {
             let destination: OutboxDestination
             let committed: BoundedQueue<StoreBatch>
-            func notifyCommitted(rows: [OutboxRow]) {
+            func deliverFresh(rows: [OutboxRow]) {
                 var acknowledged = StoreBatch()
                 for row in rows {
                     switch row.source {
@@ -213,7 +213,7 @@ enum StoreBenchmark {
                     batch.acknowledgements += commit.acknowledgements
                     for (destination, sequence) in commit.settled { batch.settle(destination, through: sequence) }
                 }
-                _ = try? await store.submit(batch)
+                _ = try? await store.commit(batch)
             }
         }
 

@@ -3,7 +3,8 @@ internal import CSQLite
 extension GatewayStore {
     /// Commits `batch` in one transaction, on the store's queue, and returns what it did. Throws
     /// the ``SQLiteError`` of a failed commit (disk full, I/O error): the batch is then not
-    /// stored at all. The gateway's group commit is ``EventCommitter``'s (in `serve`): it takes
+    /// stored at all. From outside the store it is `try await store.commit(batch)`, which runs
+    /// it on the store's queue. The gateway's group commit is ``EventCommitter``'s (in `serve`): it takes
     /// everything pending into one batch and commits it here.
     public func commit(_ batch: StoreBatch) throws -> StoreReceipt {
         executor.checkIsolated()  // blocking SQLite work runs on the store's queue, never the pool
@@ -18,11 +19,6 @@ extension GatewayStore {
             statistics.failedBatches += 1
             throw error
         }
-    }
-
-    /// ``commit(_:)`` from outside the store's queue.
-    public func submit(_ batch: StoreBatch) throws -> StoreReceipt {
-        try commit(batch)
     }
 
     /// Runs `body` on the store's queue, isolated to the store, after the jobs already queued

@@ -25,7 +25,7 @@ import TestSupport
         // Accepted in the order e5, e4, ... e1: the first three accepted are e5, e4, e3.
         batch.expectations = (1...5).map { .open(Self.row("e\($0)", received: now - Double($0) * 10)) }
         batch.expectations.append(.settle(Self.row("s1", received: now - 100, result: "missed")))
-        _ = try await store.submit(batch)
+        _ = try await store.commit(batch)
 
         let warnings = Warnings(logger: Logger(label: "cap-test"))
         let (book, checks) = await Expectations.load(from: store, capacity: 3, warnings: warnings, logger: Logger(label: "cap-test"))

@@ -34,8 +34,8 @@ extension ServeTests {
             @discardableResult
             func commitFresh(_ numbers: Range<Int>, topic: String) async throws -> [OutboxRow] {
                 let batch = Rig.streamEvents(numbers, topic: topic)
-                let rows = try await server.store.submit(batch).outbox
-                publisher.notifyCommitted(rows: rows)
+                let rows = try await server.store.commit(batch).outbox
+                publisher.deliverFresh(rows: rows)
                 return rows
             }
 
@@ -69,7 +69,7 @@ extension ServeTests {
                 batch.outbox.append(OutboxMessage(destination: .local, eventID: "e\(i)", topic: topic,
                                                   payload: Array("\(i)".utf8), qos: 0))
             }
-            _ = try await server.store.submit(batch)
+            _ = try await server.store.commit(batch)
 
             h.broker.stop()
             rig.gateway.start()
@@ -84,8 +84,8 @@ extension ServeTests {
             // A last event behind them: anything sent twice would have come before it.
             var marker = StoreBatch()
             marker.outbox.append(OutboxMessage(destination: .local, eventID: "end", topic: topic, payload: Array("end".utf8), qos: 0))
-            _ = try await server.store.submit(marker)
-            publisher.notifyCommitted()
+            _ = try await server.store.commit(marker)
+            publisher.deliverWaiting()
             #expect(await subscriber.waitMessages(31))
             #expect(subscriber.messages.all.map(\.payloadText) == (0..<30).map(String.init) + ["end"])
             #expect(await poll { (try? await server.store.outbox(.local, limit: 100).isEmpty) == true })
@@ -94,7 +94,7 @@ extension ServeTests {
         }
 
         /// Events committed while the publisher runs are handed over as the committer hands them
-        /// on (``OutboxPublisher/notifyCommitted(rows:)``, a job on the network thread), each
+        /// on (``OutboxPublisher/deliverFresh(rows:)``, a job on the network thread), each
         /// batch after the previous one was delivered. With a window of 4 and batches of 5, each
         /// batch overflows it: its last event is read back from the database once
         /// acknowledgements make room. Every event arrives once, in commit order, and the stream
@@ -119,7 +119,7 @@ extension ServeTests {
             #expect(await subscriber.waitMessages(total))
             // Rows handed over already (here: read back from the database first) are not sent
             // again: one more event behind them arrives next, and nothing before it.
-            publisher.notifyCommitted(rows: lastRows)
+            publisher.deliverFresh(rows: lastRows)
             _ = try await rig.commitFresh(total..<total + 1, topic: topic)
             #expect(await subscriber.waitMessages(total + 1))
             #expect(subscriber.messages.all.map(\.payloadText) == (0...total).map(String.init))
@@ -172,10 +172,10 @@ extension ServeTests {
             let (subscriber, server, publisher) = (rig.subscriber, rig.server, rig.publisher)
 
             let total = 80
-            _ = try await server.store.submit(Rig.streamEvents(0..<total, topic: topic))
+            _ = try await server.store.commit(Rig.streamEvents(0..<total, topic: topic))
             let before = await server.store.statistics.transactions
             let start = ContinuousClock.now
-            publisher.notifyCommitted()
+            publisher.deliverWaiting()
             #expect(await subscriber.waitMessages(total))
             #expect(await poll { publisher.inflightCount.load(ordering: .relaxed) == 0 })
             let elapsed = (ContinuousClock.now - start) / .seconds(1)

@@ -48,7 +48,7 @@ func crashWriter(database: String, devices: Int) async throws {
                 var number = start
                 while true {
                     number += 1
-                    _ = try await store.submit(batch(device: device, number: number, time: Double(number)))
+                    _ = try await store.commit(batch(device: device, number: number, time: Double(number)))
                     writeLine("\(device) \(number)")
                 }
             }
@@ -99,7 +99,7 @@ func measure(directory: String, budget: Double) async throws {
         var cpu = cpuSeconds()
         let (singles, singleTime) = try await timed(budget) {
             number += 1
-            _ = try await store.submit(batch(device: "single", number: number, time: Double(number)))
+            _ = try await store.commit(batch(device: "single", number: number, time: Double(number)))
         }
         writeLine("\(durability.rawValue): 1 event per transaction, 1 submitter: \(Int(Double(singles) / singleTime)) commits/s = events/s, \(cpuPerEvent(&cpu, singles)) CPU us/event")
 
@@ -114,7 +114,7 @@ func measure(directory: String, budget: Double) async throws {
                 combined.events += one.events
                 combined.outbox += one.outbox
             }
-            _ = try await store.submit(combined)
+            _ = try await store.commit(combined)
         }
         writeLine("\(durability.rawValue): 100 events per batch, 1 submitter: \(Int(Double(hundreds) / hundredTime)) commits/s, \(Int(Double(hundreds * 100) / hundredTime)) events/s, \(cpuPerEvent(&cpu, hundreds * 100)) CPU us/event")
 
@@ -131,7 +131,7 @@ func measure(directory: String, budget: Double) async throws {
                     while seconds(clock.now - start) < budget {
                         count += 1
                         let n = base + count * 100 + k
-                        _ = try await store.submit(batch(device: "group\(k)", number: n, time: Double(n)))
+                        _ = try await store.commit(batch(device: "group\(k)", number: n, time: Double(n)))
                     }
                     return count
                 }

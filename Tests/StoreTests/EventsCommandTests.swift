@@ -15,13 +15,13 @@ import Store
         let path = directory.file("journal.db")
         let store = try await GatewayStore(path: path)
         let t = 1_796_040_000.0  // 2026-11-30T12:00:00Z
-        _ = try await store.submit(StoreBatch(events: [
+        _ = try await store.commit(StoreBatch(events: [
             JournalEvent(id: "e1", device: "workers/alice", trigger: "garden", layer: "sections", fence: "desert",
                          type: "enter", fixTime: t, emittedTime: t + 0.12, payload: payloads[0]),
             JournalEvent(id: "e2", device: "vehicles/v17", trigger: "depot", layer: "depot", fence: "gate",
                          type: "enter", fixTime: t + 1800, emittedTime: t + 1800.05, payload: payloads[1]),
         ]))
-        _ = try await store.submit(StoreBatch(events: [
+        _ = try await store.commit(StoreBatch(events: [
             JournalEvent(id: "e3", device: "workers/alice", trigger: "garden", layer: "sections", fence: "desert",
                          type: "exit", fixTime: t + 3600, emittedTime: t + 4200, payload: payloads[2]),
         ]))
@@ -73,7 +73,7 @@ import Store
         let directory = try TemporaryDirectory()
         let path = directory.file("hostile.db")
         let store = try await GatewayStore(path: path)
-        _ = try await store.submit(StoreBatch(events: [
+        _ = try await store.commit(StoreBatch(events: [
             JournalEvent(id: "h1", device: "workers/b\u{9b}ob", trigger: "garden", layer: "runtime", fence: "runtime-1",
                          type: "enter", fixTime: 1_796_040_000, emittedTime: 1_796_040_000, payload: Self.hostilePayload),
         ]))

@@ -25,7 +25,7 @@ import Store
         let store = try await GatewayStore(path: path)
         var open = StoreBatch()
         open.expectations = [.open(Self.row("a")), .open(Self.row("b")), .open(Self.row("c"))]
-        _ = try await store.submit(open)
+        _ = try await store.commit(open)
         #expect(try await store.expectations().map(\.id) == ["a", "b", "c"])
         #expect(try await store.expectationResults(["a", "b", "c"]).isEmpty)
 
@@ -38,12 +38,12 @@ import Store
             .remove("c", onlySettled: false),
         ]
         decide.outbox = [OutboxMessage(destination: .local, eventID: "r-a", topic: "p/expect/a/result", payload: Array("{}".utf8), qos: 1)]
-        let receipt = try await store.submit(decide)
+        let receipt = try await store.commit(decide)
         #expect(receipt.outbox.count == 1)
         // A second decision for a settled one is ignored.
         var again = StoreBatch()
         again.expectations = [.settle(Self.settled(Self.row("a"), result: "missed", id: "r-a2", at: 1_800_000_000))]
-        _ = try await store.submit(again)
+        _ = try await store.commit(again)
         await store.close()
 
         let reopened = try await GatewayStore(path: path)
@@ -56,7 +56,7 @@ import Store
         // Settled rows go once their retained copy is cleared, or by age; open ones stay.
         var cleared = StoreBatch()
         cleared.expectations = [.remove("b", onlySettled: true)]
-        _ = try await reopened.submit(cleared)
+        _ = try await reopened.commit(cleared)
         #expect(try await reopened.purgeSettledExpectations(before: 1_800_000_001) == 1)
         #expect(try await reopened.expectations().map(\.id) == ["b"])
         await reopened.close()

@@ -26,9 +26,9 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         var batch = StoreBatch()
         batch.upsertState(device: "a", state: [1])
         batch.append(testEvent("e1"))
-        _ = try await store.submit(batch)
+        _ = try await store.commit(batch)
         await store.close()
-        await #expect(throws: StoreError.closed(path: path)) { try await store.submit(StoreBatch()) }
+        await #expect(throws: StoreError.closed(path: path)) { try await store.commit(StoreBatch()) }
 
         let reopened = try await GatewayStore(path: path)
         #expect(try await reopened.deviceStates() == ["a": [1]])
@@ -37,7 +37,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
 
         let reader = try await GatewayStore(path: path, options: .init(readOnly: true))
         #expect(try await reader.events(JournalQuery()).map(\.event.id) == ["e1"])
-        await #expect(throws: StoreError.readOnly(path: path)) { try await reader.submit(StoreBatch()) }
+        await #expect(throws: StoreError.readOnly(path: path)) { try await reader.commit(StoreBatch()) }
         await reader.close()
         await #expect(throws: SQLiteError.self) {
             try await GatewayStore(path: directory.file("absent.db"), options: .init(readOnly: true))
@@ -72,11 +72,11 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         first.upsertState(device: "owntracks/alice/phone", state: [1, 2, 3])
         first.upsertState(device: "empty", state: [])
         first.upsertState(device: "gone", state: [9])
-        _ = try await store.submit(first)
+        _ = try await store.commit(first)
         var second = StoreBatch()
         second.upsertState(device: "owntracks/alice/phone", state: Array(repeating: 0xAB, count: 70_000))
         second.deleteState(device: "gone")
-        _ = try await store.submit(second)
+        _ = try await store.commit(second)
         await store.close()
 
         let reopened = try await GatewayStore(path: path)
@@ -97,8 +97,8 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             testEvent("4", device: "a", trigger: "garden", fence: "roses", type: "dwell", fix: 400),
             testEvent("5", device: "c", trigger: "garden", fence: "desert", fix: 500),
         ]
-        _ = try await store.submit(StoreBatch(events: Array(events[0..<2])))
-        _ = try await store.submit(StoreBatch(events: Array(events[2...])))
+        _ = try await store.commit(StoreBatch(events: Array(events[0..<2])))
+        _ = try await store.commit(StoreBatch(events: Array(events[2...])))
         func ids(_ query: JournalQuery) async throws -> [String] {
             try await store.events(query).map(\.event.id)
         }
@@ -121,7 +121,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let store = try await GatewayStore(path: directory.file("retention.db"))
         let now = 1_800_000_000.0
         let day = 86_400.0
-        _ = try await store.submit(StoreBatch(events: [
+        _ = try await store.commit(StoreBatch(events: [
             testEvent("old", emitted: now - 40 * day), testEvent("older-than-30", emitted: now - 30 * day - 1),
             testEvent("recent", emitted: now - 29 * day), testEvent("now", emitted: now),
         ]))
@@ -137,7 +137,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let now = 1_800_000_000.0
         let day = 86_400.0
         // "late" was emitted before the cutoff but committed after "new" (out of commit order).
-        _ = try await store.submit(StoreBatch(events: [
+        _ = try await store.commit(StoreBatch(events: [
             testEvent("a", emitted: now - 40 * day), testEvent("b", emitted: now - 35 * day),
             testEvent("new", emitted: now - day), testEvent("late", emitted: now - 31 * day),
             testEvent("newer", emitted: now),
@@ -164,7 +164,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         retitled.topic = "elsewhere/old"
         var transition = testMessage(.local, "old-t")  // its own payload, kept in the outbox row
         transition.payloadInJournal = true  // but no journal row "old-t": stored in full
-        let receipt = try await store.submit(StoreBatch(events: [old], outbox: [shared, retitled, transition]))
+        let receipt = try await store.commit(StoreBatch(events: [old], outbox: [shared, retitled, transition]))
         #expect(receipt.outbox.map(\.source) == [.journal, .table, .table])
         let stored = try await store.withConnection { c in
             try c.query("SELECT length(payload) FROM outbox_remote UNION ALL SELECT length(payload) FROM outbox_local") { $0.int(0) }
@@ -183,7 +183,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(try await store.outboxStream(.local, limit: 10).isEmpty)
         // Retention keeps the event while the remote stream or a local row still reads it.
         #expect(try await store.applyRetention(days: 30, now: now) == 0)
-        _ = try await store.submit(StoreBatch(settled: [.remote: remote[0].sequence]))
+        _ = try await store.commit(StoreBatch(settled: [.remote: remote[0].sequence]))
         #expect(await store.outboxCounts == OutboxCounts(local: 2, remote: 0))
         #expect(try await store.applyRetention(days: 30, now: now) == 0)
         try await store.acknowledge(.local, sequences: [local[0].sequence])
@@ -205,7 +205,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
                                                   payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true))
             }
         }
-        let receipt = try await store.submit(batch)
+        let receipt = try await store.commit(batch)
         let stream = receipt.outbox.filter { $0.source == .journal }.map(\.sequence)
         #expect(stream.count == 30)
         // What a pass of retention removed, and what the journal holds after it (read first,
@@ -216,7 +216,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         }
 
         // Under the budget nothing goes, delivered or not.
-        _ = try await store.submit(StoreBatch(settled: [.local: stream[11]]))  // e1...e12 delivered
+        _ = try await store.commit(StoreBatch(settled: [.local: stream[11]]))  // e1...e12 delivered
         let under = try await trim(toRows: 30)
         #expect(under.removed == 0)
         #expect(under.count == 30)
@@ -230,7 +230,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(past.ids == ["e5"] + (13...30).map { "e\($0)" })
 
         // Delivered later: down to the budget, the newest 10 (and e5, still waiting).
-        _ = try await store.submit(StoreBatch(settled: [.local: stream[29]]))
+        _ = try await store.commit(StoreBatch(settled: [.local: stream[29]]))
         let delivered = try await trim(toRows: 10)
         #expect(delivered.removed == 8)
         #expect(delivered.count == 11)
@@ -264,7 +264,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             batch.outbox += messages
         }
         batch.outbox.append(batch.outbox[0])  // a second message for e1 to the same place: a row of its own
-        let first = try await store.submit(batch)
+        let first = try await store.commit(batch)
         #expect(first.outbox.map(\.source) == [.journal, .journal, .journal, .journal, .journal, .table])
         #expect(await store.outboxCounts == OutboxCounts(local: 5, remote: 1))
         let stream = try await store.outboxStream(.local, limit: 10)
@@ -273,7 +273,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         try await store.acknowledge(.local, sequences: [first.outbox[5].sequence])
 
         // Settled up to e2: e3 and e4 wait.
-        _ = try await store.submit(StoreBatch(settled: [.local: stream[1].sequence]))
+        _ = try await store.commit(StoreBatch(settled: [.local: stream[1].sequence]))
         #expect(await store.outboxCount(.local) == 2)
         #expect(try await store.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e3", "e4"])
 
@@ -284,7 +284,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             more.append(event)
             more.outbox += messages
         }
-        let overflow = try await store.submit(more)
+        let overflow = try await store.commit(more)
         #expect(overflow.dropped == OutboxCounts(local: 2, remote: 0))
         #expect(await store.statistics.dropped == OutboxCounts(local: 2, remote: 0))
         #expect(try await store.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e5", "e6", "e7", "e8", "e9"])
@@ -298,10 +298,10 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(await reopened.settledStream(.local) == settled)
         #expect(try await reopened.outboxStream(.remote, limit: 10).map(\.message.eventID) == ["e1"])
         // Settling past the newest settles only what waits: a later event still waits.
-        _ = try await reopened.submit(StoreBatch(settled: [.local: 1_000_000]))
+        _ = try await reopened.commit(StoreBatch(settled: [.local: 1_000_000]))
         #expect(await reopened.outboxCount(.local) == 0)
         let (event, messages) = journaled("e10", [.local])
-        _ = try await reopened.submit(StoreBatch(events: [event], outbox: messages))
+        _ = try await reopened.commit(StoreBatch(events: [event], outbox: messages))
         #expect(try await reopened.outboxStream(.local, limit: 10).map(\.message.eventID) == ["e10"])
         #expect(await reopened.outboxCount(.local) == 1)
         await reopened.close()
@@ -314,7 +314,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         func size(_ file: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
         let before = size(path)
         let events = (0..<200).map { testEvent("e\($0)", emitted: Double($0)) }
-        _ = try await store.submit(StoreBatch(events: events))
+        _ = try await store.commit(StoreBatch(events: events))
         // The writer's own checkpoint would wait for thousands of pages: only the checkpointer
         // copies these few pages into the database file.
         _ = await poll(timeout: .seconds(30)) { store.checkpointCount >= 1 && size(path) > before }
@@ -334,10 +334,10 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("writer.db"), options: .init(writerCheckpointPages: 200))
         let state = [UInt8](repeating: 7, count: 16_384)  // 4 overflow pages per row and more
-        _ = try await store.submit(StoreBatch(stateChanges: (0..<8).map { DeviceStateChange(device: "d\($0)", state: state) }))
+        _ = try await store.commit(StoreBatch(stateChanges: (0..<8).map { DeviceStateChange(device: "d\($0)", state: state) }))
         _ = try await store.deviceStates()
         #expect(await store.statistics.writerCheckpoints == 0, "40-odd pages are below the threshold")
-        _ = try await store.submit(StoreBatch(stateChanges: (0..<64).map { DeviceStateChange(device: "d\($0)", state: state) }))
+        _ = try await store.commit(StoreBatch(stateChanges: (0..<64).map { DeviceStateChange(device: "d\($0)", state: state) }))
         _ = try await store.deviceStates()
         #expect(await store.statistics.writerCheckpoints == 1)
         #expect(try await store.deviceStates().count == 64)
@@ -360,7 +360,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         batch.deleteState(device: "c")
         batch.upsertState(device: "c", state: [4])
         for i in 0..<70 { batch.upsertState(device: "d\(i)", state: [UInt8(i)]) }
-        let receipt = try await store.submit(batch)
+        let receipt = try await store.commit(batch)
         #expect(receipt.duplicateEventIDs == ["e7"])
         #expect(try await store.events(JournalQuery()).map(\.event.id) == (0..<100).map { "e\($0)" })
         let states = try await store.deviceStates()
@@ -385,7 +385,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func outboxRowsNameTheirOwnJournalRowsWhenAChunkHoldsDuplicates() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("chunks.db"))
-        _ = try await store.submit(StoreBatch(events: (0..<10).map { testEvent("old\($0)", fix: Double($0)) }))
+        _ = try await store.commit(StoreBatch(events: (0..<10).map { testEvent("old\($0)", fix: Double($0)) }))
         // 40 events, every fourth a replay of a journaled one, each with an outbox message
         // reading its payload from the journal: the duplicates make some multi-row inserts
         // write fewer rows than they hold.
@@ -397,7 +397,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             batch.enqueue(OutboxMessage(destination: .local, eventID: event.id, topic: "t/\(event.id)",
                                         payload: Array(event.payload.utf8), qos: 1, payloadInJournal: true))
         }
-        let receipt = try await store.submit(batch)
+        let receipt = try await store.commit(batch)
         #expect(receipt.duplicateEventIDs == (0..<10).map { "old\($0)" })
         #expect(await store.statistics.events == 40)
         let journal = try await store.events(JournalQuery())
@@ -420,10 +420,10 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func aRepeatedEventIdIsJournaledOnce() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("duplicates.db"))
-        let first = try await store.submit(StoreBatch(events: [testEvent("same")]))
+        let first = try await store.commit(StoreBatch(events: [testEvent("same")]))
         #expect(first.duplicateEventIDs.isEmpty)
         // A replayed event repeats its id and its fix time; the first version stays.
-        let again = try await store.submit(StoreBatch(events: [testEvent("same", type: "exit"), testEvent("other")]))
+        let again = try await store.commit(StoreBatch(events: [testEvent("same", type: "exit"), testEvent("other")]))
         #expect(again.duplicateEventIDs == ["same"])
         #expect(try await store.journalCount() == 2)
         #expect(try await store.events(JournalQuery(limit: 1)).first?.event.type == "enter")
@@ -435,7 +435,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let directory = try TemporaryDirectory()
         let path = directory.file("outbox.db")
         let store = try await GatewayStore(path: path, options: .init(outboxCap: 5))
-        let queued = try await store.submit(StoreBatch(outbox: [
+        let queued = try await store.commit(StoreBatch(outbox: [
             testMessage(.local, "1"), testMessage(.remote, "1"), testMessage(.local, "2"), testMessage(.local, "3"),
         ]))
         #expect(queued.outbox.count == 4)
@@ -452,7 +452,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(await store.outboxCount(.remote) == 1)
 
         // 2 + 5 = 7 > cap 5: the two oldest ("2", "3") are dropped, and said so.
-        let overflow = try await store.submit(StoreBatch(outbox: (4...8).map { testMessage(.local, "\($0)") }))
+        let overflow = try await store.commit(StoreBatch(outbox: (4...8).map { testMessage(.local, "\($0)") }))
         #expect(overflow.dropped == OutboxCounts(local: 2, remote: 0))
         #expect(await store.statistics.dropped == OutboxCounts(local: 2, remote: 0))
         #expect(try await store.outbox(.local, limit: 100).map(\.message.eventID) == ["4", "5", "6", "7", "8"])
@@ -461,7 +461,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         // Sequences are never reused, even once an outbox is empty.
         let all = try await store.outbox(.local, limit: 100).map(\.sequence)
         #expect(try await store.acknowledge(.local, sequences: all) == 5)
-        let next = try await store.submit(StoreBatch(outbox: [testMessage(.local, "9")]))
+        let next = try await store.commit(StoreBatch(outbox: [testMessage(.local, "9")]))
         #expect(next.outbox[0].sequence > all.max()!)
         await store.close()
 
@@ -484,7 +484,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
                         batch.append(testEvent("d\(k)-\(n)", device: "d\(k)"))
                         batch.enqueue(testMessage(.local, "d\(k)-\(n)"))
                     }
-                    return try await store.submit(batch)
+                    return try await store.commit(batch)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -507,7 +507,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func aDatabaseFillingInsideAMultiRowInsertUndoesTheWholeBatch() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("full-rows.db"))
-        _ = try await store.submit(StoreBatch(events: [testEvent("before")]))
+        _ = try await store.commit(StoreBatch(events: [testEvent("before")]))
         _ = try await store.withConnection { connection in
             try connection.scalarInt64("PRAGMA max_page_count = \(try connection.scalarInt64("PRAGMA page_count") ?? 0)")
         }
@@ -519,7 +519,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         events.append(big)
         let batch = StoreBatch(stateChanges: [DeviceStateChange(device: "b", state: [2])], events: events,
                                outbox: events.map { testMessage(.local, $0.id) })
-        let error = try await #require(throws: SQLiteError.self) { _ = try await store.submit(batch) }
+        let error = try await #require(throws: SQLiteError.self) { _ = try await store.commit(batch) }
         #expect(error.isFull)
         #expect(error.context.hasPrefix("INSERT OR IGNORE INTO journal"))
         #expect(try await store.deviceStates() == [:])
@@ -527,7 +527,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         #expect(try await store.outbox(.local, limit: 100).isEmpty)
 
         _ = try await store.withConnection { try $0.scalarInt64("PRAGMA max_page_count = 1000000") }
-        let receipt = try await store.submit(batch)
+        let receipt = try await store.commit(batch)
         #expect(receipt.duplicateEventIDs.isEmpty)
         #expect(try await store.events(JournalQuery()).map(\.event.id) == ["before"] + events.map(\.id))
         // Its payload is not JSON: the fields read from it are empty, and the query still works.
@@ -540,7 +540,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func aFullDatabaseFailsSubmittersClearlyAndRecovers() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("full.db"))
-        _ = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "a", state: [1])],
+        _ = try await store.commit(StoreBatch(stateChanges: [DeviceStateChange(device: "a", state: [1])],
                                               events: [testEvent("before")]))
         // Cap the file at its current size: the next page it needs fails with SQLITE_FULL.
         let limit = try await store.withConnection { connection in
@@ -553,7 +553,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             for k in 0..<5 {
                 group.addTask {
                     do {
-                        return .success(try await store.submit(StoreBatch(
+                        return .success(try await store.commit(StoreBatch(
                             stateChanges: [DeviceStateChange(device: "big\(k)", state: big)],
                             events: [testEvent("caused-by-big\(k)")])))
                     } catch {
@@ -579,7 +579,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
 
         // The fault clears: the same kind of batch now commits.
         _ = try await store.withConnection { try $0.scalarInt64("PRAGMA max_page_count = 1000000") }
-        let receipt = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "big", state: big)],
+        let receipt = try await store.commit(StoreBatch(stateChanges: [DeviceStateChange(device: "big", state: big)],
                                                         events: [testEvent("after")]))
         #expect(receipt.transaction == faulted.transactions + 1)
         #expect(try await store.deviceState("big") == big)

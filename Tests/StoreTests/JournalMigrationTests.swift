@@ -58,9 +58,9 @@ import TestSupport
         #expect(await store.settledStream(.remote) == 0)
 
         // Numbering goes on after the deleted last event (3), and duplicates are still found.
-        _ = try await store.submit(StoreBatch(events: [testEvent("d", fix: 103)]))
+        _ = try await store.commit(StoreBatch(events: [testEvent("d", fix: 103)]))
         #expect(try await store.events(JournalQuery(afterSequence: 2)).map(\.sequence) == [4])
-        let receipt = try await store.submit(StoreBatch(events: [testEvent("a", fix: 100)]))
+        let receipt = try await store.commit(StoreBatch(events: [testEvent("a", fix: 100)]))
         #expect(receipt.duplicateEventIDs == ["a"])
 
         // Retention keeps the events an outbox still reads ("a", "b"), not the others.
@@ -95,11 +95,11 @@ import TestSupport
         #expect(try await store.withConnection { try $0.userVersion() } == GatewayStore.schemaVersion)
         // The monitor states were carried over (their table was rebuilt too).
         #expect(try await store.deviceStates() == ["d": [1, 2]])
-        _ = try await store.submit(StoreBatch(stateChanges: [DeviceStateChange(device: "d", state: [3])]))
+        _ = try await store.commit(StoreBatch(stateChanges: [DeviceStateChange(device: "d", state: [3])]))
         #expect(try await store.deviceState("d") == [3])
         #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA freelist_count") } == 0)
         #expect(try await store.events(JournalQuery(device: "d")).count == 200)
-        _ = try await store.submit(StoreBatch(events: [testEvent("next", fix: 1000)]))
+        _ = try await store.commit(StoreBatch(events: [testEvent("next", fix: 1000)]))
         #expect(try await store.events(JournalQuery(afterSequence: 200)).map(\.sequence) == [201])
         await store.close()
     }

@@ -198,7 +198,7 @@ struct GatewayServer: Sendable {
         guard let (batch, unreadable) = found else { return StoreBatch() }
         if unreadable > 0 { logger.warning("lines of the spill file could not be read (cut by a kill)", ["file": spill.path, "lines": "\(unreadable)"]) }
         do {
-            _ = try await store.submit(batch)
+            _ = try await store.commit(batch)
             spill.remove()
             logger.notice("committed what the database refused before the last stop", [
                 "file": spill.path, "states": "\(batch.stateChanges.count)", "events": "\(batch.events.count)"])

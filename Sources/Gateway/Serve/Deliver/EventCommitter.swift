@@ -36,8 +36,8 @@ package protocol StepSink: Sendable {
 
 /// Where the committer hands one destination's messages: its ``OutboxPublisher``.
 package protocol CommittedOutbox: Sendable {
-    /// Rows just committed, numbered, in order.
-    func notifyCommitted(rows: [OutboxRow])
+    /// Delivers rows just committed, numbered, in order, from memory.
+    func deliverFresh(rows: [OutboxRow])
     /// Messages the database refused, to publish from memory.
     func publishVolatile(_ messages: [OutboxMessage])
     /// Ids of events published from memory that the broker acknowledged.
@@ -297,7 +297,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
                 }
                 // The committed rows, numbered: handed over in memory.
                 for (destination, rows) in Dictionary(grouping: receipt.outbox, by: \.message.destination) {
-                    publishers[destination]?.notifyCommitted(rows: rows)
+                    publishers[destination]?.deliverFresh(rows: rows)
                 }
             } catch {
                 warnings.set("database", databaseWarning(error))

@@ -21,7 +21,7 @@ import Synchronization
 /// The bookkeeping is ``OutboxWindow``'s, a state machine held in one `Mutex`; this class only
 /// feeds it and performs what it returns (publishes, reads, commits, warnings). Events just
 /// committed to the stream are handed to libmosquitto by a job on the network thread that the
-/// committer queues (``notifyCommitted(rows:)``), when nothing that ``run()`` hands over can
+/// committer queues (``deliverFresh(rows:)``), when nothing that ``run()`` hands over can
 /// come before them (the usual case): one thread hop from the commit to the publish instead
 /// of two. Everything else (database reads, the table, acknowledgements, settling) is
 /// ``run()``'s, and while it hands messages over, fresh ones wait for it.
@@ -29,7 +29,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     enum Signal: Sendable {
         /// Rows were committed that are only in the database (read them back).
         case committed
-        /// Rows were committed and handed over in memory (``notifyCommitted(rows:)``).
+        /// Rows were committed and handed over in memory (``deliverFresh(rows:)``).
         case fresh
         case acknowledged(MQTTAcknowledgement)
         case connected
@@ -101,10 +101,12 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         }
     }
 
-    /// Rows were committed to this destination's outbox, with their sequences: they can go out
-    /// without a database read (which would wait behind the next group commit).
-    func notifyCommitted(rows: [OutboxRow]) {
-        guard !rows.isEmpty else { return notifyCommitted() }
+    /// Delivers rows just committed to this destination's outbox, from memory: they go out
+    /// without a database read (which would wait behind the next group commit), on the network
+    /// thread, or through ``run()`` when something older must go first. No rows: as
+    /// ``deliverWaiting()``.
+    func deliverFresh(rows: [OutboxRow]) {
+        guard !rows.isEmpty else { return deliverWaiting() }
         withWindow { $0.freshRowsCommitted(rows) }
         client.perform { [self] in publishFresh() }
     }
@@ -163,8 +165,9 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         armProgressTimer(at: Self.progressInterval)
     }
 
-    /// Tells ``run()`` to read what waits in the database or in memory.
-    func notifyCommitted() {
+    /// Has ``run()`` deliver what waits in the database (rows it must read back) or in memory
+    /// (events the database refused): nothing is handed over here.
+    func deliverWaiting() {
         if !committedPending.exchange(true, ordering: .acquiringAndReleasing) {
             _ = signals.trySend(.committed)
         }
@@ -200,7 +203,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
             warnings.set("outbox-\(destination.rawValue)-volatile",
                          "the database fails and \(total) \(destination.rawValue) events kept in memory were dropped, oldest first (cap \(volatileCap))")
         }
-        notifyCommitted()
+        deliverWaiting()
     }
 
     var deliveredFromMemory: Set<String> { withWindow { $0.deliveredFromMemory } }
@@ -313,7 +316,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
                 }
             case .commit(let work):
                 do {
-                    let receipt = try await store.submit(work)
+                    let receipt = try await store.commit(work)
                     // The refused events' new rows (the batch queues nothing else).
                     withWindow { $0.progressCommitted(outboxSequences: receipt.outbox.map(\.sequence)) }
                 } catch {
