@@ -28,17 +28,15 @@ extension GatewayStore {
     }
 
     /// Runs `body` isolated to the store: right here, on the caller's thread, when no job is
-    /// queued or running on the store's queue (libdispatch runs the `sync` block in place, so
-    /// no thread is woken at all), else queued behind those jobs as ``perform(_:)`` does, so
-    /// the caller never waits for them. Returns whether it ran here.
+    /// queued or running on the store's queue (no thread is woken at all), else queued behind
+    /// those jobs as ``perform(_:)`` does, so the caller never waits for them. The decision is
+    /// one atomic claim of the store's executor (``StoreExecutor/runHereIfIdle(_:)``): a job
+    /// queued after it waits for `body`, not the caller for the job. Returns whether it ran here.
     @discardableResult
     public nonisolated func performHereIfIdle(_ body: @escaping @Sendable (isolated GatewayStore) -> Void) -> Bool {
-        guard executor.isIdle else {
-            perform(body)
-            return false
-        }
-        executor.sync { self.assumeIsolated { body($0) } }
-        return true
+        if executor.runHereIfIdle({ self.assumeIsolated { body($0) } }) { return true }
+        perform(body)
+        return false
     }
 
     /// Removes acknowledged messages from `destination`'s outbox; returns how many were there.
