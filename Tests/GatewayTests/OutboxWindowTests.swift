@@ -167,6 +167,31 @@ import Testing
         #expect(w.table.handed == 7)
     }
 
+    /// The network thread publishes fresh rows outside the machine's lock, between
+    /// ``OutboxWindow/takeFresh()`` and ``OutboxWindow/freshPublished(_:)``: a pump asked for
+    /// meanwhile does nothing (the stream's cursor and the room are not recorded yet, and a
+    /// read of the stream would hand the same rows over again), and the end of the fresh
+    /// handing asks for it again.
+    @Test func aPumpWaitsForFreshRowsBeingPublished() {
+        var w = Self.window(4)
+        var ids = Ids()
+        Self.pumpEmpty(&w)
+        w.freshRowsCommitted(Self.rows(.journal, 1...2))
+        #expect(Self.published(w.takeFresh()) == ["j1", "j2"])
+        // run() took a `committed` signal meanwhile and pumps.
+        w.committed()
+        #expect(w.startPump() == .done)
+        #expect(w.pumpDeferred && !w.pumping)
+        #expect(w.freshPublished(ids.take(2)) == .wakeRun)
+        #expect(!w.pumpDeferred)
+        #expect(w.stream.handed == 2)
+        // Asked again, it reads past the rows the network thread handed over, within the room left.
+        #expect(w.startPump() == .read(.table, after: 0, limit: 2))
+        #expect(w.read([]) == .read(.journal, after: 2, limit: 2))
+        #expect(w.read([]) == .done)
+        #expect(w.inflight == [1: .journal(1), 2: .journal(2)])
+    }
+
     @Test func acknowledgementsSettleTheStreamUpToTheOldestInFlight() {
         var w = Self.window()
         var ids = Ids()

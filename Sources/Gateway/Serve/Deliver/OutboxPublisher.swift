@@ -118,23 +118,27 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         }
     }
 
-    /// On the network thread (or the committer's, with no connection loop): hands the fresh
-    /// stream events to libmosquitto when the machine says so (``OutboxWindow/takeFresh()``),
-    /// under its lock (each publish only queues the message); otherwise leaves them to ``run()``.
+    /// On the network thread: hands the fresh stream events to libmosquitto when the machine
+    /// says so (``OutboxWindow/takeFresh()``), outside its lock, then records their message ids
+    /// (``OutboxWindow/freshPublished(_:)``); otherwise leaves them to ``run()``. Acknowledgements
+    /// are taken on this thread too, so none can come between a publish and that record. Run
+    /// anywhere else (the committer's thread, when no connection loop runs and
+    /// ``MQTTClient/perform(_:)`` runs the job in place) it leaves them to ``run()``, whose
+    /// publishes go through the network thread.
     private func publishFresh() {
-        let (wakeRun, parked) = withWindow { window in
-            var action = window.takeFresh()
-            if case .publish(let messages) = action {
-                action = window.freshPublished(messages.map { message in
-                    Self.publication(Result {
-                        try client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
-                    })
+        guard client.isNetworkThread else { return signalFresh() }
+        var action = withWindow { $0.takeFresh() }
+        if case .publish(let messages) = action {
+            let publications = messages.map { message in
+                Self.publication(Result {
+                    try client.publish(topic: message.topic, payload: message.payload, qos: MQTTQoS(message.qos))
                 })
             }
-            return (action == .wakeRun, window.takeParked())
+            let parked: [OutboxWindow.Parked]
+            (action, parked) = withWindow { ($0.freshPublished(publications), $0.takeParked()) }
+            report(parked)
         }
-        report(parked)
-        if wakeRun { signalFresh() }
+        if action == .wakeRun { signalFresh() }
     }
 
     /// What a publish's result means for the outbox.

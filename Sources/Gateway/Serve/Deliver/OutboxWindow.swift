@@ -9,12 +9,14 @@ import Store
 ///
 /// It does nothing itself: no locks, no I/O, no clock. Every input is a mutating method that
 /// returns what the caller must do next, so every rule is tested without a broker or a store
-/// (`OutboxWindowTests`). ``OutboxPublisher`` holds it in one `Mutex` and performs the actions;
-/// the threads feed it:
+/// (`OutboxWindowTests`). ``OutboxPublisher`` holds it in one `Mutex` and performs the actions
+/// after releasing it (libmosquitto is never called under the lock); the threads feed it:
 /// - the committer: ``freshRowsCommitted(_:)`` and ``keepVolatile(_:)`` (rows just committed,
 ///   events the database refused);
-/// - libmosquitto's network thread: ``takeFresh()`` then ``freshPublished(_:)`` (fresh stream
-///   rows handed over without a database read, in the same critical section), and
+/// - libmosquitto's network thread: ``takeFresh()``, the publishes, then ``freshPublished(_:)``
+///   (fresh stream rows handed over without a database read; the acknowledgements are taken
+///   on the same thread, so none can come before the message ids are recorded, and a pump
+///   asked for in between waits for ``freshPublished(_:)``), and
 ///   ``takeAcknowledgementOnArrival(_:)``;
 /// - ``OutboxPublisher/run()``'s task: everything else, one call at a time — the signals
 ///   (``committed()``, ``connected()``, ``acknowledged(_:)``), the pump (``startPump()``, then
@@ -188,6 +190,9 @@ struct OutboxWindow: Sendable {
     /// Fresh rows the network thread publishes (``takeFresh()``), and whether table rows were
     /// left for ``OutboxPublisher/run()``.
     private var freshHanding: (handing: Handing, tableRowsLeft: Bool)?
+    /// ``startPump()`` was asked for while the network thread published fresh rows: it did
+    /// nothing, and ``freshPublished(_:)`` wakes ``OutboxPublisher/run()`` to ask again.
+    private(set) var pumpDeferred = false
 
     init(destination: OutboxDestination, window: Int, volatileCap: Int, progressInterval: Double) {
         self.destination = destination
@@ -308,7 +313,9 @@ struct OutboxWindow: Sendable {
         freshHanding = nil
         record(handing.rows, ids: ids)
         finish(handing)
-        return tableRowsLeft || !stream.exhausted ? .wakeRun : .done
+        let pumpWanted = pumpDeferred
+        pumpDeferred = false
+        return tableRowsLeft || !stream.exhausted || pumpWanted ? .wakeRun : .done
     }
 
     /// Takes a stream event's successful acknowledgement off the window when neither source
@@ -330,8 +337,15 @@ struct OutboxWindow: Sendable {
     /// Begins handing messages over until the window is full or nothing waits: events kept in
     /// memory, then fresh rows whose source was read to its end, then each source from the
     /// database (the table, then the stream). Fresh rows wait for it meanwhile (``pumping``).
+    /// While the network thread publishes fresh rows (between ``takeFresh()`` and
+    /// ``freshPublished(_:)``) it does nothing: what it would read or count as room is not
+    /// recorded yet, so ``freshPublished(_:)`` asks for the pump again (``FreshAction/wakeRun``).
     mutating func startPump() -> PumpAction {
         precondition(!pumping && awaiting == nil, "one pump at a time")
+        if freshHanding != nil {
+            pumpDeferred = true
+            return .done
+        }
         stage = .volatile
         return advance()
     }
