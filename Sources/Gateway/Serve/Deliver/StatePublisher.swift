@@ -15,6 +15,8 @@ import Synchronization
 ///
 /// Messages are handed to libmosquitto on its network thread (``MQTTClient/perform(_:)``),
 /// where the acknowledgements arrive too: the committer's thread only marks a topic as due.
+/// libmosquitto is never called under the book's lock: one pump at a time takes what is due
+/// under it, publishes after releasing it, and records the message ids under it again.
 package final class StatePublisher: Sendable {
     /// Hands one message to libmosquitto and returns its message id.
     typealias Send = @Sendable (_ topic: String, _ payload: [UInt8]) throws -> Int32
@@ -46,6 +48,19 @@ package final class StatePublisher: Sendable {
         var dueSet: Set<String> = []
         /// Message id -> topic, for the messages libmosquitto holds.
         var inflight: [Int32: String] = [:]
+        /// A pump hands messages over (outside the lock); another caller leaves it to that one,
+        /// which looks for due topics again before it ends. So the messages of one topic go
+        /// out in the order their payloads were set.
+        var pumping = false
+        /// Counts ``StatePublisher/republishAll()``s: the message ids of a pump that began
+        /// before one are not recorded (the republish forgot every message in flight).
+        var epoch = 0
+        /// Acknowledgements of ids not in flight that came while a pump published (possible
+        /// only when it runs off the network thread): the pump's own ones are applied when it
+        /// records its ids. Empty when no pump runs.
+        var early: [Int32: MQTTAcknowledgement] = [:]
+        /// The buffers of the last pump, reused by the next (a pump owns them while it runs).
+        var spare = PumpWork()
 
         mutating func markDue(_ topic: String) {
             if dueSet.insert(topic).inserted { due.append(topic) }
@@ -65,6 +80,54 @@ package final class StatePublisher: Sendable {
             dueSet.remove(topic)
             return topic
         }
+
+        /// Begins a pump unless one runs (that one goes on for the caller and looks for due
+        /// topics again before it ends): nil then, or when nothing due fits in the window.
+        mutating func beginPump(window: Int) -> PumpWork? {
+            guard !pumping else { return nil }
+            pumping = true
+            var work = spare
+            spare = PumpWork()
+            return fillDue(&work, window: window) ? work : nil
+        }
+
+        /// Records the message ids `work` got (unless a republish came since it began) and
+        /// returns the refusals among the acknowledgements that came before them.
+        mutating func record(_ work: PumpWork) -> [MQTTAcknowledgement] {
+            guard work.epoch == epoch else { return [] }
+            var refused: [MQTTAcknowledgement] = []
+            for (id, topic) in work.sent {
+                if !early.isEmpty, let ack = early.removeValue(forKey: id) {
+                    if !ack.isSuccess { refused.append(ack) }
+                } else {
+                    inflight[id] = topic
+                }
+            }
+            return refused
+        }
+
+        /// Fills `work` with the due topics that fit in the window; when none does, ends the
+        /// pump and keeps its buffers for the next one (false).
+        mutating func fillDue(_ work: inout PumpWork, window: Int) -> Bool {
+            work.epoch = epoch
+            work.messages.removeAll(keepingCapacity: true)
+            work.sent.removeAll(keepingCapacity: true)
+            while inflight.count + work.messages.count < window, let topic = nextDue() {
+                work.messages.append((topic, payloads[topic] ?? []))
+            }
+            if !work.messages.isEmpty { return true }
+            pumping = false
+            if !early.isEmpty { early.removeAll() }
+            spare = work
+            return false
+        }
+    }
+
+    /// One pump's messages to publish and the message ids they got.
+    private struct PumpWork: Sendable {
+        var epoch = 0
+        var messages: [(topic: String, payload: [UInt8])] = []
+        var sent: [(id: Int32, topic: String)] = []
     }
 
     /// Publishing through `client` (nil: only remembering states).
@@ -133,7 +196,7 @@ package final class StatePublisher: Sendable {
         perform { [self] in
             // Cleared before the pump looks: a device marked due from now on schedules another.
             pumpScheduled.store(false, ordering: .releasing)
-            book.withLock { pump(&$0) }
+            pump(book.withLock { $0.beginPump(window: window) })
         }
     }
 
@@ -143,25 +206,30 @@ package final class StatePublisher: Sendable {
     func republishAll() {
         guard send != nil else { return }
         perform { [self] in
-            book.withLock { book in
+            pump(book.withLock { book in
                 book.inflight.removeAll()
+                book.epoch &+= 1
                 for topic in book.payloads.keys { book.markDue(topic) }
-                pump(&book)
-            }
+                return book.beginPump(window: window)
+            })
         }
     }
 
     /// Takes the broker's answer to a retained message and sends the next due one. Returns
     /// false when `ack` is not for one of them (an event's, for the outbox).
     func acknowledged(_ ack: MQTTAcknowledgement) -> Bool {
-        book.withLock { book in
-            guard book.inflight.removeValue(forKey: ack.messageId) != nil else { return false }
-            if !ack.isSuccess {
-                logger.warning("the broker refused a retained message", ["mqtt.reason": "0x\(String(ack.reasonCode, radix: 16)) \(ack.reason)"])
+        let (mine, work): (Bool, PumpWork?) = book.withLock { book in
+            guard book.inflight.removeValue(forKey: ack.messageId) != nil else {
+                // Perhaps of a message a pump elsewhere has published and not recorded yet.
+                if book.pumping { book.early[ack.messageId] = ack }
+                return (false, nil)
             }
-            pump(&book)
-            return true
+            return (true, book.beginPump(window: window))
         }
+        guard mine else { return false }
+        if !ack.isSuccess { warnRefused(ack) }
+        pump(work)
+        return true
     }
 
     /// The retained topics known (published and not cleared).
@@ -170,19 +238,32 @@ package final class StatePublisher: Sendable {
     /// Messages handed to libmosquitto and not yet acknowledged, and topics waiting for a place.
     var pending: (inflight: Int, due: Int) { book.withLock { ($0.inflight.count, $0.dueSet.count) } }
 
-    /// Hands due messages to libmosquitto while the window has room. Called with the lock held, so
-    /// an acknowledgement cannot overtake the message id being recorded (and on the network
-    /// thread, where the acknowledgements arrive).
-    private func pump(_ book: inout Book) {
-        guard let send else { return }
-        while book.inflight.count < window, let topic = book.nextDue() {
-            do {
-                let id = try send(topic, book.payloads[topic] ?? [])
-                book.inflight[id] = topic
-            } catch {
-                logger.debug("retained message not published now (sent again on reconnect)", ["mqtt.topic": topic, "error": "\(error)"])
+    /// Hands `started`'s messages (from ``Book/beginPump(window:)``; nil: another pump runs, or
+    /// nothing is due) to libmosquitto, outside the lock, then records their message ids under it and
+    /// goes on while due topics fit in the window. On the network thread no acknowledgement can
+    /// come before the record; elsewhere (a job run in place while no connection loop runs) one
+    /// that does is kept in ``Book/early`` and applied here.
+    private func pump(_ started: PumpWork?) {
+        guard let send, var work = started else { return }
+        while true {
+            for (topic, payload) in work.messages {
+                do {
+                    work.sent.append((try send(topic, payload), topic))
+                } catch {
+                    logger.debug("retained message not published now (sent again on reconnect)", ["mqtt.topic": topic, "error": "\(error)"])
+                }
             }
+            let (more, refused) = book.withLock { book in
+                let refused = book.record(work)
+                return (book.fillDue(&work, window: window), refused)
+            }
+            for ack in refused { warnRefused(ack) }
+            guard more else { return }
         }
+    }
+
+    private func warnRefused(_ ack: MQTTAcknowledgement) {
+        logger.warning("the broker refused a retained message", ["mqtt.reason": "0x\(String(ack.reasonCode, radix: 16)) \(ack.reason)"])
     }
 }
 
