@@ -19,17 +19,25 @@ func mqttOnConnect(
     _ properties: OpaquePointer?
 ) {
     guard let core = core(object) else { return }
+    core.assertOnNetworkThread()
     if code == 0 {
-        core.lock.lock()
-        core.isConnected = true
-        core.connackSucceeded = true
-        core.failedAttempts = 0
-        core.pendingSubscriptions.removeAll()
-        for subscription in core.subscriptions {
-            // A failure here (out of memory) shows as a missing `subscribed` event.
-            try? core.sendSubscribeLocked(subscription.filter, qos: subscription.qos)
+        let subscriptions = core.lock.withLock {
+            core.isConnected = true
+            core.connackSucceeded = true
+            core.failedAttempts = 0
+            core.pendingSubscriptions.removeAll()
+            return core.subscriptions
         }
-        core.lock.unlock()
+        // libmosquitto is called with the lock released; the SUBACKs are read on this thread
+        // after this callback, so every message id is recorded before its answer.
+        var sent: [(id: Int32, filter: String)] = []
+        for subscription in subscriptions {
+            // A failure here (out of memory) shows as a missing `subscribed` event.
+            if let id = try? core.sendSubscribe(subscription.filter, qos: subscription.qos) {
+                sent.append((id, subscription.filter))
+            }
+        }
+        core.recordSubscriptions(sent)
         core.report(.connected(sessionPresent: flags & 1 != 0))
     } else {
         core.lock.withLock { core.wasRefused = true }
@@ -43,6 +51,7 @@ func mqttOnDisconnect(
     _ handle: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ code: Int32, _ properties: OpaquePointer?
 ) {
     guard let core = core(object) else { return }
+    core.assertOnNetworkThread()
     let wasConnected = core.lock.withLock {
         let wasConnected = core.isConnected
         core.isConnected = false
@@ -60,6 +69,7 @@ func mqttOnPublish(
     _ properties: OpaquePointer?
 ) {
     guard let core = core(object) else { return }
+    core.assertOnNetworkThread()
     core.currentDelegate.handle(.acknowledged(MQTTAcknowledgement(messageId: messageId, reasonCode: reasonCode)))
 }
 
@@ -71,6 +81,7 @@ func mqttOnMessage(
     _ message: UnsafePointer<mosquitto_message>?, _ properties: OpaquePointer?
 ) {
     guard let core = core(object), let message = message?.pointee, let topic = message.topic else { return }
+    core.assertOnNetworkThread()
     let topicText = String(cString: topic)
     let size = Int(max(message.payloadlen, 0))
     let delegate = core.currentDelegate
@@ -113,6 +124,7 @@ func mqttOnSubscribe(
     _ codes: UnsafePointer<Int32>?, _ properties: OpaquePointer?
 ) {
     guard let core = core(object) else { return }
+    core.assertOnNetworkThread()
     let filters = core.lock.withLock { core.pendingSubscriptions.removeValue(forKey: messageId) } ?? []
     let granted = codes.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
     core.report(.subscribed(filters: filters, codes: granted))

@@ -143,8 +143,50 @@ public final class MQTTClient: @unchecked Sendable {
     ///   keepalive out of range) or when the thread cannot start.
     public func start() throws {
         core.lock.lock()
+        guard core.phase == .idle else {
+            core.lock.unlock()
+            return
+        }
+        // Claimed: another start returns, a stop waits for the end of this one. libmosquitto
+        // is called with the lock released.
+        core.phase = .starting
+        core.endpointIndex = 0
+        core.lock.unlock()
+        let connectPending: Bool
+        do {
+            connectPending = try connectFirst()
+        } catch {
+            core.lock.withLock {
+                core.phase = .idle
+                core.lock.broadcast()
+            }
+            throw error
+        }
+        core.lock.lock()
         defer { core.lock.unlock() }
-        guard core.phase == .idle else { return }
+        core.phase = .running
+        core.lock.broadcast()
+        let argument = Unmanaged.passRetained(core).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            connectPending ? { mqttNetworkThreadMain($0) } : { mqttNetworkThreadMainAfterFailure($0) },
+            argument)
+        guard created == 0 else {
+            Unmanaged<MQTTClientCore>.fromOpaque(argument).release()
+            core.phase = .idle
+            core.firstConnectFailure = nil
+            throw MosquittoError(
+                code: Int32(MOSQ_ERR_ERRNO.rawValue), message: String(cString: strerror(created)),
+                call: "pthread_create")
+        }
+        core.thread = thread
+    }
+
+    /// `start()`'s first `mosquitto_connect_async` with the CONNECT properties, no lock held:
+    /// true when the connection is pending, false when the broker is unreachable right now (the
+    /// network thread reports that and retries).
+    private func connectFirst() throws -> Bool {
         let configuration = self.configuration
         var properties: OpaquePointer?
         defer { mosquitto_property_free_all(&properties) }
@@ -160,14 +202,12 @@ public final class MQTTClient: @unchecked Sendable {
                 "mosquitto_property_add_int32(MAXIMUM_PACKET_SIZE)")
         }
         let first = configuration.endpoints[0]
-        core.endpointIndex = 0
         let code = geotrigger_mosquitto_connect_async_v5(
             handle, first.host, Int32(clamping: first.port), Int32(clamping: configuration.keepalive),
             properties)
-        let connectPending: Bool
         switch code {
         case Int32(MOSQ_ERR_SUCCESS.rawValue):
-            connectPending = true
+            return true
         case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_NOT_SUPPORTED.rawValue), Int32(MOSQ_ERR_NOMEM.rawValue),
             Int32(MOSQ_ERR_PROTOCOL.rawValue), Int32(MOSQ_ERR_DUPLICATE_PROPERTY.rawValue):
             throw MosquittoError(
@@ -176,25 +216,12 @@ public final class MQTTClient: @unchecked Sendable {
                     + " (host \"\(first.host)\", port \(first.port), keepalive \(configuration.keepalive))",
                 call: "mosquitto_connect_async")
         default:
-            // Unreachable right now (refused, name lookup failed...): the thread retries.
-            connectPending = false
-            core.report(.connectFailed(MosquittoError(code: code, call: "mosquitto_connect_async")))
+            // Unreachable right now (refused, name lookup failed...): the network thread reports
+            // it (the delegate hears it there) and retries.
+            let failure = MosquittoError(code: code, call: "mosquitto_connect_async")
+            core.lock.withLock { core.firstConnectFailure = failure }
+            return false
         }
-        core.phase = .running
-        let argument = Unmanaged.passRetained(core).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(
-            &thread, nil,
-            connectPending ? { mqttNetworkThreadMain($0) } : { mqttNetworkThreadMainAfterFailure($0) },
-            argument)
-        guard created == 0 else {
-            Unmanaged<MQTTClientCore>.fromOpaque(argument).release()
-            core.phase = .idle
-            throw MosquittoError(
-                code: Int32(MOSQ_ERR_ERRNO.rawValue), message: String(cString: strerror(created)),
-                call: "pthread_create")
-        }
-        core.thread = thread
     }
 
     /// Disconnects cleanly (DISCONNECT, so no will) and waits for the network thread to end
@@ -211,6 +238,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// the stop never does.)
     public func stop(last: (@Sendable () -> Void)? = nil) {
         core.lock.lock()
+        while core.phase == .starting { core.lock.wait() }
         guard core.phase == .running, let thread = core.thread else {
             if core.phase == .idle { core.phase = .stopped }
             core.lock.unlock()
@@ -239,30 +267,40 @@ public final class MQTTClient: @unchecked Sendable {
     /// "retained messages only if the subscription is new"). Subscribing to a filter again
     /// replaces its QoS. The broker's answer arrives as `.subscribed`.
     ///
-    /// - Throws: `MosquittoError` for an invalid filter (or if libmosquitto refuses it).
+    /// The SUBSCRIBE is sent on the network thread (``perform(_:)``), where its SUBACK is read,
+    /// so its message id is known before the answer; with no connection loop running it is not
+    /// sent at all (not connected: the next CONNACK subscribes it).
+    ///
+    /// - Throws: `MosquittoError` for an invalid filter, or, called on the network thread, if
+    ///   libmosquitto refuses it (from elsewhere a refusal shows as a missing `.subscribed`, as
+    ///   after a CONNACK).
     public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws {
         try MosquittoError.check(mosquitto_sub_topic_check(filter), "mosquitto_sub_topic_check(\(filter))")
-        try core.lock.withLock {
+        core.lock.withLock {
             if let index = core.subscriptions.firstIndex(where: { $0.filter == filter }) {
                 core.subscriptions[index].qos = qos
             } else {
                 core.subscriptions.append((filter, qos))
             }
-            try core.sendSubscribeLocked(filter, qos: qos)
         }
-        core.wake()
+        if core.isNetworkThread { return try core.subscribeNow(filter, qos: qos) }
+        core.perform { [core] in
+            guard core.isNetworkThread else { return }
+            try? core.subscribeNow(filter, qos: qos)
+        }
     }
 
     /// Removes `filter` from the subscriptions (and from the broker's session if connected).
+    /// The UNSUBSCRIBE is sent on the network thread, as ``subscribe(_:qos:)``'s SUBSCRIBE.
+    ///
+    /// - Throws: `MosquittoError`, called on the network thread, if libmosquitto refuses it.
     public func unsubscribe(_ filter: String) throws {
-        try core.lock.withLock {
-            core.subscriptions.removeAll { $0.filter == filter }
-            let code = mosquitto_unsubscribe_v5(handle, nil, filter, nil)
-            if code != Int32(MOSQ_ERR_NO_CONN.rawValue) {
-                try MosquittoError.check(code, "mosquitto_unsubscribe_v5(\(filter))")
-            }
+        core.lock.withLock { core.subscriptions.removeAll { $0.filter == filter } }
+        if core.isNetworkThread { return try core.unsubscribeNow(filter) }
+        core.perform { [core] in
+            guard core.isNetworkThread else { return }
+            try? core.unsubscribeNow(filter)
         }
-        core.wake()
     }
 
     // MARK: Publishing
@@ -387,6 +425,15 @@ public final class MQTTClient: @unchecked Sendable {
     /// Whether the caller is the network thread (the one that reads the socket and runs the
     /// inline handler and the after-reads handler).
     public var isNetworkThread: Bool { core.isNetworkThread }
+
+    /// For code that must run on the network thread (an ``MQTTClientDelegate``'s methods, work
+    /// it owns): in debug builds traps, naming `function`, when the caller is another thread;
+    /// in release builds does nothing.
+    public func assertOnNetworkThread(_ function: StaticString = #function) {
+        #if DEBUG
+        core.assertOnNetworkThread(function)
+        #endif
+    }
 
     /// Messages received and waiting in the inbound queue.
     public var inboundDepth: Int { core.queue.depth }

@@ -13,7 +13,8 @@ final class MQTTClientCore: @unchecked Sendable {
     // handle, whose calls are thread-safe once `mosquitto_threaded_set(true)` is on
     // (libmosquitto's own mutexes).
 
-    enum Phase { case idle, running, stopping, stopped }
+    /// `starting`: `start()` calls libmosquitto (no lock held); `stop()` waits for it.
+    enum Phase { case idle, starting, running, stopping, stopped }
 
     let configuration: MQTTConfiguration
     let queue: MessageQueue
@@ -48,6 +49,8 @@ final class MQTTClientCore: @unchecked Sendable {
     var thread: pthread_t?
     /// `MQTTClient.stop(last:)`'s job, taken by the network thread once it stops reading.
     var lastJob: (@Sendable () -> Void)?
+    /// `start()`'s connect failed at once: the network thread reports it first.
+    var firstConnectFailure: MosquittoError?
 
     /// The network thread batches its reads (see `batchBytes`).
     let batching = Atomic<Bool>(false)
@@ -91,6 +94,15 @@ final class MQTTClientCore: @unchecked Sendable {
 
     /// Whether the caller is the network thread.
     var isNetworkThread: Bool { networkThread.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// Traps in debug builds when the caller is not the network thread (see
+    /// ``MQTTClient/assertOnNetworkThread(_:)``); nothing in release builds.
+    @inline(__always)
+    func assertOnNetworkThread(_ function: StaticString = #function) {
+        #if DEBUG
+        precondition(isNetworkThread, "\(function) must run on the client's network thread")
+        #endif
+    }
 
     /// Runs `job` on the network thread between two reads of the socket, in the order handed
     /// over; or right here when the caller is that thread, or when no connection loop runs
@@ -153,18 +165,44 @@ final class MQTTClientCore: @unchecked Sendable {
         eventContinuation.yield(event)
     }
 
-    /// Sends one SUBSCRIBE; call with `lock` held. `MOSQ_ERR_NO_CONN` is not an error: the
-    /// subscription goes out after the next CONNACK.
-    func sendSubscribeLocked(_ filter: String, qos: MQTTQoS) throws {
-        guard let handle else { return }
+    /// Sends one SUBSCRIBE and returns its message id; nil when not connected
+    /// (`MOSQ_ERR_NO_CONN`: the subscription goes out after the next CONNACK). Call it with no
+    /// lock held, on the network thread, and record the id (``recordSubscriptions(_:)``)
+    /// before the callback returns: the SUBACK is read on that thread.
+    func sendSubscribe(_ filter: String, qos: MQTTQoS) throws -> Int32? {
+        assertOnNetworkThread()
+        guard let handle else { return nil }
         // v5: on a resubscription to a session that still has it, do not resend retained
         // messages (the subscriber already had them); a new subscription still gets them.
         let options = isV5 ? Int32(MQTT_SUB_OPT_SEND_RETAIN_NEW.rawValue) : 0
         var messageId: Int32 = 0
         let code = mosquitto_subscribe_v5(handle, &messageId, filter, qos.rawValue, options, nil)
-        if code == Int32(MOSQ_ERR_NO_CONN.rawValue) { return }
+        if code == Int32(MOSQ_ERR_NO_CONN.rawValue) { return nil }
         try MosquittoError.check(code, "mosquitto_subscribe_v5")
-        pendingSubscriptions[messageId, default: []].append(filter)
+        return messageId
+    }
+
+    /// Remembers the filters of SUBSCRIBEs sent, by message id, for their SUBACKs.
+    func recordSubscriptions(_ sent: [(id: Int32, filter: String)]) {
+        guard !sent.isEmpty else { return }
+        lock.withLock {
+            for (id, filter) in sent { pendingSubscriptions[id, default: []].append(filter) }
+        }
+    }
+
+    /// On the network thread: subscribes `filter` now.
+    func subscribeNow(_ filter: String, qos: MQTTQoS) throws {
+        if let id = try sendSubscribe(filter, qos: qos) { recordSubscriptions([(id, filter)]) }
+    }
+
+    /// On the network thread: unsubscribes `filter` now (nothing when not connected).
+    func unsubscribeNow(_ filter: String) throws {
+        assertOnNetworkThread()
+        guard let handle else { return }
+        let code = mosquitto_unsubscribe_v5(handle, nil, filter, nil)
+        if code != Int32(MOSQ_ERR_NO_CONN.rawValue) {
+            try MosquittoError.check(code, "mosquitto_unsubscribe_v5(\(filter))")
+        }
     }
 
     // MARK: Network thread
@@ -175,10 +213,17 @@ final class MQTTClientCore: @unchecked Sendable {
     /// until `stop()`.
     func runNetworkLoop(connectPending: Bool) {
         guard let handle else { return }
-        lock.withLock { networkThreadID = geotrigger_thread_id() }
+        let threadID = geotrigger_thread_id()
+        lock.withLock { networkThreadID = threadID }
         networkThread.store(UInt(pthread_self()), ordering: .relaxed)
         defer { networkThread.store(0, ordering: .relaxed) }
         geotrigger_name_thread("mqtt-network")
+        if let failure = lock.withLock({ () -> MosquittoError? in
+            defer { firstConnectFailure = nil }
+            return firstConnectFailure
+        }) {
+            report(.connectFailed(failure))
+        }
         var needsConnect = !connectPending
         while true {
             if needsConnect {

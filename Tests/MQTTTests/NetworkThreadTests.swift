@@ -104,5 +104,52 @@ extension MQTTIntegrationTests {
             let results = await client.client.publish([MQTTMessage(topic: "t/alone", payload: [1], qos: .atLeastOnce)])
             #expect((try? results[0].get()) != nil)
         }
+
+        /// The network thread's work asserts where it runs (``MQTTClient/assertOnNetworkThread(_:)``):
+        /// the delegate's methods, the callbacks and jobs there pass, and every message and
+        /// acknowledgement of a round trip went through them.
+        @Test func workOnTheNetworkThreadPassesItsCheck() async throws {
+            let onThread = Atomic<Int>(0)
+            let (broker, prefix, subscriber, publisher) = try await subscriberAndPublisher("assert", qos: .atLeastOnce) { subscriber in
+                let client = subscriber.client
+                subscriber.collect()
+                subscriber.client.setInlineHandler { _ in
+                    client.assertOnNetworkThread()
+                    onThread.add(1, ordering: .relaxed)
+                    return false
+                }
+            }
+            defer { subscriber.stop(); publisher.stop(); _ = broker }
+            let id = try publisher.client.publish(topic: "\(prefix)/a", payload: "a", qos: .atLeastOnce)
+            #expect(await subscriber.waitMessages(1))
+            #expect(await publisher.waitAcknowledged([id]))
+            #expect(onThread.load(ordering: .relaxed) == 1)
+            let ran = await withCheckedContinuation { continuation in
+                subscriber.client.perform {
+                    subscriber.client.assertOnNetworkThread()
+                    continuation.resume(returning: subscriber.client.isNetworkThread)
+                }
+            }
+            #expect(ran)
+            // A subscription made on the network thread is sent there at once.
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                subscriber.client.perform {
+                    continuation.resume(with: Result { try subscriber.client.subscribe("\(prefix)/late", qos: .atLeastOnce) })
+                }
+            }
+            #expect(await subscriber.waitSubscribed("\(prefix)/late"))
+        }
+
+        #if DEBUG
+        /// Called from any other thread, the check traps (debug builds: the tests').
+        @Test func theNetworkThreadCheckTrapsElsewhere() async {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                let client = try MQTTClient(MQTTConfiguration(clientId: "elsewhere"))
+                client.assertOnNetworkThread()
+            }
+            let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+            #expect(text.contains("must run on the client's network thread"))
+        }
+        #endif
     }
 }
