@@ -183,6 +183,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     /// waking ``run()`` for each burst of acknowledgements was a pool thread's wake-up per
     /// event. Table rows, refusals, and room that a backlog waits for go to ``run()``.
     func acknowledged(_ ack: MQTTAcknowledgement) {
+        client.assertOnNetworkThread()
         if withWindow({ $0.takeAcknowledgementOnArrival(ack) }) {
             counters.acked.add(1, ordering: .relaxed)
             acknowledgementsTakenOnArrival.add(1, ordering: .relaxed)

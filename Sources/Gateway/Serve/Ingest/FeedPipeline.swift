@@ -80,16 +80,20 @@ final class FeedPipeline: MQTTClientDelegate {
 
     // MARK: On the network thread
 
+    // Each method checks where it runs in debug builds (`MQTTClient.assertOnNetworkThread`).
+
     /// Copies a payload only when it can be used: a feed update up to `input.maxPayload`
     /// (a larger one reaches ``take(_:)`` empty and is dropped as `oversize`), a control message
     /// up to the announced packet size (larger ones come only from a v3.1.1 broker).
     func acceptsPayload(size: Int, topic: String) -> Bool {
-        size <= feedPayloadLimit || (size <= controlPayloadLimit && control?.handles(topic) == true)
+        client.assertOnNetworkThread()
+        return size <= feedPayloadLimit || (size <= controlPayloadLimit && control?.handles(topic) == true)
     }
 
     /// Takes every message that is not the control plane's. Blocks the network thread while
     /// the committer is full (back-pressure to the broker).
     func take(_ message: MQTTMessage) -> Bool {
+        client.assertOnNetworkThread()
         if let control, control.handles(message.topic) {
             guard message.isPayloadOmitted else { return false }
             // Never hand an emptied payload on: an empty fence payload means "delete".
@@ -111,9 +115,13 @@ final class FeedPipeline: MQTTClientDelegate {
         return true
     }
 
-    func afterReads() { committer.commitBurst() }
+    func afterReads() {
+        client.assertOnNetworkThread()
+        committer.commitBurst()
+    }
 
     func handle(_ event: MQTTClientEvent) {
+        client.assertOnNetworkThread()
         switch event {
         case .acknowledged(let ack):
             if statePublisher.acknowledged(ack) { return }
@@ -177,10 +185,16 @@ final class UpstreamLink: MQTTClientDelegate {
         self.outbox = outbox
     }
 
-    func take(_ message: MQTTMessage) -> Bool { false }
-    func afterReads() {}
+    /// The upstream's network thread: checked in debug builds, as ``FeedPipeline``'s methods.
+    func take(_ message: MQTTMessage) -> Bool {
+        connection.client.assertOnNetworkThread()
+        return false
+    }
+
+    func afterReads() { connection.client.assertOnNetworkThread() }
 
     func handle(_ event: MQTTClientEvent) {
+        connection.client.assertOnNetworkThread()
         switch event {
         case .acknowledged(let ack): outbox.acknowledged(ack)
         case .connection(let change): if connection.record(change) == .up { outbox.connected() }
