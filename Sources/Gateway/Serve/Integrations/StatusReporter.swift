@@ -70,24 +70,31 @@ final class StatusReporter: Service, Sendable {
     }
 
     /// Publishes `status` now (and keeps it for the periodic reports). Returns the message id.
-    /// Under the status lock, so a periodic report that read the previous status cannot be
-    /// queued after this one.
+    /// On the local client's network thread (a connect's `started`, the `stopped` of
+    /// ``MQTTClient/stop(last:)``), as every periodic report: one thread, so a report that read
+    /// the previous status cannot be queued after this one, and no lock is held across the
+    /// publish.
     ///
     /// `qos`: the last status before a clean disconnect goes at QoS 0, which libmosquitto
     /// writes at once, ahead of the DISCONNECT; a QoS 1 message waits for a free slot of the
     /// broker's receive maximum, behind the events in flight, and the disconnect would drop it.
     @discardableResult
     func publish(_ status: String, _ sample: StatusSample? = nil, qos: MQTTQoS = .atLeastOnce) -> Int32? {
-        self.status.withLock { current in
-            current = status
-            return try? client.publish(topic: topic, payload: payload(status, sample), qos: qos, retain: true)
-        }
+        client.assertOnNetworkThread()
+        self.status.withLock { $0 = status }
+        return try? client.publish(topic: topic, payload: payload(status, sample), qos: qos, retain: true)
     }
 
-    /// The periodic report: the current status again, with `sample`.
+    /// The periodic report: the current status again, with `sample`. The payload is built here;
+    /// it is published on the network thread, unless the status changed meanwhile (the new one
+    /// went out there already) or no connection loop runs (the job then runs in place: not
+    /// connected, and the next connect publishes `started`).
     private func republish(_ sample: StatusSample) {
-        status.withLock { status in
-            _ = try? client.publish(topic: topic, payload: payload(status, sample), qos: .atLeastOnce, retain: true)
+        let status = self.status.withLock { $0 }
+        let payload = payload(status, sample)
+        client.perform { [self] in
+            guard client.isNetworkThread, self.status.withLock({ $0 }) == status else { return }
+            _ = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
         }
     }
 
