@@ -34,6 +34,9 @@ package final class StatePublisher: Sendable {
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
     private let perform: Perform
+    /// Whether the caller is where `send` belongs (the network thread): a job that `perform`
+    /// runs anywhere else (in place, while no connection loop runs) leaves the topics due.
+    private let onSendThread: @Sendable () -> Bool
     private let book = LeveledMutex(Book(), level: .statePublisherBook)
     /// A pump job is handed to `perform` and has not started yet.
     private let pumpScheduled = Atomic<Bool>(false)
@@ -139,18 +142,21 @@ package final class StatePublisher: Sendable {
         }
         self.init(prefix: prefix, logger: logger, window: window,
                   send: { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) },
-                  perform: { client.perform($0) }, discovery: discovery, occupancy: occupancy)
+                  perform: { client.perform($0) }, onSendThread: { client.isNetworkThread },
+                  discovery: discovery, occupancy: occupancy)
     }
 
     /// Publishing through any `send` (the tests' fake broker), called in the jobs given to
-    /// `perform` (default: right away).
+    /// `perform` (default: right away) where `onSendThread` says so (default: anywhere).
     init(prefix: String, logger: Logger, window: Int, send: Send?, perform: @escaping Perform = { $0() },
+         onSendThread: @escaping @Sendable () -> Bool = { true },
          discovery: HomeAssistantDiscovery? = nil, occupancy: Bool = false) {
         self.prefix = prefix
         self.logger = logger
         self.window = max(1, window)
         self.send = send
         self.perform = perform
+        self.onSendThread = onSendThread
         self.discovery = discovery
         self.occupancyEnabled = occupancy
         if let discovery { publish(topic: discovery.gatewayConfigTopic, payload: discovery.gatewayConfig()) }
@@ -191,11 +197,15 @@ package final class StatePublisher: Sendable {
     }
 
     /// Has the due topics handed over on the network thread, unless a job for it is queued.
+    /// Where `perform` runs the job in place on another thread (no connection loop runs: not
+    /// connected; a shard's restore, say, under the shard's lock), the topics stay due: the next
+    /// connect publishes every topic (``republishAll()``).
     private func schedulePump() {
         guard send != nil, !pumpScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         perform { [self] in
             // Cleared before the pump looks: a device marked due from now on schedules another.
             pumpScheduled.store(false, ordering: .releasing)
+            guard onSendThread() else { return }
             pump(book.withLock { $0.beginPump(window: window) })
         }
     }
@@ -206,11 +216,12 @@ package final class StatePublisher: Sendable {
     func republishAll() {
         guard send != nil else { return }
         perform { [self] in
+            let onThread = onSendThread()
             pump(book.withLock { book in
                 book.inflight.removeAll()
                 book.epoch &+= 1
                 for topic in book.payloads.keys { book.markDue(topic) }
-                return book.beginPump(window: window)
+                return onThread ? book.beginPump(window: window) : nil
             })
         }
     }
