@@ -51,6 +51,32 @@ import Testing
         #expect(publisher.count == 100)
     }
 
+    /// libmosquitto is called with the book's lock released: an acknowledgement that comes
+    /// while a message is handed over (a pump off the network thread) takes the lock, and is
+    /// applied once the pump records the message id, so the window does not keep a place for
+    /// it; a state published meanwhile goes out after, from the same pump.
+    @Test func anAcknowledgementDuringTheSendIsAppliedAtTheRecord() {
+        let broker = FakeBroker()
+        let holder = Mutex<StatePublisher?>(nil)
+        let reentered = Mutex(false)
+        let publisher = StatePublisher(prefix: "p", logger: Logger(label: "test"), window: 4, send: { topic, payload in
+            let id = try broker.send(topic, payload)
+            guard let publisher = holder.withLock({ $0 }), !reentered.withLock({ $0 }) else { return id }
+            reentered.withLock { $0 = true }
+            // The broker answers before the pump records the id; a new state arrives too.
+            #expect(!publisher.acknowledged(MQTTAcknowledgement(messageId: id, reasonCode: 0)))
+            publisher.publish(DevicePublication(device: "b", state: Array("sb".utf8)))
+            return id
+        })
+        holder.withLock { $0 = publisher }
+        publisher.publish(DevicePublication(device: "a", state: Array("sa".utf8)))
+        #expect(broker.messages.map(\.topic) == ["p/devices/a/state", "p/devices/b/state"])
+        // a's early acknowledgement was applied: only b is in flight.
+        #expect(publisher.pending == (1, 0))
+        #expect(publisher.acknowledged(MQTTAcknowledgement(messageId: 2, reasonCode: 0)))
+        #expect(publisher.pending == (0, 0))
+    }
+
     /// The caller only marks devices as due; the states go out in the job handed to `perform`
     /// (the network thread), one job for a burst of states.
     @Test func statesGoOutInOneJobPerBurst() {
