@@ -12,7 +12,8 @@ public enum MQTTClientEvent: Sendable, Equatable {
 /// connection event. Installed once with ``MQTTClient/setDelegate(_:)``, before `start()`.
 ///
 /// Every method is called on the network thread, which reads nothing from the broker while it
-/// runs: keep them short and never wait for the broker in them. Blocking in ``take(_:)`` is
+/// runs: keep them short and never wait for the broker in them. An owner can check that with
+/// ``MQTTClient/assertOnNetworkThread(_:)`` (debug builds trap elsewhere). Blocking in ``take(_:)`` is
 /// how an owner holds the broker back (back-pressure), as a full queue does.
 public protocol MQTTClientDelegate: AnyObject, Sendable {
     /// A received message: true if the delegate took it, false to queue it for
