@@ -6,9 +6,36 @@ import Glibc
 
 /// Starts services in order and, on SIGTERM or SIGINT, shuts them down in reverse order
 /// (so the gpsd reader stops first and the store closes last). SIGHUP calls `onReload`.
+///
+/// The shutdown is bounded (docs/architecture.md "Start and shutdown"): each service's
+/// `shutdown()` gets ``Timing/shutdownDeadline``; one that has not returned by then is logged
+/// as an error and the group goes on with the next (its shutdown task is cancelled and left
+/// behind). Then the `run()` calls still going get ``Timing/grace`` to return, and the ones
+/// still going after it are cancelled (and logged).
 public final class ServiceGroup: Sendable {
+    /// The bounds of the shutdown.
+    public struct Timing: Sendable {
+        /// How long one service's `shutdown()` may take (seconds). Every service's own waits
+        /// are bounded below it: the longest, the remote outbox's wait for its PUBACKs, is 5 s.
+        public var shutdownDeadline: Double
+        /// How long the `run()` calls still going after the ordered shutdown get before they
+        /// are cancelled (seconds): an outbox's last progress commit, say.
+        public var grace: Double
+
+        public init(shutdownDeadline: Double, grace: Double) {
+            self.shutdownDeadline = shutdownDeadline
+            self.grace = grace
+        }
+
+        /// 10 s per service and 5 s of grace: with the gateway's 14 services or so, a stop
+        /// takes at most a few minutes even if every part hangs (a normal one takes about a
+        /// second). The systemd unit's `TimeoutStopSec` ends a slower one.
+        public static let standard = Timing(shutdownDeadline: 10, grace: 5)
+    }
+
     private let services: [any Service]
     private let logger: Logger
+    private let timing: Timing
     private let onReload: (@Sendable () async -> Void)?
     /// Signals taken since before the group was built (`serve`), else made by ``run()``.
     private let early: SignalStream?
@@ -17,11 +44,23 @@ public final class ServiceGroup: Sendable {
 
     /// `signals`: a stream made when the process began to start (SIGTERM, SIGINT, SIGHUP), so
     /// that a signal during start-up is kept for ``run()``.
-    init(services: [any Service], logger: Logger, signals: SignalStream? = nil, onReload: (@Sendable () async -> Void)? = nil) {
+    init(services: [any Service], logger: Logger, signals: SignalStream? = nil, timing: Timing = .standard,
+         onReload: (@Sendable () async -> Void)? = nil) {
         self.services = services
         self.logger = logger
+        self.timing = timing
         self.early = signals
         self.onReload = onReload
+    }
+
+    /// What ended in the group's task group.
+    private enum Ended: Sendable {
+        /// The `run()` of `services[index]` returned, or threw `error`.
+        case service(index: Int, error: (any Error)?)
+        /// The signal task: a termination signal or ``stop()``, or the stream's end.
+        case signals
+        /// The grace period after the ordered shutdown is over.
+        case grace
     }
 
     /// Runs every service until a termination signal, or until one of them fails (then the
@@ -34,14 +73,15 @@ public final class ServiceGroup: Sendable {
             return state.stopped
         }
         if stopped { signals.stop() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services {
+        let failure: (any Error)? = await withTaskGroup(of: Ended.self) { group in
+            for (index, service) in services.enumerated() {
                 group.addTask { [logger] in
                     do {
                         try await service.run()
+                        return .service(index: index, error: nil)
                     } catch {
                         logger.error("service stopped with an error", ["service": service.name, "error": "\(error)"])
-                        throw error
+                        return .service(index: index, error: error)
                     }
                 }
             }
@@ -53,18 +93,64 @@ public final class ServiceGroup: Sendable {
                         continue
                     }
                     logger.notice("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "none (stop())"])
-                    return
+                    break
                 }
+                return .signals
+            }
+            var running = Set(services.indices)
+            var failure: (any Error)?
+            func note(_ ended: Ended?) {
+                guard case .service(let index, let error)? = ended else { return }
+                running.remove(index)
+                if let error, failure == nil { failure = error }
             }
             // Whichever ends first (normally the signal task) starts the ordered shutdown.
-            var failure: (any Error)?
-            do { try await group.next() } catch { failure = error }
-            for service in services.reversed() { await service.shutdown() }
+            note(await group.next())
+            await shutDownInReverse()
             signals.cancel()
-            while !group.isEmpty {
-                do { try await group.next() } catch { failure = failure ?? error }
+            // The run() calls still going get the grace period, then are cancelled.
+            if !running.isEmpty {
+                group.addTask { [grace = timing.grace] in
+                    try? await Task.sleep(for: .milliseconds(Int((grace * 1000).rounded(.up))))
+                    return .grace
+                }
             }
-            if let failure { throw failure }
+            var cancelled = false
+            while let ended = await group.next() {
+                note(ended)
+                if case .grace = ended, !running.isEmpty {
+                    cancelled = true
+                    logger.error("services still running after the shutdown and its grace period; cancelled", [
+                        "services": running.sorted().map { services[$0].name }.joined(separator: ","),
+                        "grace.seconds": "\(timing.grace)",
+                    ])
+                    group.cancelAll()
+                } else if running.isEmpty, !cancelled {
+                    cancelled = true
+                    group.cancelAll()  // only the grace timer (and the ended signal task) is left
+                }
+            }
+            return failure
+        }
+        if let failure { throw failure }
+    }
+
+    /// Calls every service's `shutdown()` in the reverse order, each awaited up to
+    /// ``Timing/shutdownDeadline``: one that takes longer is logged and cancelled, and the
+    /// group goes on with the next.
+    private func shutDownInReverse() async {
+        for service in services.reversed() {
+            let done = StopSignal()
+            let shutdown = Task {
+                await service.shutdown()
+                done.fire()
+            }
+            _ = await done.sleep(seconds: timing.shutdownDeadline)
+            guard !done.isFired else { continue }
+            shutdown.cancel()
+            logger.error("service did not shut down in time; going on with the next", [
+                "service": service.name, "deadline.seconds": "\(timing.shutdownDeadline)",
+            ])
         }
     }
 }

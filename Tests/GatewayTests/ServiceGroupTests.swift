@@ -1,0 +1,124 @@
+import Synchronization
+import Testing
+@testable import Gateway
+
+/// The group's shutdown with fake services: the reverse order, a shutdown past its deadline
+/// left behind, the grace period and the cancellation of a `run()` that ignores the stop.
+@Suite struct ServiceGroupTests {
+    /// What the fakes did, in order, with the time since the recorder was made.
+    final class Recorder: Sendable {
+        private let start = MonotonicClock.now()
+        private let entries = Mutex<[(String, Double)]>([])
+
+        func note(_ entry: String) {
+            let now = MonotonicClock.now() - start
+            entries.withLock { $0.append((entry, now)) }
+        }
+
+        var lines: [String] { entries.withLock { $0.map(\.0) } }
+
+        func time(of entry: String) -> Double? { entries.withLock { $0.first { $0.0 == entry }?.1 } }
+    }
+
+    enum Failure: Error { case broken }
+
+    final class FakeService: Service {
+        enum Run { case untilShutdown, ignoringTheStop, failing }
+        enum Shutdown { case prompt, stuck }
+
+        let name: String
+        let recorder: Recorder
+        let runs: Run
+        let shuts: Shutdown
+        private let stop = StopSignal()
+        /// A `stuck` shutdown waits here (a queue's `next()` ignores cancellation) until the test
+        /// ends it.
+        let hold = BoundedQueue<Void>(capacity: 1)
+
+        init(_ name: String, _ recorder: Recorder, runs: Run = .untilShutdown, shuts: Shutdown = .prompt) {
+            self.name = name
+            self.recorder = recorder
+            self.runs = runs
+            self.shuts = shuts
+        }
+
+        func run() async throws {
+            switch runs {
+            case .untilShutdown:
+                await stop.wait()
+            case .ignoringTheStop:
+                await StopSignal().wait()  // never fired: only a cancellation ends it
+            case .failing:
+                try await Task.sleep(for: .milliseconds(20))
+                throw Failure.broken
+            }
+            recorder.note("\(name) returned" + (Task.isCancelled ? " cancelled" : ""))
+        }
+
+        func shutdown() async {
+            recorder.note("\(name) shutdown")
+            if shuts == .stuck { _ = await hold.next() }
+            stop.fire()
+        }
+    }
+
+    func group(_ services: [FakeService], deadline: Double = 10, grace: Double = 10) -> ServiceGroup {
+        ServiceGroup(services: services, logger: Logger(label: "test"), signals: SignalStream(signals: []),
+                     timing: ServiceGroup.Timing(shutdownDeadline: deadline, grace: grace))
+    }
+
+    @Test func servicesAreShutDownInTheReverseOrderAndTheGroupEndsWithoutWaitingOutTheGrace() async throws {
+        let recorder = Recorder()
+        let services = ["a", "b", "c"].map { FakeService($0, recorder) }
+        let group = group(services, grace: 60)
+        group.stop()
+        let started = MonotonicClock.now()
+        try await group.run()
+        #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "b shutdown", "a shutdown"])
+        #expect(Set(recorder.lines.filter { $0.hasSuffix("returned") }) == ["a returned", "b returned", "c returned"])
+        #expect(MonotonicClock.now() - started < 30)
+    }
+
+    @Test func aStuckShutdownHoldsTheOthersOnlyUntilItsDeadline() async throws {
+        let recorder = Recorder()
+        let stuck = FakeService("b", recorder, shuts: .stuck)
+        let services = [FakeService("a", recorder), stuck, FakeService("c", recorder)]
+        let group = group(services, deadline: 0.3, grace: 0.2)
+        group.stop()
+        let started = MonotonicClock.now()
+        try await group.run()
+        let took = MonotonicClock.now() - started
+        #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "b shutdown", "a shutdown"])
+        let b = try #require(recorder.time(of: "b shutdown"))
+        let a = try #require(recorder.time(of: "a shutdown"))
+        #expect(a - b >= 0.29)
+        #expect(a - b < 5)
+        // b's run() waited for its stop, which its stuck shutdown never gave: cancelled.
+        #expect(recorder.lines.contains("b returned cancelled"))
+        #expect(recorder.lines.contains("a returned") && recorder.lines.contains("c returned"))
+        #expect(took < 10)
+        stuck.hold.finish()
+    }
+
+    @Test func aRunThatIgnoresTheStopIsCancelledAfterTheGrace() async throws {
+        let recorder = Recorder()
+        let services = [FakeService("a", recorder), FakeService("deaf", recorder, runs: .ignoringTheStop)]
+        let group = group(services, grace: 0.3)
+        group.stop()
+        let started = MonotonicClock.now()
+        try await group.run()
+        let took = MonotonicClock.now() - started
+        #expect(recorder.lines.contains("deaf returned cancelled"))
+        #expect(recorder.lines.contains("a returned"))
+        #expect(took >= 0.29)
+        #expect(took < 10)
+    }
+
+    @Test func aFailingRunShutsTheOthersDownAndIsRethrown() async {
+        let recorder = Recorder()
+        let services = [FakeService("a", recorder), FakeService("broken", recorder, runs: .failing), FakeService("c", recorder)]
+        let group = group(services)
+        await #expect(throws: Failure.self) { try await group.run() }
+        #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "broken shutdown", "a shutdown"])
+    }
+}
