@@ -52,8 +52,10 @@ final class Expectations: Service, Sendable {
     /// Stay checks to make, and decided ids whose retained topic is to be cleared once committed.
     private let work = LeveledMutex<(checks: [(ExpectedArrival, Int)], clears: [(id: String, resultID: String)])>(
         ([], []), level: .expectationWork)
-    private let stopped = Atomic<Bool>(false)
-    private let exited = Atomic<Bool>(false)
+    /// Fired by ``shutdown()``: the loop ends.
+    private let stop = StopSignal()
+    /// Fired when the loop has returned.
+    private let exited = StopSignal()
 
     /// Reads the stored expectations (deleting settled ones older than ``settledRetention``).
     init(
@@ -248,9 +250,12 @@ final class Expectations: Service, Sendable {
 
     // MARK: The loop
 
+    /// Every ``interval`` seconds, the first one after the start: the deadlines, the stay
+    /// checks, the clears.
     func run() async throws {
-        while !stopped.load(ordering: .relaxed) {
-            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+        defer { exited.fire() }
+        guard await stop.sleep(seconds: interval) else { return }
+        await repeating(every: interval, until: stop) {
             let now = WallClock.now()
             var due: [ExpectationDecision] = []
             book.withLock { b in
@@ -261,7 +266,6 @@ final class Expectations: Service, Sendable {
             await checkStays()
             await clearSettled()
         }
-        exited.store(true, ordering: .relaxed)
     }
 
     /// Stops the loop, then answers the stay checks still pending (the monitors stop after
@@ -269,12 +273,10 @@ final class Expectations: Service, Sendable {
     /// answered by then is not dropped: its expectation is stored as open (the committer stops
     /// after this service and commits what it holds), and the next start checks it again.
     func shutdown() async {
-        stopped.store(true, ordering: .relaxed)
+        stop.fire()
         let deadline = MonotonicClock.now() + 3
-        while !exited.load(ordering: .relaxed), MonotonicClock.now() < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        guard exited.load(ordering: .relaxed) else { return }
+        _ = await exited.sleep(seconds: 3)
+        guard exited.isFired else { return }
         await checkStays(until: deadline)
         let left = work.withLock { $0.checks.count }
         if left > 0 { logger.notice("stay checks left to the next start (their expectations are stored as open)", ["checks": "\(left)"]) }

@@ -110,8 +110,8 @@ package final class EventCommitter: Service, StepSink, Sendable {
     let queuedCommits = Atomic<Int>(0)
 
     private let pending = LeveledMutex(Pending(), level: .committerPending)
-    /// Finished by ``shutdown()``: ``run()`` returns then.
-    private let stopped = BoundedQueue<Void>(capacity: 1)
+    /// Fired by ``shutdown()``: ``run()`` returns then.
+    private let stopped = StopSignal()
 
     package init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
@@ -195,7 +195,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
     package func shutdown() async {
         await flush()
         pending.withLock { $0.finished = true }
-        stopped.finish()
+        stopped.fire()
     }
 
     /// The status warning for a refused commit: one stable line (no SQL text, so a fault is
@@ -229,7 +229,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
 
     /// The commits run as jobs on the store's queue; this only waits for ``shutdown()``.
     package func run() async throws {
-        while await stopped.next() != nil {}
+        await stopped.wait()
     }
 
     /// On the network thread after each burst of reads (``FeedPipeline/afterReads()``): commits

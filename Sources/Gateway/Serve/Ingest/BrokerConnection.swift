@@ -25,8 +25,8 @@ final class BrokerConnection: Service, Sendable {
     private let lastMessage: (@Sendable () -> Void)?
     /// Down since the last connect (a loss is reported once).
     private let down = Atomic<Bool>(false)
-    /// Finished by ``shutdown()``: ``run()`` returns then.
-    private let stopped = BoundedQueue<Void>(capacity: 1)
+    /// Fired by ``shutdown()``: ``run()`` returns then.
+    private let stopped = StopSignal()
 
     /// The largest payload the gateway takes from its broker: a feed update up to
     /// `input.maxPayload`, a control message (a runtime fence) up to 1 MiB.
@@ -126,12 +126,12 @@ final class BrokerConnection: Service, Sendable {
 
     /// The connection runs on the client's network thread: this only waits for ``shutdown()``.
     func run() async throws {
-        while await stopped.next() != nil {}
+        await stopped.wait()
     }
 
     func shutdown() async {
         await beforeStop(client)
         client.stop(last: lastMessage)
-        stopped.finish()
+        stopped.fire()
     }
 }

@@ -26,7 +26,8 @@ final class StatusReporter: Service, Sendable {
     private let gauges: @Sendable () -> (queueDepth: Int, devices: Int)
     private let outboxCounts = Mutex(OutboxCounts())
     private let status = Mutex("starting")
-    private let stopped = Atomic<Bool>(false)
+    /// Fired by ``shutdown()``: the loop ends.
+    private let stop = StopSignal()
 
     /// `gauges`: the queue depth and device count of the moment (called from any thread).
     init(
@@ -119,14 +120,15 @@ final class StatusReporter: Service, Sendable {
         }
         var next = MonotonicClock.now() + interval
         var nextCounts = 0.0
-        while !stopped.load(ordering: .relaxed) {
-            try? await Task.sleep(for: .milliseconds(100))
+        // Every 100 ms: the outbox counts at most every 0.25 s, the report when it is due.
+        guard await stop.sleep(seconds: 0.1) else { return }
+        await repeating(every: 0.1, until: stop) {
             let now = MonotonicClock.now()
             if now >= nextCounts {
                 nextCounts = now + 0.25
                 await refreshOutboxCounts()
             }
-            guard now >= next, !stopped.load(ordering: .relaxed) else { continue }
+            guard now >= next, !stop.isFired else { return }
             next = now + interval
             let sample = sample()
             if client.isConnected { republish(sample) }
@@ -135,6 +137,6 @@ final class StatusReporter: Service, Sendable {
     }
 
     func shutdown() async {
-        stopped.store(true, ordering: .relaxed)
+        stop.fire()
     }
 }
