@@ -7,9 +7,7 @@ import Store
 /// which `serve` and the in-process tests call alike, then run until SIGTERM/SIGINT (or
 /// ``stop()``); SIGHUP reloads fences and triggers.
 ///
-/// The services start in this order and stop in the reverse one (docs/architecture.md):
-/// broker connections, outboxes, committer, monitors, runtime fences, expectations, queries, journal
-/// retention, thread priorities, status, control plane, gpsd feeds.
+/// The services start in ``ServiceRole``'s order and stop in the reverse one.
 struct GatewayServer: Sendable {
     let setup: GatewaySetup
     let store: GatewayStore
@@ -144,27 +142,31 @@ struct GatewayServer: Sendable {
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
         try pipeline.install()
         try control.subscribe()
-        // Shut down in reverse: gpsd stops; the main broker's connection publishes `stopped` and
-        // disconnects, so nothing more is read (what the broker did not deliver stays in the
-        // persistent session); only then do the control plane, the runtime fences and the
-        // monitors handle what was read, the committer commit it and the outboxes stop
-        // (README "Durability": a graceful stop loses no update).
-        var services: [any Service] = []
+        // Added by role; the group gets them in ``ServiceRole``'s order (why that order: there).
+        var services = ServiceList()
         if let remote, let outbox = publishers[.remote] {
             let connection = BrokerConnection(label: "remote", client: remote, warnings: warnings, logger: logger)
             remote.setDelegate(UpstreamLink(connection: connection, outbox: outbox))
-            services.append(connection)
+            services.add(.remoteConnection, connection)
         }
-        services += publishers.keys.sorted { $0.rawValue < $1.rawValue }.map { publishers[$0]! } as [any Service]
-        services += [committer, pool, runtimeFences, expectations, queries, control, localConnection] as [any Service]
-        services.append(JournalRetention(store: store, days: config.journal.retentionDays, maxRows: config.journal.maxRows, logger: logger))
-        if ownsProcess { services.append(NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
-        if config.output.occupancy { services.append(OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
-        services.append(status)
-        // Last, so stopped first (docs/architecture.md "Start and shutdown": gpsd feeds first).
-        services += GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) as [any Service]
+        if let outbox = publishers[.local] { services.add(.localOutbox, outbox) }
+        if let outbox = publishers[.remote] { services.add(.remoteOutbox, outbox) }
+        services.add(.committer, committer)
+        services.add(.monitors, pool)
+        services.add(.runtimeFences, runtimeFences)
+        services.add(.expectations, expectations)
+        services.add(.queries, queries)
+        services.add(.control, control)
+        services.add(.localConnection, localConnection)
+        services.add(.journalRetention, JournalRetention(store: store, days: config.journal.retentionDays, maxRows: config.journal.maxRows, logger: logger))
+        if ownsProcess { services.add(.threadPriorities, NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
+        if config.output.occupancy { services.add(.occupancy, OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
+        services.add(.status, status)
+        for feed in GPSDFeed.feeds(config, client: local, pool: pool, counters: counters, warnings: warnings, logger: logger) {
+            services.add(.gpsdFeeds, feed)
+        }
 
-        let group = ServiceGroup(services: services, logger: logger, signals: signals) {
+        let group = ServiceGroup(services: services.inStartOrder, logger: logger, signals: signals) {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile)
