@@ -26,6 +26,16 @@ import Testing
         #expect(received == Array(0..<1000))
     }
 
+    @Test func cancellingTheWaitingConsumerEndsItsWaitWithNilAndKeepsLaterElements() async {
+        let queue = BoundedQueue<Int>(capacity: 2)
+        let consumer = Task { await queue.next() }
+        for _ in 0..<100 { await Task.yield() }
+        consumer.cancel()
+        #expect(await consumer.value == nil)
+        #expect(queue.trySend(7))
+        #expect(await queue.next() == 7)
+    }
+
     @Test func manyProducersLoseNothing() async {
         let queue = BoundedQueue<Int>(capacity: 2)
         await withTaskGroup(of: Void.self) { group in

@@ -22,8 +22,32 @@ import Testing
 
     enum Failure: Error { case broken }
 
+    /// A wait that ignores cancellation, until ``release()``.
+    final class Hold: Sendable {
+        private let state = Mutex<(released: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        func wait() async {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s in
+                    if s.released { return true }
+                    s.waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
+
+        func release() {
+            state.withLock { s in
+                s.released = true
+                defer { s.waiter = nil }
+                return s.waiter
+            }?.resume()
+        }
+    }
+
     final class FakeService: Service {
-        enum Run { case untilShutdown, ignoringTheStop, failing }
+        enum Run { case untilShutdown, ignoringTheStop, onAQueueNeverFinished, failing }
         enum Shutdown { case prompt, stuck }
 
         let name: String
@@ -31,9 +55,8 @@ import Testing
         let runs: Run
         let shuts: Shutdown
         private let stop = StopSignal()
-        /// A `stuck` shutdown waits here (a queue's `next()` ignores cancellation) until the test
-        /// ends it.
-        let hold = BoundedQueue<Void>(capacity: 1)
+        /// A `stuck` shutdown waits here, cancelled or not, until the test ends it.
+        let hold = Hold()
 
         init(_ name: String, _ recorder: Recorder, runs: Run = .untilShutdown, shuts: Shutdown = .prompt) {
             self.name = name
@@ -48,6 +71,9 @@ import Testing
                 await stop.wait()
             case .ignoringTheStop:
                 await StopSignal().wait()  // never fired: only a cancellation ends it
+            case .onAQueueNeverFinished:
+                let queue = BoundedQueue<Int>(capacity: 1)  // a mailbox no shutdown finishes
+                while await queue.next() != nil {}
             case .failing:
                 try await Task.sleep(for: .milliseconds(20))
                 throw Failure.broken
@@ -57,7 +83,7 @@ import Testing
 
         func shutdown() async {
             recorder.note("\(name) shutdown")
-            if shuts == .stuck { _ = await hold.next() }
+            if shuts == .stuck { await hold.wait() }
             stop.fire()
         }
     }
@@ -97,18 +123,20 @@ import Testing
         #expect(recorder.lines.contains("b returned cancelled"))
         #expect(recorder.lines.contains("a returned") && recorder.lines.contains("c returned"))
         #expect(took < 10)
-        stuck.hold.finish()
+        stuck.hold.release()
     }
 
     @Test func aRunThatIgnoresTheStopIsCancelledAfterTheGrace() async throws {
         let recorder = Recorder()
-        let services = [FakeService("a", recorder), FakeService("deaf", recorder, runs: .ignoringTheStop)]
+        let services = [FakeService("a", recorder), FakeService("deaf", recorder, runs: .ignoringTheStop),
+                        FakeService("mailbox", recorder, runs: .onAQueueNeverFinished)]
         let group = group(services, grace: 0.3)
         group.stop()
         let started = MonotonicClock.now()
         try await group.run()
         let took = MonotonicClock.now() - started
         #expect(recorder.lines.contains("deaf returned cancelled"))
+        #expect(recorder.lines.contains("mailbox returned cancelled"))
         #expect(recorder.lines.contains("a returned"))
         #expect(took >= 0.29)
         #expect(took < 10)

@@ -61,28 +61,39 @@ public final class BoundedQueue<Element: Sendable>: Sendable {
         return accepted
     }
 
-    /// The next element, waiting while the queue is empty; nil once finished and drained.
+    /// The next element, waiting while the queue is empty; nil once finished and drained, or
+    /// when the calling task is cancelled while the queue is empty (a consumer's loop ends as
+    /// at `finish()`: the ``ServiceGroup``'s cancellation after the shutdown's grace period).
     /// Only one consumer may call this at a time.
     public func next() async -> Element? {
         if let (element, producer) = takeNow() {
             producer?.resume()
             return element
         }
-        return await withCheckedContinuation { (c: CheckedContinuation<Element?, Never>) in
-            let ready: (Element?, CheckedContinuation<Void, Never>?, Bool) = state.withLock { s in
-                if let e = s.buffer.popFirst() {
-                    let p = s.producers.popFirst()
-                    if let p { s.buffer.append(p.0) }
-                    return (e, p?.1, true)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Element?, Never>) in
+                let ready: (Element?, CheckedContinuation<Void, Never>?, Bool) = state.withLock { s in
+                    if let e = s.buffer.popFirst() {
+                        let p = s.producers.popFirst()
+                        if let p { s.buffer.append(p.0) }
+                        return (e, p?.1, true)
+                    }
+                    if s.finished || Task.isCancelled { return (nil, nil, true) }
+                    s.consumer = c
+                    return (nil, nil, false)
                 }
-                if s.finished { return (nil, nil, true) }
-                s.consumer = c
-                return (nil, nil, false)
+                if ready.2 {
+                    ready.1?.resume()
+                    c.resume(returning: ready.0)
+                }
             }
-            if ready.2 {
-                ready.1?.resume()
-                c.resume(returning: ready.0)
+        } onCancel: {
+            // The one consumer is this call: an element sent meanwhile took it already, or not.
+            let consumer = state.withLock { s in
+                defer { s.consumer = nil }
+                return s.consumer
             }
+            consumer?.resume(returning: nil)
         }
     }
 
