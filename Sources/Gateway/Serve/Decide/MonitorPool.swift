@@ -19,6 +19,8 @@ package final class MonitorPool: Service, Sendable {
     private let committer: any StepSink
     private let context: ServeContext
     private let stopping = Atomic<Bool>(false)
+    /// Fired by ``shutdown()`` with `stopping`: the clock's loop ends.
+    private let ticks = StopSignal()
 
     /// Monitor states saved by the previous run, and when each of those devices last reported
     /// on the running clock: restored when the pool starts, then let go.
@@ -179,8 +181,11 @@ package final class MonitorPool: Service, Sendable {
                 var jumps = ClockJumpDetector(wall: WallClock.now(), monotonic: now)
                 var lastSave = now
                 var lastJump: Double?
-                while !stopping.load(ordering: .relaxed) {
-                    try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
+                // Every tickInterval, the first one after the start; ends at the shutdown (or
+                // when cancelled, where a flag-and-sleep loop would spin: a cancelled sleep
+                // returns at once).
+                guard await ticks.sleep(seconds: tickInterval) else { return }
+                await repeating(every: tickInterval, until: ticks) {
                     let now = MonotonicClock.now()
                     if let step = jumps.check(wall: WallClock.now(), monotonic: now) {
                         clockJumped(step)
@@ -221,6 +226,7 @@ package final class MonitorPool: Service, Sendable {
             context.logger.warning("could not save the running clock: devices may be forgotten later than gateway.forgetAfter", ["error": "\(error)"])
         }
         stopping.store(true, ordering: .relaxed)
+        ticks.fire()
         connectionContinuation.finish()
         for shard in shards { shard.finish() }
     }
