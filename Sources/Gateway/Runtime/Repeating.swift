@@ -76,7 +76,7 @@ final class StopSignal: Sendable {
 /// the monotonic clock, from the start of one run to the start of the next) until `stop` is
 /// fired or the task is cancelled; a stop during the wait ends the loop at once, a stop during
 /// `body` after it. Used by every periodic service (status, journal retention, thread
-/// priorities, expected arrivals, runtime fences).
+/// priorities, expected arrivals, occupancy, runtime fences) and the monitors' clock.
 func repeating(every interval: Double, until stop: StopSignal, _ body: () async -> Void) async {
     while !stop.isFired, !Task.isCancelled {
         let next = MonotonicClock.now() + interval
