@@ -142,6 +142,22 @@ import Testing
         #expect(took < 10)
     }
 
+    @Test func aCancelledCallerStillGetsTheOrderedShutdown() async throws {
+        let recorder = Recorder()
+        let stuck = FakeService("b", recorder, shuts: .stuck)
+        let services = [FakeService("a", recorder), stuck, FakeService("c", recorder)]
+        let group = group(services, deadline: 0.3, grace: 60)
+        let running = Task { try await group.run() }
+        running.cancel()
+        try await running.value
+        #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "b shutdown", "a shutdown"])
+        // The deadline still ran its time: a's shutdown came after b's had its 0.3 s.
+        let b = try #require(recorder.time(of: "b shutdown"))
+        let a = try #require(recorder.time(of: "a shutdown"))
+        #expect(a - b >= 0.29)
+        stuck.hold.release()
+    }
+
     @Test func aFailingRunShutsTheOthersDownAndIsRethrown() async {
         let recorder = Recorder()
         let services = [FakeService("a", recorder), FakeService("broken", recorder, runs: .failing), FakeService("c", recorder)]

@@ -106,7 +106,9 @@ public final class ServiceGroup: Sendable {
             }
             // Whichever ends first (normally the signal task) starts the ordered shutdown.
             note(await group.next())
-            await shutDownInReverse()
+            // In a task of its own: a cancelled caller still gets the ordered shutdown, with
+            // deadlines that its cancellation does not cut short.
+            await Task { await shutDownInReverse() }.value
             signals.cancel()
             // The run() calls still going get the grace period, then are cancelled.
             if !running.isEmpty {
