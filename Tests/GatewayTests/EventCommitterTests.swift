@@ -8,7 +8,7 @@ import TestSupport
 
 /// `EventCommitter` in a gateway built as `serve` builds it, in process, against a real
 /// mosquitto and a real database file: the feed updates are taken on the network thread
-/// (``FeedPipeline``), which commits its bursts itself when it may.
+/// (``LocalBrokerLink``), which commits its bursts itself when it may.
 extension ServeTests {
     @Suite struct Committer {
         /// 0.5 s apart per device; every device enters the meadow of garden-sections with its

@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import Gateway
 
-/// The owners of a client's network thread (``FeedPipeline``, ``UpstreamLink``) check in debug
+/// The owners of a client's network thread (``LocalBrokerLink``, ``UpstreamLink``) check in debug
 /// builds that they run there (``MQTTClient/assertOnNetworkThread(_:)``): called from any other
 /// thread they trap, which only a child process can show. On the network thread they pass:
 /// every serve test goes through them.

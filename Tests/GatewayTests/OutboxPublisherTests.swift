@@ -8,7 +8,7 @@ import TestSupport
 
 /// `OutboxPublisher` in a gateway built as `serve` builds it (``InProcessGateway``), against a
 /// real mosquitto and a real database file: its acknowledgements and connects come through
-/// ``FeedPipeline``, as in `serve`. No feeds, so nothing else commits; the tests commit stream
+/// ``LocalBrokerLink``, as in `serve`. No feeds, so nothing else commits; the tests commit stream
 /// events to the store themselves and hand the rows on as the committer does.
 extension ServeTests {
     @Suite struct OutboxPublisherTests {

@@ -4,7 +4,12 @@ import Testing
 
 /// The group's shutdown with fake services: the reverse order, a shutdown past its deadline
 /// left behind, the grace period and the cancellation of a `run()` that ignores the stop.
-@Suite struct ServiceGroupTests {
+///
+/// No upper bound on wall time: the suite runs beside the whole test run, which can keep the
+/// cooperative pool busy for a minute. What proves a deadline is that the group goes on while
+/// a shutdown is still stuck (released only at the test's end); a group that waited for it
+/// would hang, and the time limit fails the test.
+@Suite(.timeLimit(.minutes(5))) struct ServiceGroupTests {
     /// What the fakes did, in order, with the time since the recorder was made.
     final class Recorder: Sendable {
         private let start = MonotonicClock.now()
@@ -96,13 +101,13 @@ import Testing
     @Test func servicesAreShutDownInTheReverseOrderAndTheGroupEndsWithoutWaitingOutTheGrace() async throws {
         let recorder = Recorder()
         let services = ["a", "b", "c"].map { FakeService($0, recorder) }
-        let group = group(services, grace: 60)
+        let group = group(services, grace: 3600)
         group.stop()
         let started = MonotonicClock.now()
         try await group.run()
         #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "b shutdown", "a shutdown"])
         #expect(Set(recorder.lines.filter { $0.hasSuffix("returned") }) == ["a returned", "b returned", "c returned"])
-        #expect(MonotonicClock.now() - started < 30)
+        #expect(MonotonicClock.now() - started < 1800)
     }
 
     @Test func aStuckShutdownHoldsTheOthersOnlyUntilItsDeadline() async throws {
@@ -111,18 +116,14 @@ import Testing
         let services = [FakeService("a", recorder), stuck, FakeService("c", recorder)]
         let group = group(services, deadline: 0.3, grace: 0.2)
         group.stop()
-        let started = MonotonicClock.now()
         try await group.run()
-        let took = MonotonicClock.now() - started
         #expect(recorder.lines.filter { $0.hasSuffix("shutdown") } == ["c shutdown", "b shutdown", "a shutdown"])
         let b = try #require(recorder.time(of: "b shutdown"))
         let a = try #require(recorder.time(of: "a shutdown"))
         #expect(a - b >= 0.29)
-        #expect(a - b < 5)
         // b's run() waited for its stop, which its stuck shutdown never gave: cancelled.
         #expect(recorder.lines.contains("b returned cancelled"))
         #expect(recorder.lines.contains("a returned") && recorder.lines.contains("c returned"))
-        #expect(took < 10)
         stuck.hold.release()
     }
 
@@ -139,7 +140,6 @@ import Testing
         #expect(recorder.lines.contains("mailbox returned cancelled"))
         #expect(recorder.lines.contains("a returned"))
         #expect(took >= 0.29)
-        #expect(took < 10)
     }
 
     @Test func aCancelledCallerStillGetsTheOrderedShutdown() async throws {

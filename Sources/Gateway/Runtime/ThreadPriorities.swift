@@ -5,7 +5,7 @@ import Glibc
 
 /// Puts the gateway's threads behind the threads that read the broker.
 ///
-/// Feed updates are decoded and handled on libmosquitto's network thread (see ``FeedPipeline``).
+/// Feed updates are decoded and handled on libmosquitto's network thread (see ``LocalBrokerLink``).
 /// The gateway's other threads (the store's queue, the cooperative pool running the outbox and
 /// state publishers, the shards' ticks) wake up often, and each wake-up could preempt that
 /// thread: at 20,000 updates/s on a 2-core box, `perf sched` showed the network thread runnable

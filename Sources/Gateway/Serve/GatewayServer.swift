@@ -18,7 +18,7 @@ struct GatewayServer: Sendable {
     let publishers: [OutboxDestination: OutboxPublisher]
     let committer: EventCommitter
     let pool: MonitorPool
-    let pipeline: FeedPipeline
+    let localLink: LocalBrokerLink
     let status: StatusReporter
     let group: ServiceGroup
     let logger: Logger
@@ -108,7 +108,7 @@ struct GatewayServer: Sendable {
                                    logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)
         let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations)
 
-        var feeds: [FeedPipeline.Feed] = []
+        var feeds: [LocalBrokerLink.Feed] = []
         var ownEcho: Set<String> = []
         for feed in config.feeds {
             switch feed {
@@ -116,7 +116,7 @@ struct GatewayServer: Sendable {
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
                                               maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew,
                                               maxAccuracy: config.input.maxAccuracy)
-                feeds.append(FeedPipeline.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard,
+                feeds.append(LocalBrokerLink.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard,
                                                userLevel: userLevel ?? (format == .owntracks ? 1 : 0)))
             case .gpsd(_, _, _, _, let republish):
                 if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }
@@ -137,10 +137,10 @@ struct GatewayServer: Sendable {
                 if client.isConnected { await publishers[.local]?.waitForAcknowledgements(within: 1) }
             },
             lastMessage: { status.publish("stopped", qos: .atMostOnce) })
-        let pipeline = FeedPipeline(
+        let localLink = LocalBrokerLink(
             connection: localConnection, feeds: feeds, pool: pool, committer: committer, statePublisher: statePublisher,
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
-        try pipeline.install()
+        try localLink.install()
         try control.subscribe()
         // Added by role; the group gets them in ``ServiceRole``'s order (why that order: there).
         var services = ServiceList()
@@ -182,7 +182,7 @@ struct GatewayServer: Sendable {
         }
         return GatewayServer(
             setup: setup, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
-            publishers: publishers, committer: committer, pool: pool, pipeline: pipeline, status: status, group: group, logger: logger)
+            publishers: publishers, committer: committer, pool: pool, localLink: localLink, status: status, group: group, logger: logger)
     }
 
     /// Commits what a run killed during a database fault left in its spill file (README

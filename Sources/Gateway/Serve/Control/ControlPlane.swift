@@ -3,7 +3,7 @@ import MQTT
 
 /// The dispatcher's control plane on the main broker: runtime fences
 /// (`PREFIX/fences/LAYER/FENCE_ID`), expected arrivals (`PREFIX/expect/ID`) and queries
-/// (`PREFIX/query/GATEWAY_ID`). ``FeedPipeline``
+/// (`PREFIX/query/GATEWAY_ID`). ``LocalBrokerLink``
 /// leaves the messages on these topics in the client's queue; this service takes them there,
 /// in order, on a task (they need to `await`).
 final class ControlPlane: Service, Sendable {

@@ -81,7 +81,7 @@ package final class MonitorPool: Service, Sendable {
         }
     }
 
-    /// The same from libmosquitto's network thread in a burst of reads (``FeedPipeline``), which
+    /// The same from libmosquitto's network thread in a burst of reads (``LocalBrokerLink``), which
     /// commits what the burst handed over at its end: blocks that thread instead of waiting,
     /// which holds back the broker as a full inbound queue would.
     func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false, userLevel: Int = 0) {

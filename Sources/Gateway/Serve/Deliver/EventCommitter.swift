@@ -11,7 +11,7 @@ import Synchronization
 /// So an event and the state change that caused it are committed together, before the event
 /// is published (README "Durability"; docs/architecture.md "Commit and outbox").
 ///
-/// The commits run on the store's own queue, one at a time. Items that ``FeedPipeline`` hands
+/// The commits run on the store's own queue, one at a time. Items that ``LocalBrokerLink`` hands
 /// over on the network thread (the feed updates) are committed by that thread itself after its
 /// burst of reads (``commitBurst()``), when the store's queue is idle
 /// (``GatewayStore/performHereIfIdle(_:)``): then the commit costs no thread wake-up, and the
@@ -232,7 +232,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
         await stopped.wait()
     }
 
-    /// On the network thread after each burst of reads (``FeedPipeline/afterReads()``): commits
+    /// On the network thread after each burst of reads (``LocalBrokerLink/afterReads()``): commits
     /// what is pending right there when the store's queue is idle, else queues the commit
     /// behind the store's jobs and goes on reading. Nothing when a commit is queued or running
     /// (it takes the items), the database is being retried (once a second), or every commit is

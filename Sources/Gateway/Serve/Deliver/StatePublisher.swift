@@ -44,10 +44,9 @@ package final class StatePublisher: Sendable {
     private struct Book: ~Copyable {
         /// The newest payload of every retained topic (a cleared topic is absent).
         var payloads: [String: [UInt8]] = [:]
-        /// Topics whose newest payload has not been handed to libmosquitto, oldest first
-        /// (`due[head...]`), and the same as a set.
-        var due: [String] = []
-        var head = 0
+        /// Topics whose newest payload has not been handed to libmosquitto, oldest first, and
+        /// the same as a set.
+        var due = ArrayQueue<String>()
         var dueSet: Set<String> = []
         /// Message id -> topic, for the messages libmosquitto holds.
         var inflight: [Int32: String] = [:]
@@ -70,16 +69,7 @@ package final class StatePublisher: Sendable {
         }
 
         mutating func nextDue() -> String? {
-            guard head < due.count else { return nil }
-            let topic = due[head]
-            head += 1
-            if head == due.count {
-                due.removeAll(keepingCapacity: due.count <= 1024)
-                head = 0
-            } else if head >= 1024 && head * 2 >= due.count {
-                due.removeFirst(head)
-                head = 0
-            }
+            guard let topic = due.popFirst() else { return nil }
             dueSet.remove(topic)
             return topic
         }

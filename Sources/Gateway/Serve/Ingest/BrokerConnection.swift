@@ -4,7 +4,7 @@ import Synchronization
 
 /// One broker connection: builds the libmosquitto client's settings from the config, turns
 /// its connection events into log lines (once per change) and status warnings for the
-/// client's delegate (``FeedPipeline``, ``UpstreamLink``), and, last at shutdown, runs
+/// client's delegate (``LocalBrokerLink``, ``UpstreamLink``), and, last at shutdown, runs
 /// `beforeStop` (the main broker's events in flight get a moment to be acknowledged) and
 /// disconnects after `lastMessage` (its `stopped` status).
 final class BrokerConnection: Service, Sendable {

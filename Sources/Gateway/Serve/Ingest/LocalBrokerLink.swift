@@ -19,7 +19,7 @@ import MQTT
 ///   the monitors' clocks pause; on every connect they go on, the control topics are
 ///   subscribed afresh, `started` is published, then the retained device states, and the
 ///   outbox delivers what waits.
-final class FeedPipeline: MQTTClientDelegate {
+final class LocalBrokerLink: MQTTClientDelegate {
     /// One MQTT feed of the config.
     struct Feed: Sendable {
         var name: String
@@ -185,7 +185,7 @@ final class UpstreamLink: MQTTClientDelegate {
         self.outbox = outbox
     }
 
-    /// The upstream's network thread: checked in debug builds, as ``FeedPipeline``'s methods.
+    /// The upstream's network thread: checked in debug builds, as ``LocalBrokerLink``'s methods.
     func take(_ message: MQTTMessage) -> Bool {
         connection.client.assertOnNetworkThread()
         return false
