@@ -39,7 +39,7 @@ import Testing
         stop.fire()
         await loop.value
         #expect(runs.load(ordering: .relaxed) == 1)
-        #expect(MonotonicClock.now() - stopped < 60)
+        #expect(MonotonicClock.now() - stopped < 1800)  // far below the interval, far above a busy pool
     }
 
     @Test func theLoopRunsEveryIntervalAndEndsWhenCancelled() async {
