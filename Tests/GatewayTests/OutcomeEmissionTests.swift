@@ -43,6 +43,77 @@ import Testing
         #expect(emission.lastPublished == 13, "published(at:) tells when it was")
     }
 
+    /// A position held back by `stateInterval` goes out at a tick once the interval ends (its
+    /// trailing publish), so the retained state ends at the last accepted position.
+    @Test func aHeldBackPositionIsDueWhenTheIntervalEnds() {
+        var emission = OutcomeEmission()
+        #expect(!emission.publishesHeldBack(now: 100, stateInterval: 10), "nothing accepted: nothing held back")
+        // The first position is published at once.
+        emission.positionChanged()
+        #expect(emission.publishes(stays: nil, now: 0, stateInterval: 10) == true)
+        emission.published(at: 0)
+        #expect(!emission.positionUnpublished)
+        #expect(!emission.publishesHeldBack(now: 100, stateInterval: 10), "published: nothing held back")
+        // The next two within the interval are held back.
+        for now in [2.0, 3.0] {
+            emission.positionChanged()
+            #expect(emission.publishes(stays: nil, now: now, stateInterval: 10) == false)
+        }
+        #expect(emission.positionUnpublished)
+        // Due at the last publication + stateInterval, whenever the last one came.
+        #expect(!emission.publishesHeldBack(now: 9.9, stateInterval: 10))
+        #expect(emission.publishesHeldBack(now: 10, stateInterval: 10))
+        #expect(emission.publishesHeldBack(now: 500, stateInterval: 10))
+        emission.published(at: 10.2)
+        #expect(!emission.positionUnpublished)
+        #expect(!emission.publishesHeldBack(now: 500, stateInterval: 10), "published once, not again")
+        #expect(emission.lastPublished == 10.2)
+    }
+
+    /// A step that publishes (the interval passed, the stays changed, a new snapshot) takes the
+    /// held-back position with it: no trailing publish after it.
+    @Test func aPublishingStepLeavesNothingHeldBack() {
+        var emission = OutcomeEmission()
+        emission.published(at: 0)
+        emission.positionChanged()
+        #expect(emission.publishes(stays: nil, now: 1, stateInterval: 10) == false)
+        #expect(emission.publishes(stays: [Self.stay("a")], now: 2, stateInterval: 10) == true)
+        emission.published(at: 2)
+        #expect(!emission.publishesHeldBack(now: 12, stateInterval: 10))
+        emission.positionChanged()
+        #expect(emission.publishes(stays: nil, now: 3, stateInterval: 10, force: true) == true)
+        emission.published(at: 3)
+        #expect(!emission.publishesHeldBack(now: 13, stateInterval: 10))
+        // A state saved (at hibernation) is not a publication: still held back.
+        emission.positionChanged()
+        emission.positionSaved()
+        #expect(emission.publishesHeldBack(now: 13, stateInterval: 10))
+    }
+
+    /// A slot leaving memory (hibernation) publishes its held-back position before its interval
+    /// ends: no later tick would; with nothing held back it publishes nothing.
+    @Test func aHibernatingSlotPublishesItsHeldBackPosition() {
+        var emission = OutcomeEmission()
+        emission.positionChanged()
+        emission.published(at: 0)
+        #expect(!emission.publishesHeldBack(now: 1, stateInterval: 10, leaving: true))
+        emission.positionChanged()
+        #expect(emission.publishes(stays: nil, now: 1, stateInterval: 10) == false)
+        #expect(!emission.publishesHeldBack(now: 2, stateInterval: 10))
+        #expect(emission.publishesHeldBack(now: 2, stateInterval: 10, leaving: true))
+    }
+
+    /// With `stateInterval: 0` every accepted position is published by its own step.
+    @Test func withoutAnIntervalNothingIsHeldBack() {
+        var emission = OutcomeEmission()
+        for now in [0.0, 0.0, 0.1] {
+            emission.positionChanged()
+            #expect(emission.publishes(stays: nil, now: now, stateInterval: 0) == true)
+            emission.published(at: now)
+            #expect(!emission.publishesHeldBack(now: now, stateInterval: 0))
+        }
+    }
+
     @Test func aRestoredDeviceStartsFromItsStays() {
         var emission = OutcomeEmission(publishedStays: [Self.stay("a")])
         emission.published(at: 0)

@@ -1,8 +1,9 @@
 import GeotriggerCore
 
 /// What a device's monitor steps emit, as values: whether a step's state is saved, whether the
-/// retained device state is published, and which events pass `input.maxEventsPerDevice`. One
-/// per device, in its ``DeviceShard/Slot``, with the bookkeeping those decisions need.
+/// retained device state is published (by a step, or at a clock tick for a position the
+/// interval held back), and which events pass `input.maxEventsPerDevice`. One per device, in
+/// its ``DeviceShard/Slot``, with the bookkeeping those decisions need.
 ///
 /// It does nothing itself: no clock, no counters, no building of events. The shard
 /// (`DeviceShard.item`) asks it step by step and carries the answers out: it serializes the
@@ -16,6 +17,9 @@ struct OutcomeEmission: Sendable, Equatable {
     private(set) var lastPublished = -Double.infinity
     /// The last accepted position is not yet in the database.
     private(set) var positionDirty = false
+    /// The last accepted position is not yet in the retained state: `stateInterval` held it
+    /// back, and it goes out when the interval ends (``publishesHeldBack(now:stateInterval:leaving:)``).
+    private(set) var positionUnpublished = false
     /// Its events per minute of fix time (`input.maxEventsPerDevice`).
     private(set) var eventRate = EventRateLimiter()
 
@@ -33,8 +37,12 @@ struct OutcomeEmission: Sendable, Equatable {
         self.publishedStays = publishedStays
     }
 
-    /// An accepted update moved the device: its position waits for the next saved state.
-    mutating func positionChanged() { positionDirty = true }
+    /// An accepted update moved the device: its position waits for the next saved state and
+    /// the next publication.
+    mutating func positionChanged() {
+        positionDirty = true
+        positionUnpublished = true
+    }
 
     /// The position was saved (with the state at hibernation).
     mutating func positionSaved() { positionDirty = false }
@@ -60,8 +68,21 @@ struct OutcomeEmission: Sendable, Equatable {
         return publish || now - lastPublished >= stateInterval
     }
 
-    /// The state was published at `now`.
-    mutating func published(at now: Double) { lastPublished = now }
+    /// The state was published at `now`, with the last accepted position.
+    mutating func published(at now: Double) {
+        lastPublished = now
+        positionUnpublished = false
+    }
+
+    /// Whether a clock tick at `now` publishes the state for a position that `stateInterval`
+    /// held back (its trailing publish): due at the last publication + `stateInterval`, so the
+    /// retained state ends at the last accepted position even when the device stops reporting.
+    /// `leaving`: the slot leaves memory (hibernation), so no later tick would publish it. A
+    /// flag and one comparison: the tick asks it of every slot. Call ``published(at:)`` once
+    /// it is.
+    func publishesHeldBack(now: Double, stateInterval: Double, leaving: Bool = false) -> Bool {
+        positionUnpublished && (leaving || now - lastPublished >= stateInterval)
+    }
 
     /// Whether one more event, decided when the device's fix time is `fixTime`, goes out: at
     /// most `limit` per minute of fix time (``EventRateLimiter``).
