@@ -161,6 +161,51 @@ import TestSupport
         await rig.close()
     }
 
+    /// `output.stateInterval`: positions held back by the interval are published by the first
+    /// tick once it ends, and by the tick that hibernates the device if that comes first; the
+    /// retained state ends at the last accepted position.
+    @Test(.timeLimit(.minutes(1)), arguments: [600.0, 5.0])
+    func aTickPublishesAHeldBackPosition(hibernateAfter: Double) async throws {
+        let rig = try await Rig {
+            $0.output.stateInterval = 10
+            $0.gateway.hibernateAfter = hibernateAfter
+        }
+        let shard = rig.pool.shard(for: "walker")
+        let running = Task { await shard.run() }
+        func tick(_ now: Double) async {
+            await shard.mailbox.send(.tick(now))
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.barrier(c)) } }
+            await rig.committer.flush()
+        }
+        func ask() async -> DeviceShard.QueryAnswer {
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device("walker"), c)) } }
+        }
+        func retainedFixTime() -> String? {
+            guard let payload = rig.context.statePublisher.payload(of: rig.context.statePublisher.topic("walker")),
+                  let state = try? JSONReader.parse(payload, file: "state", dialect: .json).value.objectValue
+            else { return nil }
+            return state["position"]?.objectValue?["time"]?.stringValue
+        }
+        // Outside the fence, received at gateway clock 100, 101, 102: the first is published.
+        await rig.submit((0..<3).map { LocationUpdate(device: "walker", lat: 34.45, lon: -119.80 - 0.001 * Double($0), time: Self.t0 + Double($0)) })
+        #expect(retainedFixTime() == ISO8601Time.format(Self.t0), "published at once, the next two held back")
+        if hibernateAfter > 10 {
+            await tick(109.9)
+            #expect(retainedFixTime() == ISO8601Time.format(Self.t0), "within the interval")
+            await tick(110)
+            #expect(await ask().states.count == 1, "in memory")
+        } else {
+            await tick(106.9)
+            #expect(retainedFixTime() == ISO8601Time.format(Self.t0), "within the interval, in memory")
+            await tick(107)
+            #expect(await ask().hibernated == ["walker"], "hibernated")
+        }
+        #expect(retainedFixTime() == ISO8601Time.format(Self.t0 + 2), "the last accepted position")
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+
     /// The shard's clock: idle past `gateway.hibernateAfter` the monitor leaves memory (its
     /// next update goes through the mailbox), past `gateway.forgetAfter` its state leaves the
     /// database.

@@ -247,3 +247,66 @@ extension ServeTests {
         }
     }
 }
+
+extension ServeTests {
+    /// README "Device state": a position held back by `output.stateInterval` goes out when the
+    /// interval ends, so the retained state ends at the device's last accepted position.
+    @Suite struct TrailingState {
+        /// Five devices driven for 3 s with `stateInterval: 1` (an update each 0.1 s, so most
+        /// positions are held back), then stopped: a few seconds later each retained state is at
+        /// the device's last position.
+        @Test(.timeLimit(.minutes(2))) func aStoppedDevicesRetainedStateIsWhereItStopped() async throws {
+            let h = try ServeHarness("trailing")
+            defer { h.close() }
+            let config = try h.write("gw.json5", h.config(
+                output: "stateInterval: 1", extra: #"triggers: [ { name: "sections", fences: ["garden-sections"] } ],"#))
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            let publisher = try await h.probe("publisher")
+            let gateway = try h.startGateway(config: config)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
+
+            // Each device about 11 m north per update, the devices 100 m apart.
+            let devices = (0..<5).map { "walker\($0)" }
+            let steps = 30
+            func position(device: Int, step: Int) -> (lat: Double, lon: Double) {
+                (34.4400 + 0.0001 * Double(step), -119.7300 + 0.0011 * Double(device))
+            }
+            let t0 = fixTimeBase()
+            for step in 0..<steps {
+                for (i, device) in devices.enumerated() {
+                    let p = position(device: i, step: step)
+                    try publisher.client.publish(topic: "devices/\(device)/location",
+                                                 payload: Payload.json(lat: p.lat, lon: p.lon, time: t0 + Double(step)), qos: .atLeastOnce)
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let accepted = await watcher.waitStatus(h.statusTopic) { $0.counter("accepted") == devices.count * steps }
+            #expect(accepted.ok, "accepted \(accepted.status?.counter("accepted") ?? -1)\n\(tail(gateway.log))")
+            // The interval ends within 1 s of the last update, the tick comes within 0.5 s.
+            try await Task.sleep(for: .seconds(4))
+
+            let late = try await h.probe("late", subscribe: ["\(h.prefix)/devices/#"], cleanStart: true)
+            func retained(_ device: String) -> JSONObject? {
+                late.received(on: h.stateTopic(device)).last(where: \.retain).flatMap(json)
+            }
+            #expect(await poll(timeout: .seconds(30)) { devices.allSatisfy { retained($0) != nil } },
+                    "late subscriber saw: \(late.messages.all.map(\.topic))")
+            let last = position(device: 0, step: steps - 1)
+            var short: [String] = []
+            for (i, device) in devices.enumerated() {
+                let expected = position(device: i, step: steps - 1)
+                let state = retained(device)?["position"]?.objectValue
+                let lat = state?["lat"]?.numberValue ?? .nan
+                let lon = state?["lon"]?.numberValue ?? .nan
+                let metres = (expected.lat - lat) * 111_000
+                if !(abs(lat - expected.lat) <= 1e-7 && abs(lon - expected.lon) <= 1e-7) {
+                    short.append("\(device) at \(lat), \(lon) (\(String(format: "%.0f", metres)) m short)")
+                }
+                #expect(state?["time"] == .string(iso8601(t0 + Double(steps - 1))), "\(device): \(state.map { JSONValue.object($0).serialized() } ?? "no position")")
+            }
+            print("trailing state, stateInterval 1, 4 s after the drive: \(devices.count - short.count) of \(devices.count) devices where they stopped (lat \(String(format: "%.4f", last.lat)))\(short.isEmpty ? "" : "; " + short.joined(separator: "; "))")
+            #expect(short.isEmpty, "retained states short of the last position: \(short)")
+            #expect(gateway.terminate() == 0, "\(tail(gateway.log))")
+        }
+    }
+}

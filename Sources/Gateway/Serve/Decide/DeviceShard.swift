@@ -21,7 +21,8 @@ package final class DeviceShard: Sendable {
         /// An update of a device read from the store first (hibernated, or saved by the
         /// previous run), or queued behind such an update of the same device.
         case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: Bool, userLevel: Int)
-        /// Gateway clock tick: silence confirmations, stale exits, hibernation, forgetting.
+        /// Gateway clock tick: silence confirmations, stale exits, held-back device states,
+        /// hibernation, forgetting.
         case tick(Double)
         /// A new fence/trigger snapshot (SIGHUP).
         case adopt(EngineSnapshot, Double)
@@ -307,20 +308,32 @@ package final class DeviceShard: Sendable {
         return item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
     }
 
+    /// Gateway clock tick at `now`: each slot's deadlines, its held-back position's trailing
+    /// publish, then which slots leave memory.
     private func tick(now: Double, state s: inout State, mustWait: inout Bool) {
         let paused = s.paused != nil
+        let stateInterval = context.config.output.stateInterval
         var leaving: [(device: String, fate: ShardRetention.Fate)] = []
-        for device in Array(s.slots.keys) {
-            if let deadline = s.slots[device]!.monitor.nextDeadline(), deadline <= now {
+        // Through the dictionary's indices: each slot changed in place, with no lookup (slots
+        // leave only after the walk).
+        var index = s.slots.startIndex
+        while index != s.slots.endIndex {
+            if let deadline = s.slots.values[index].monitor.nextDeadline(), deadline <= now {
                 var changed = false
-                let notes = s.slots[device]!.monitor.advance(to: now, stateChanged: &changed)
-                handOver(item(notes, changed: changed, now: now, slot: &s.slots[device]!), mustWait: &mustWait)
+                let notes = s.slots.values[index].monitor.advance(to: now, stateChanged: &changed)
+                handOver(item(notes, changed: changed, now: now, slot: &s.slots.values[index]), mustWait: &mustWait)
             }
-            let slot = s.slots[device]!
+            // A position the interval held back goes out when the interval ends: the retained
+            // state ends where the device stopped.
+            if s.slots.values[index].emission.publishesHeldBack(now: now, stateInterval: stateInterval) {
+                handOver(item([], changed: false, now: now, slot: &s.slots.values[index], forcePublish: true), mustWait: &mustWait)
+            }
+            let slot = s.slots.values[index]
             let fate = retention.fate(
                 lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
                 hasDeadline: slot.monitor.nextDeadline() != nil, positionDirty: slot.emission.positionDirty)
-            if fate != .stays { leaving.append((device, fate)) }
+            if fate != .stays { leaving.append((s.slots.keys[index], fate)) }
+            s.slots.formIndex(after: &index)
         }
         for (device, fate) in leaving {
             switch fate {
@@ -331,6 +344,12 @@ package final class DeviceShard: Sendable {
                 forget(device, mustWait: &mustWait)
             case .hibernates(let savePosition):
                 var slot = s.slots.removeValue(forKey: device)!
+                // Its held-back position goes out now: no later tick publishes it (a slot that
+                // leaves memory before its interval ends, with `gateway.hibernateAfter` under
+                // `output.stateInterval`).
+                if slot.emission.publishesHeldBack(now: now, stateInterval: stateInterval, leaving: true) {
+                    handOver(item([], changed: false, now: now, slot: &slot, forcePublish: true), mustWait: &mustWait)
+                }
                 if savePosition {
                     slot.emission.positionSaved()
                     handOver(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
@@ -364,6 +383,8 @@ package final class DeviceShard: Sendable {
 
     /// What a step's notifications, state change and device state publication give to hand
     /// over (nil: nothing), as the slot's ``OutcomeEmission`` decides; updates its bookkeeping.
+    /// `forcePublish`: the state is published whatever the interval (a new snapshot, a held-back
+    /// position's trailing publish).
     private func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
         var item = EventCommitter.Item()
         let device = slot.monitor.device

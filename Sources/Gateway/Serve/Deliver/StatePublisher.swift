@@ -236,6 +236,9 @@ package final class StatePublisher: Sendable {
     /// The retained topics known (published and not cleared).
     var count: Int { book.withLock { $0.payloads.count } }
 
+    /// The newest payload of retained topic `topic` (nil: not published, or cleared).
+    func payload(of topic: String) -> [UInt8]? { book.withLock { $0.payloads[topic] } }
+
     /// Messages handed to libmosquitto and not yet acknowledged, and topics waiting for a place.
     var pending: (inflight: Int, due: Int) { book.withLock { ($0.inflight.count, $0.dueSet.count) } }
 
