@@ -75,6 +75,11 @@ public final class EngineSnapshot: Sendable {
     /// The index holds only watched fences: entry `i` is fence `indexedFences[i]`.
     let index: FenceIndex
     let indexedFences: [Int32]
+    /// The fences no watch keeps (no trigger watches their layer, or every `where` leaves them
+    /// out), indexed by their bounds for queries over every fence (``fenceNumbers(meeting:layers:limit:)``):
+    /// entry `i` is fence `unwatchedFences[i]`. Usually empty.
+    let unwatchedIndex: FenceIndex
+    let unwatchedFences: [Int32]
     /// True if some watch compares accuracy circles (the index query must then reach further).
     let anyWatchUsesAccuracy: Bool
     /// Per fence: the largest effective buffer + exit margin any watch gives it (the distance
@@ -185,6 +190,8 @@ public final class EngineSnapshot: Sendable {
         var fenceWatches: [FenceWatch] = []
         var indexed: [Int32] = []
         var bounds: [GeoBounds] = []
+        var unwatched: [Int32] = []
+        var unwatchedBounds: [GeoBounds] = []
         var reach: [Double] = []
         var fenceReach: [Double] = []
         for (f, fence) in prepared.enumerated() {
@@ -231,6 +238,9 @@ public final class EngineSnapshot: Sendable {
                 indexed.append(Int32(f))
                 bounds.append(fence.bounds)
                 reach.append(farthest)
+            } else {
+                unwatched.append(Int32(f))
+                unwatchedBounds.append(fence.bounds)
             }
         }
         if !issues.isEmpty { throw TriggerError(issues) }
@@ -245,6 +255,8 @@ public final class EngineSnapshot: Sendable {
         self.fenceWatches = fenceWatches
         self.indexedFences = indexed
         self.index = FenceIndex(bounds: bounds, reach: reach)
+        self.unwatchedFences = unwatched
+        self.unwatchedIndex = FenceIndex(bounds: unwatchedBounds, reach: [Double](repeating: 0, count: unwatchedBounds.count))
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
         self.fenceReach = fenceReach
         self.fenceFollows = prepared.map {

@@ -153,6 +153,25 @@ public struct FenceIndex: Sendable {
         }
     }
 
+    /// Calls `body` once with the number of every entry whose box, grown by its reach, meets
+    /// `window` (a box that may cross the antimeridian as ``GeoBounds`` does), and possibly a few
+    /// more near it, which the caller's exact test drops. The window is also looked for 360
+    /// degrees east and west, as a point near ±180 is.
+    public func query(_ window: GeoBounds, _ body: (Int) -> Void) {
+        guard count > 0, window.minLat <= window.maxLat, window.minLon <= window.maxLon else { return }
+        func shifted(_ shift: Double) -> Window {
+            Window(south: window.minLat, north: window.maxLat, west: window.minLon + shift, east: window.maxLon + shift)
+        }
+        func active(_ shift: Double) -> Bool { window.minLon + shift <= eastmost && window.maxLon + shift >= westmost }
+        let plain = shifted(0), east = shifted(360), west = shifted(-360)
+        let active0 = active(0), active360 = active(360), activeMinus360 = active(-360)
+        withTree { tree in
+            if active0 { tree.search(rootRange, plain, body) }
+            if active360 { tree.search(rootRange, east, active0 ? plain : nil, nil, body) }
+            if activeMinus360 { tree.search(rootRange, west, active0 ? plain : nil, active360 ? east : nil, body) }
+        }
+    }
+
     /// What the tree search around one device's recent positions found, so that its next
     /// queries nearby need none (``query(_:radius:cache:_:)``). Valid for one index only: start
     /// a new one (`NearbyCache()`) for another.

@@ -53,6 +53,14 @@ public struct GeoBounds: Sendable, Equatable {
             minLat: minLat - dLat, minLon: minLon - dLon, maxLat: maxLat + dLat, maxLon: maxLon + dLon)
     }
 
+    /// True if the two boxes share a point, also across the antimeridian: longitudes are
+    /// compared as they are and 360 degrees to either side.
+    public func meets(_ other: GeoBounds) -> Bool {
+        guard minLat <= other.maxLat, other.minLat <= maxLat else { return false }
+        for shift in [0.0, 360, -360] where minLon + shift <= other.maxLon && other.minLon <= maxLon + shift { return true }
+        return false
+    }
+
     /// True if the box holds `c`, also when the box crosses the antimeridian.
     public func contains(_ c: Coordinate) -> Bool {
         guard c.lat >= minLat, c.lat <= maxLat else { return false }
