@@ -19,6 +19,61 @@ struct QueryRequestTests {
             == .near(Coordinate(lat: 34.4, lon: -119.7), radius: 100_000))
         #expect(try Self.parse(#"{"fences":"sites"}"#).kind.get() == .fences("sites"))
         #expect(try Self.parse(#"{"expectations":"*"}"#).kind.get() == .expectations("*"))
+        #expect(try Self.parse(#"{"features":{}}"#).kind.get() == .features(FeaturesQuery()))
+    }
+
+    @Test func featuresReadsEveryKeyAndDefaultsTheRest() throws {
+        let all = try Self.parse(#"{"features":{"bbox":[-119.72,34.45,-119.70,34.46],"layers":["garden-poi","jobs"],"limit":10000}}"#).kind.get()
+        let box = FeaturesQuery.BoundingBox(west: -119.72, south: 34.45, east: -119.70, north: 34.46)
+        #expect(all == .features(FeaturesQuery(bbox: box, layers: ["garden-poi", "jobs"], limit: 10_000)))
+        #expect(box.bounds == GeoBounds(minLat: 34.45, minLon: -119.72, maxLat: 34.46, maxLon: -119.70))
+        let defaults = FeaturesQuery()
+        #expect(defaults.bbox == nil && defaults.layers == nil && defaults.limit == 2000)
+        #expect(try Self.parse(#"{"features":{"limit":1}}"#).kind.get() == .features(FeaturesQuery(limit: 1)))
+        #expect(try Self.parse(#"{"features":{"limit":2.0e3}}"#).kind.get() == .features(FeaturesQuery(limit: 2000)))
+        // An empty list asks no layer.
+        #expect(try Self.parse(#"{"features":{"layers":[]}}"#).kind.get() == .features(FeaturesQuery(layers: [])))
+        // The whole world, and a degenerate box (a point) are boxes too.
+        #expect(try Self.parse(#"{"features":{"bbox":[-180,-90,180,90]}}"#).kind.get()
+            == .features(FeaturesQuery(bbox: .init(west: -180, south: -90, east: 180, north: 90))))
+        #expect(try Self.parse(#"{"features":{"bbox":[5,5,5,5]}}"#).kind.get()
+            == .features(FeaturesQuery(bbox: .init(west: 5, south: 5, east: 5, north: 5))))
+        // Kept beside the reply members.
+        let request = Self.parse(#"{"features":{"limit":5},"replyTo":"p/replies/m","correlation":"m"}"#)
+        #expect(try request.kind.get() == .features(FeaturesQuery(limit: 5)) && request.replyTo == "p/replies/m")
+    }
+
+    @Test func aFeaturesBoxWestOfItsEastSideCrossesTheAntimeridian() throws {
+        let kind = try Self.parse(#"{"features":{"bbox":[170,-10,-170,10]}}"#).kind.get()
+        let box = FeaturesQuery.BoundingBox(west: 170, south: -10, east: -170, north: 10)
+        #expect(kind == .features(FeaturesQuery(bbox: box)))
+        // East goes on past 180, as GeoBounds keeps a box across the antimeridian.
+        #expect(box.bounds == GeoBounds(minLat: -10, minLon: 170, maxLat: 10, maxLon: 190))
+        #expect(box.bounds.contains(Coordinate(lat: 0, lon: 179.5)) && box.bounds.contains(Coordinate(lat: 0, lon: -175)))
+        #expect(!box.bounds.contains(Coordinate(lat: 0, lon: 0)))
+    }
+
+    @Test func badFeaturesQueriesNameTheKeyAndWhatItExpects() {
+        func problem(_ features: String) -> String { Self.problem(#"{"features":\#(features)}"#) ?? "accepted" }
+        #expect(problem("[]").hasPrefix(#""features" needs an object {"bbox": [west, south, east, north]"#))
+        #expect(problem("[]").hasSuffix("found an array"))
+        #expect(problem(#"{"box":[0,0,1,1]}"#) == #""features": unknown key "box" (expected "bbox", "layers" or "limit")"#)
+        #expect(problem(#"{"bbox":[0,0,1]}"#) == #""features": "bbox" needs [west, south, east, north]: 4 numbers in degrees, found an array of 3 values"#)
+        #expect(problem(#"{"bbox":[0,0,1,"1"]}"#).hasPrefix(#""features": "bbox" needs [west, south, east, north]"#))
+        #expect(problem(#"{"bbox":"0,0,1,1"}"#).hasSuffix("found a string"))
+        #expect(problem(#"{"bbox":[-181,0,1,1]}"#) == #""features": "bbox" west and east must be longitudes within -180...180, found -181 and 1"#)
+        #expect(problem(#"{"bbox":[0,0,180.5,1]}"#).contains("west and east must be longitudes within -180...180"))
+        #expect(problem(#"{"bbox":[0,-91,1,1]}"#) == #""features": "bbox" south and north must be latitudes within -90...90, found -91 and 1"#)
+        #expect(problem(#"{"bbox":[0,0,1,90.5]}"#).contains("south and north must be latitudes within -90...90"))
+        #expect(problem(#"{"bbox":[0,10,1,5]}"#) == #""features": "bbox" south (10) must not exceed north (5)"#)
+        #expect(problem(#"{"layers":"garden"}"#) == #""features": "layers" needs an array of layer name strings, found a string"#)
+        #expect(problem(#"{"layers":["garden",3]}"#) == #""features": "layers" needs an array of layer name strings, found an array holding a number"#)
+        #expect(problem(#"{"limit":0}"#) == #""features": "limit" needs an integer within 1...10000, found 0"#)
+        #expect(problem(#"{"limit":10001}"#).hasSuffix("found 10001"))
+        #expect(problem(#"{"limit":2.5}"#).hasSuffix("found 2.5"))
+        #expect(problem(#"{"limit":"5"}"#).hasSuffix("found a string"))
+        #expect(problem(#"{"limit":1e400}"#).hasPrefix(#""features": "limit" needs an integer"#))
+        #expect(Self.problem(#"{"features":{},"fences":"a"}"#)?.hasPrefix("a query asks one thing") == true)
     }
 
     @Test func replyMembersAreKeptBesideTheKind() throws {
@@ -35,8 +90,10 @@ struct QueryRequestTests {
         #expect(Self.problem("{")?.hasPrefix("not JSON: 1:2:") == true)
         #expect(Self.problem("[1]") == "a query is a JSON object, found an array")
         #expect(Self.problem("{}")?.hasPrefix("a query needs one of") == true)
+        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "features""#) == true)
         #expect(Self.problem(#"{"device":"a","fences":"b"}"#)?.hasPrefix("a query asks one thing") == true)
         #expect(Self.problem(#"{"who":1}"#)?.hasPrefix("unknown query \"who\"") == true)
+        #expect(Self.problem(#"{"who":1}"#)?.contains(#""expectations" or "features""#) == true)
         #expect(Self.problem(#"{"device":""}"#) == "\"device\" needs a device id string")
         #expect(Self.problem(#"{"inside":{"layer":"a"}}"#)?.hasPrefix("\"inside\" needs") == true)
         #expect(Self.problem(#"{"near":{"lat":91,"lon":0}}"#)?.contains("-90...90") == true)

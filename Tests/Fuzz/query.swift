@@ -1,6 +1,6 @@
 // The query parser: `QueryRequest.parse`, which the gateway's QueryService calls on every
 // payload of PREFIX/query/GATEWAY_ID, and `QueryRequest.replyTopic`, which decides where its
-// reply may go. Properties: a parse never traps; an accepted query is one of the five kinds
+// reply may go. Properties: a parse never traps; an accepted query is one of the six kinds
 // with the bounds the contract gives; a payload the strict reader accepts as an object keeps its
 // `correlation`; a reply goes only under the replies prefix or to the fallback topic; the reply
 // (answer or error, with the correlation) reads back as the same value.
@@ -22,6 +22,20 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fuzzCheck(radius > 0 && radius <= QueryRequest.maxNearRadius, "near radius out of range: \(radius)")
         case .device(let id), .expectations(let id):
             fuzzCheck(!id.isEmpty, "empty device id accepted")
+        case .features(let features):
+            fuzzCheck((1...FeaturesQuery.maxLimit).contains(features.limit), "features limit out of range: \(features.limit)")
+            if let box = features.bbox {
+                fuzzCheck(
+                    (-180...180).contains(box.west) && (-180...180).contains(box.east) && (-90...90).contains(box.south)
+                        && (-90...90).contains(box.north) && box.south <= box.north, "features bbox out of range: \(box)")
+                let bounds = box.bounds
+                fuzzCheck(bounds.minLon <= bounds.maxLon && bounds.maxLon - bounds.minLon <= 360, "features bbox bounds: \(bounds)")
+            }
+            if case .object(let members)? = object["features"] {
+                fuzzCheck(members.keys.allSatisfy { ["bbox", "layers", "limit"].contains($0) }, "features: an unknown key accepted")
+            } else {
+                fuzzCheck(false, "features accepted without an object")
+            }
         case .inside, .fences:
             break
         }

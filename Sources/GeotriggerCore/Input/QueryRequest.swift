@@ -15,6 +15,8 @@ public struct QueryRequest: Sendable, Equatable {
         case fences(String)
         /// `{"expectations": DEVICE_OR_*}`: open expected arrivals.
         case expectations(String)
+        /// `{"features": {"bbox", "layers", "limit"}}`: fence geometry as GeoJSON.
+        case features(FeaturesQuery)
     }
 
     /// The kind, or why the query is malformed (the text of the `{"error"}` reply).
@@ -54,7 +56,7 @@ public struct QueryRequest: Sendable, Equatable {
         guard kinds.count == 1, let kind = kinds.first, let value = request[kind] else {
             return .failure(QueryProblem(
                 kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\""
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"features\""
                     : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))"))
         }
         switch kind {
@@ -88,8 +90,11 @@ public struct QueryRequest: Sendable, Equatable {
                 return .failure(QueryProblem("\"expectations\" needs a device id string, or \"*\" for every device"))
             }
             return .success(.expectations(device))
+        case "features":
+            return FeaturesQuery.parse(value).map(Kind.features)
         default:
-            return .failure(QueryProblem("unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\" or \"expectations\")"))
+            return .failure(QueryProblem(
+                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\" or \"features\")"))
         }
     }
 

@@ -11,7 +11,9 @@ import Store
 /// client cannot make the gateway publish on event, state or status topics under its ACL);
 /// any other gets `{"error"}` on `PREFIX/query/GATEWAY_ID/reply`. Queries:
 /// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`,
-/// `{"fences": LAYER}`, `{"expectations": DEVICE_OR_*}` (open expected arrivals). Anything else gets `{"error": "..."}`. Queries wait in their own queue
+/// `{"fences": LAYER}`, `{"expectations": DEVICE_OR_*}` (open expected arrivals),
+/// `{"features": {"bbox", "layers", "limit"}}` (fence geometry as a GeoJSON FeatureCollection,
+/// under 900 KiB: ``FeatureCollectionWriter``). Anything else gets `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
 /// The device shards answer about their own devices.
 final class QueryService: Service, Sendable {
@@ -63,44 +65,68 @@ final class QueryService: Service, Sendable {
 
     private func answer(_ message: MQTTMessage) async {
         let request = QueryRequest.parse(message.payload, file: message.topic)
-        let answer: JSONValue
         do {
-            answer = try await respond(to: request.kind.get())
+            switch try await respond(to: request.kind.get(), correlation: request.correlation) {
+            case .value(let answer): reply(answer, to: message, request: request)
+            case .written(let answer): reply(written: answer, to: message, request: request)
+            }
         } catch let error as QueryProblem {
-            answer = .object(["error": .string(error.message)])
+            reply(.object(["error": .string(error.message)]), to: message, request: request)
         } catch {
-            answer = .object(["error": .string("\(error)")])
+            reply(.object(["error": .string("\(error)")]), to: message, request: request)
         }
-        reply(answer, to: message, request: request)
     }
 
     /// Publishes `answer` to the query's reply topic (its `correlation` copied in), or an error
     /// to the default reply topic when the asked topic is not under ``repliesPrefix``.
     private func reply(_ answer: JSONValue, to message: MQTTMessage, request: QueryRequest) {
+        reply(written: JSONValue.object(answer.objectValue ?? JSONObject()).serializedBytes(), to: message, request: request)
+    }
+
+    /// ``reply(_:to:request:)`` with the answer already written as a JSON object.
+    private func reply(written answer: [UInt8], to message: MQTTMessage, request: QueryRequest) {
         let (target, refusal) = QueryRequest.replyTopic(
             asked: message.responseTopic ?? request.replyTo, repliesPrefix: repliesPrefix, fallback: "\(topic)/reply")
-        var object = refusal.map { ["error": .string($0)] } ?? answer.objectValue ?? JSONObject()
-        if let correlation = request.correlation { object["correlation"] = correlation }
+        var payload = refusal.map { JSONValue.object(["error": .string($0)]).serializedBytes() } ?? answer
+        if let correlation = request.correlation {
+            // The object's last member: `}` becomes `,"correlation":VALUE}` (no comma after `{`).
+            payload.removeLast()
+            if payload.count > 1 { payload.append(UInt8(ascii: ",")) }
+            payload.append(contentsOf: #""correlation":"#.utf8)
+            correlation.write(to: &payload)
+            payload.append(UInt8(ascii: "}"))
+        }
         var properties: MQTTPublishProperties?
         if client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil {
             properties = MQTTPublishProperties(correlationData: message.correlationData)
         }
         do {
-            try client.publish(topic: target, payload: JSONValue.object(object).serializedBytes(), qos: .atLeastOnce, retain: false, properties: properties)
+            try client.publish(topic: target, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
         } catch {
             logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
         }
     }
 
-    private func respond(to kind: QueryRequest.Kind) async throws -> JSONValue {
+    /// A query's answer: a value, or a JSON object already written (the `features` reply,
+    /// written within its byte budget as it grows).
+    private enum Answer {
+        case value(JSONValue)
+        case written([UInt8])
+    }
+
+    private func respond(to kind: QueryRequest.Kind, correlation: JSONValue?) async throws -> Answer {
         switch kind {
-        case .inside(let layer, let fence): return try await inside(layer: layer, fence: fence)
-        case .device(let device): return try await deviceState(device)
-        case .near(let point, let radius): return near(point, radius: radius)
-        case .fences(let layer): return try fences(layer)
+        case .inside(let layer, let fence): return .value(try await inside(layer: layer, fence: fence))
+        case .device(let device): return .value(try await deviceState(device))
+        case .near(let point, let radius): return .value(near(point, radius: radius))
+        case .fences(let layer): return .value(try fences(layer))
         case .expectations(let device):
             guard let expectations else { throw QueryProblem("expectations are not kept by this gateway") }
-            return expectations.list(device: device)
+            return .value(expectations.list(device: device))
+        case .features(let query):
+            // The reply carries the correlation too: the features get the budget less its bytes.
+            let correlationBytes = correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0
+            return .written(try features(query, budget: FeatureCollectionWriter.replyBudget - correlationBytes))
         }
     }
 
@@ -155,6 +181,34 @@ final class QueryService: Service, Sendable {
             ]))
         }
         return .object(["near": .array(rows)])
+    }
+
+    /// The `features` reply: the fences of the layers asked whose box meets `bbox`, in layer
+    /// then file order, at most `limit` and `budget` bytes of them.
+    private func features(_ query: FeaturesQuery, budget: Int) throws -> [UInt8] {
+        let snapshot = self.snapshot()
+        var layers: Set<String>?
+        if let asked = query.layers {
+            let known = Set(snapshot.layerNames)
+            let unknown = asked.filter { !known.contains($0) }
+            guard unknown.isEmpty else {
+                throw QueryProblem(
+                    "\"features\": \"layers\" names no fence layer \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) "
+                        + "(layers: \(snapshot.layerNames.sorted().joined(separator: ", ")))")
+            }
+            layers = Set(asked)
+        }
+        let (numbers, more) = snapshot.fenceNumbers(meeting: query.bbox?.bounds, layers: layers, limit: query.limit)
+        var writer = FeatureCollectionWriter(budget: budget)
+        var truncated = more
+        for f in numbers {
+            let added = writer.append(snapshot.fences[f].fence, buffer: snapshot.largestBuffer(ofFence: f), triggers: snapshot.triggerNames(watchingFence: f))
+            guard added else {
+                truncated = true
+                break
+            }
+        }
+        return writer.finish(truncated: truncated)
     }
 
     private func fences(_ layer: String) throws -> JSONValue {

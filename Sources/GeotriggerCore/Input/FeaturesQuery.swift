@@ -1,0 +1,94 @@
+/// The `features` query: `{"features": {"bbox": [west, south, east, north], "layers": [...],
+/// "limit": N}}`, every key optional (README "Runtime fences and queries"). The gateway answers
+/// with a GeoJSON FeatureCollection of the fences whose bounding box meets `bbox`.
+public struct FeaturesQuery: Sendable, Equatable {
+    /// The area asked, in degrees; nil: everywhere.
+    public var bbox: BoundingBox?
+    /// The layers asked, as given; nil: every layer.
+    public var layers: [String]?
+    /// At most this many features (``defaultLimit`` when not given, at most ``maxLimit``).
+    public var limit: Int
+
+    public init(bbox: BoundingBox? = nil, layers: [String]? = nil, limit: Int = FeaturesQuery.defaultLimit) {
+        self.bbox = bbox
+        self.layers = layers
+        self.limit = limit
+    }
+
+    public static let defaultLimit = 2000
+    public static let maxLimit = 10_000
+
+    /// `[west, south, east, north]` in degrees (RFC 7946 section 5). West east of east is a box
+    /// across the antimeridian: from `west` east to 180 and on from -180 to `east`.
+    public struct BoundingBox: Sendable, Equatable {
+        public var west: Double, south: Double, east: Double, north: Double
+
+        public init(west: Double, south: Double, east: Double, north: Double) {
+            self.west = west
+            self.south = south
+            self.east = east
+            self.north = north
+        }
+
+        /// The box as ``GeoBounds``: one across the antimeridian has its east side 360 degrees on,
+        /// past 180.
+        public var bounds: GeoBounds {
+            GeoBounds(minLat: south, minLon: west, maxLat: north, maxLon: west > east ? east + 360 : east)
+        }
+    }
+
+    /// A number as a message quotes it (JSON's text; `inf` or `nan` for what JSON cannot write).
+    private static func text(_ n: Double) -> String { n.isFinite ? JSONValue.number(n).serialized() : "\(n)" }
+
+    /// Reads the value of a query's `features` key; the problem names the key at fault and
+    /// what it expects.
+    static func parse(_ value: JSONValue) -> Result<FeaturesQuery, QueryProblem> {
+        func problem(_ text: String) -> Result<FeaturesQuery, QueryProblem> { .failure(QueryProblem("\"features\": " + text)) }
+        guard case .object(let object) = value else {
+            return .failure(QueryProblem(
+                "\"features\" needs an object {\"bbox\": [west, south, east, north], \"layers\": [layer names], "
+                    + "\"limit\": 1...\(maxLimit)} (every key optional), found \(value.typeName)"))
+        }
+        if let unknown = object.keys.first(where: { !["bbox", "layers", "limit"].contains($0) }) {
+            return problem("unknown key \"\(unknown)\" (expected \"bbox\", \"layers\" or \"limit\")")
+        }
+        var query = FeaturesQuery()
+        if let bbox = object["bbox"] {
+            let numbers = bbox.arrayValue?.compactMap(\.numberValue) ?? []
+            guard let array = bbox.arrayValue, array.count == 4, numbers.count == 4 else {
+                let found = bbox.arrayValue.map { "an array of \($0.count) values" } ?? bbox.typeName
+                return problem("\"bbox\" needs [west, south, east, north]: 4 numbers in degrees, found \(found)")
+            }
+            let box = BoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3])
+            guard (-180...180).contains(box.west), (-180...180).contains(box.east) else {
+                return problem(
+                    "\"bbox\" west and east must be longitudes within -180...180, found \(text(box.west)) and \(text(box.east))")
+            }
+            guard (-90...90).contains(box.south), (-90...90).contains(box.north) else {
+                return problem(
+                    "\"bbox\" south and north must be latitudes within -90...90, found \(text(box.south)) and \(text(box.north))")
+            }
+            guard box.south <= box.north else {
+                return problem("\"bbox\" south (\(text(box.south))) must not exceed north (\(text(box.north)))")
+            }
+            query.bbox = box
+        }
+        if let layers = object["layers"] {
+            let names = layers.arrayValue?.compactMap(\.stringValue)
+            guard let names, names.count == layers.arrayValue?.count else {
+                let other = layers.arrayValue?.first { $0.stringValue == nil }
+                return problem("\"layers\" needs an array of layer name strings, found "
+                    + (other.map { "an array holding \($0.typeName)" } ?? layers.typeName))
+            }
+            query.layers = names
+        }
+        if let limit = object["limit"] {
+            guard case .number(let n) = limit, n == n.rounded(), n >= 1, n <= Double(maxLimit) else {
+                let found = limit.numberValue.map(text) ?? limit.typeName
+                return problem("\"limit\" needs an integer within 1...\(maxLimit), found \(found)")
+            }
+            query.limit = Int(n)
+        }
+        return .success(query)
+    }
+}
