@@ -18,8 +18,8 @@ public struct FeaturesQuery: Sendable, Equatable {
     public static let defaultLimit = 2000
     public static let maxLimit = 10_000
 
-    /// `[west, south, east, north]` in degrees (RFC 7946 section 5). West east of east is a box
-    /// across the antimeridian: from `west` east to 180 and on from -180 to `east`.
+    /// `[west, south, east, north]` in degrees (RFC 7946 section 5). A `west` greater than
+    /// `east` is a box across the antimeridian: from `west` east to 180, then from -180 to `east`.
     public struct BoundingBox: Sendable, Equatable {
         public var west: Double, south: Double, east: Double, north: Double
 
