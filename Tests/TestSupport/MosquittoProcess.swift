@@ -33,19 +33,26 @@ public final class MosquittoProcess: @unchecked Sendable {
         /// Further config lines, written before the listeners.
         public var extraLines: [String] = []
         /// A shipped config's text (`deploy/mosquitto/geotrigger.conf`, with more files
-        /// appended) used instead of the settings above, with the test's ports and files put in:
-        /// the first `listener` gets `port`, a second one `tlsPort` (`tls` is then required and
-        /// gives `cafile`, `certfile`, `keyfile`); `persistence_location`, `password_file`
-        /// (`users`) and `acl_file` (`acl`) point into the temp directory. Every other line is
-        /// kept as written; `allowAnonymous`, `identityAsUsername` and the message counts are
-        /// not used (`extraLines` are, before the shipped text).
+        /// appended) used instead of the settings above, with the test's ports and files put in.
+        /// Each `listener` is bound to 127.0.0.1 on a port chosen by its kind (the lines up to
+        /// the next `listener`): plain MQTT gets `port`, MQTT with a `certfile` `tlsPort`, a
+        /// `protocol websockets` listener `websocketsPort`, and with a `certfile`
+        /// `secureWebsocketsPort` (`tls` is required for the TLS kinds and gives `cafile`,
+        /// `certfile`, `keyfile`); `http_dir` becomes `httpDir` (or an empty folder in the temp
+        /// directory); `persistence_location`, `password_file` (`users`) and `acl_file` (`acl`)
+        /// point into the temp directory. Every other line is kept as written;
+        /// `allowAnonymous`, `identityAsUsername` and the message counts are not used
+        /// (`extraLines` are, before the shipped text).
         public var shipped: String?
+        /// The folder a shipped config's `http_dir` is replaced with (websockets listeners
+        /// serve its files over HTTP).
+        public var httpDir: String?
 
         public init(
             persistence: Bool = false, users: [String: String] = [:], allowAnonymous: Bool? = nil,
             acl: String? = nil, tls: TestCertificates? = nil, identityAsUsername: Bool = false,
             maxInflightMessages: Int? = nil, maxQueuedMessages: Int? = nil, extraLines: [String] = [],
-            shipped: String? = nil
+            shipped: String? = nil, httpDir: String? = nil
         ) {
             self.persistence = persistence
             self.users = users
@@ -57,6 +64,7 @@ public final class MosquittoProcess: @unchecked Sendable {
             self.maxQueuedMessages = maxQueuedMessages
             self.extraLines = extraLines
             self.shipped = shipped
+            self.httpDir = httpDir
         }
     }
 
@@ -64,6 +72,11 @@ public final class MosquittoProcess: @unchecked Sendable {
     public let port: Int
     /// The TLS port on 127.0.0.1 when `Options.tls` was given.
     public let tlsPort: Int?
+    /// The port of a shipped config's websockets listener (MQTT over WebSockets and its
+    /// `http_dir` over HTTP), if it has one.
+    public let websocketsPort: Int?
+    /// The port of a shipped config's websockets listener with TLS, if it has one.
+    public let secureWebsocketsPort: Int?
     /// Where the config, log, password, ACL and persistence files live.
     public let directory: TemporaryDirectory
     /// The config file passed with `-c`.
@@ -87,6 +100,9 @@ public final class MosquittoProcess: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "mosquitto")
         port = try FreePort.next()
         tlsPort = options.tls == nil ? nil : try FreePort.next()
+        let kinds = options.shipped.map(Self.listenerKinds) ?? []
+        websocketsPort = kinds.contains(.websockets) ? try FreePort.next() : nil
+        secureWebsocketsPort = kinds.contains(.secureWebsockets) ? try FreePort.next() : nil
         logPath = directory.file("mosquitto.log")
         configPath = directory.file("mosquitto.conf")
         try writeConfiguration()
@@ -161,8 +177,40 @@ public final class MosquittoProcess: @unchecked Sendable {
         try directory.write("mosquitto.conf", lines.joined(separator: "\n") + "\n")
     }
 
+    /// What a shipped config's listener serves, in the order of its `listener` lines.
+    enum ListenerKind: Equatable {
+        case mqtt, tls, websockets, secureWebsockets
+    }
+
+    /// The kind of each `listener` of `text`, from the lines up to the next one.
+    static func listenerKinds(_ text: String) -> [ListenerKind] {
+        var kinds: [ListenerKind] = []
+        var websockets = false
+        var secure = false
+        func finish() {
+            guard !kinds.isEmpty else { return }
+            kinds[kinds.count - 1] = websockets ? (secure ? .secureWebsockets : .websockets) : (secure ? .tls : .mqtt)
+        }
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            switch words.first {
+            case "listener":
+                finish()
+                kinds.append(.mqtt)
+                websockets = false
+                secure = false
+            case "protocol": websockets = words.dropFirst().first == "websockets"
+            case "certfile": secure = true
+            default: break
+            }
+        }
+        finish()
+        return kinds
+    }
+
     /// `shipped` with the test's ports and files (see ``Options/shipped``).
     private func substituted(_ shipped: String) throws -> [String] {
+        let kinds = Self.listenerKinds(shipped)
         var listeners = 0
         var lines: [String] = []
         for line in shipped.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -173,9 +221,24 @@ public final class MosquittoProcess: @unchecked Sendable {
             }
             switch key {
             case "listener":
+                let listenerPort: Int
+                switch kinds[listeners] {
+                case .mqtt: listenerPort = port
+                case .tls: listenerPort = try required(tlsPort, "Options.tls")
+                case .websockets: listenerPort = try required(websocketsPort, "a websockets port")
+                case .secureWebsockets:
+                    _ = try required(options.tls, "Options.tls")
+                    listenerPort = try required(secureWebsocketsPort, "a websockets port")
+                }
                 listeners += 1
-                let listenerPort = listeners == 1 ? port : try required(tlsPort, "Options.tls (a second listener)")
                 lines.append("listener \(listenerPort) 127.0.0.1")
+            case "http_dir":
+                let folder = try options.httpDir ?? {
+                    let empty = directory.file("http")
+                    try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+                    return empty
+                }()
+                lines.append("http_dir \(folder)")
             case "persistence_location": lines.append("persistence_location \(directory.path)/")
             case "password_file": lines.append("password_file \(try required(try writePasswords(), "Options.users"))")
             case "acl_file": lines.append("acl_file \(try directory.write("acl", try required(options.acl, "Options.acl")))")
@@ -196,7 +259,7 @@ public final class MosquittoProcess: @unchecked Sendable {
         if runningPid != nil { return }
         let child = try DirectSpawn.start(executable, ["-c", configPath], logPath: logPath)
         runningPid = child
-        let ports = [port] + (tlsPort.map { [$0] } ?? [])
+        let ports = [port] + [tlsPort, websocketsPort, secureWebsocketsPort].compactMap { $0 }
         let ready = pollBlocking(timeout: timeout) {
             if Self.hasExited(child) { return true }
             return ports.allSatisfy(FreePort.isListening)
