@@ -23,16 +23,26 @@ extension ServeTests.ShippedBroker {
             var log: String { (try? String(contentsOfFile: logs.file("broker.log"), encoding: .utf8)) ?? "" }
             var port: Int { process.port }
             var websocketsPort: Int? { process.websocketsPort }
+            var secureWebsocketsPort: Int? { process.secureWebsocketsPort }
             var pid: pid_t? { process.pid }
             var directory: TemporaryDirectory { process.directory }
         }
 
-        /// The shipped broker (geotrigger.conf, geotrigger.acl) with `httpDir` as its console
-        /// folder and a Home Assistant user (a second reader of the gateway's outputs).
-        static func broker(httpDir: String? = nil) throws -> Broker {
-            var options = try Shipped.options()
+        /// The shipped broker (geotrigger.conf, geotrigger.acl; geotrigger-tls.conf with `tls`)
+        /// with `httpDir` as its console folder and a Home Assistant user (a second reader of
+        /// the gateway's outputs). `withoutWebSocketsBinding` drops the websockets listener's
+        /// `use_username_as_clientid` (the last one of geotrigger.conf).
+        static func broker(httpDir: String? = nil, tls: TestCertificates? = nil, withoutWebSocketsBinding: Bool = false) throws -> Broker {
+            var options = try Shipped.options(tls: tls)
             options.users = users
             options.httpDir = httpDir
+            if withoutWebSocketsBinding, var text = options.shipped {
+                let binding = "\nuse_username_as_clientid true\n"
+                let websockets = try #require(text.range(of: "\nprotocol websockets\n"))
+                let line = try #require(text.range(of: binding, range: websockets.upperBound..<text.endIndex))
+                text.replaceSubrange(line, with: "\n")
+                options.shipped = text
+            }
             return try Broker(options)
         }
 
@@ -127,59 +137,54 @@ extension ServeTests.ShippedBroker {
             #expect(broker.log.contains("as dispatch (") && broker.log.contains("as dispatch-2 ("), "\(broker.log.suffix(3000))")
             first.disconnect()
             other.disconnect()
+
+            // README Troubleshooting "The console's login is refused": what a wrong password meets.
+            let (refused, refusedAck) = try await Self.browser(broker, clientID: "console-c", user: "dispatch-2", password: "wrong")
+            await refused.settle(for: .milliseconds(300))
+            print("a wrong password over WebSockets: CONNACK return code \(refusedAck.returnCode), closed: \(refused.isClosed);",
+                  "broker log:\n  " + broker.log.split(separator: "\n").suffix(4).joined(separator: "\n  "))
+            #expect(refusedAck.returnCode == 5, "\(refusedAck)")
+            #expect(broker.log.contains(" (0, 5)") && broker.log.contains("Client <unknown> closed its connection."), "\(broker.log.suffix(2000))")
         }
 
-        /// A browser connecting over the websockets listener with the gateway's client id and a
-        /// dispatcher's password: its id becomes `dispatch`, so the gateway stays connected, its
-        /// persistent session keeps the updates queued while it is away, and the browser gets
-        /// only a dispatcher's rights.
-        @Test func aBrowserCannotTakeTheGatewaysSessionOrRights() async throws {
-            let broker = try Self.broker()
-            let locations = "devices/+/location"
-            let gateway = try await Self.probe(broker, user: Shipped.gatewayUser, subscribe: [locations])
-            let watcher = try await Self.probe(broker, user: "homeassistant", subscribe: ["geotriggers/#"])
-            defer { watcher.stop() }
-            let vehicle = try await Self.probe(broker, user: "v17")
-            defer { vehicle.stop() }
-
-            // While the gateway is connected.
+        /// What the websockets listener's own `use_username_as_clientid` prevents (and proof
+        /// the test above can fail): without it a browser with the gateway's client id and a
+        /// dispatcher's password cuts the gateway off and is handed its session.
+        @Test func withoutTheBindingOnTheWebSocketsListenerABrowserTakesOver() async throws {
+            let broker = try Self.broker(withoutWebSocketsBinding: true)
+            let gateway = try await Self.probe(broker, user: Shipped.gatewayUser, subscribe: ["devices/+/location"])
+            defer { gateway.stop() }
             let (browser, connack) = try await Self.browser(broker, clientID: Shipped.gatewayUser, user: "dispatch",
-                                                            password: Shipped.users["dispatch"]!, cleanSession: true)
-            #expect(connack == .init(sessionPresent: false, returnCode: 0), "\(connack)\n\(broker.log.suffix(3000))")
-            let granted = try await browser.subscribe([locations])
-            try await browser.publish(topic: "geotriggers/status/\(Shipped.gatewayUser)", payload: Array("{\"status\":\"offline\"}".utf8))
-            let update = try vehicle.client.publish(topic: "devices/v17/location", payload: Array("{\"n\":1}".utf8), qos: .atLeastOnce)
-            #expect(await vehicle.waitAcknowledged([update]))
-            #expect(await gateway.waitMessages(1), "\(broker.log.suffix(3000))")
-            await browser.settle(for: .seconds(1))
-            print("browser as client id \(Shipped.gatewayUser) with dispatch's password over WebSockets: CONNACK \(connack);",
-                  "SUBACK for \(locations): \(granted); messages it got: \(browser.messages.map(\.topic));",
-                  "gateway disconnected: \(gateway.events.all.contains { if case .disconnected = $0 { true } else { false } });",
-                  "status messages the watcher got: \(watcher.messages.all.map(\.topic))")
-            #expect(!gateway.events.all.contains { if case .disconnected = $0 { true } else { false } }, "\(describe(gateway))")
-            #expect(!broker.log.contains("already connected, closing old connection"), "\(broker.log.suffix(3000))")
-            #expect(broker.log.contains("as dispatch ("), "the broker named the browser by its user:\n\(broker.log.suffix(3000))")
-            #expect(granted == [0x80] || browser.messages.isEmpty, "the browser read the devices' locations: \(browser.messages)")
-            #expect(!browser.messages.contains { $0.topic == "devices/v17/location" })
-            #expect(watcher.messages.all.isEmpty, "the browser published as the gateway: \(watcher.messages.all.map(\.topic))")
+                                                            password: Shipped.users["dispatch"]!, cleanSession: false)
+            let lost = await gateway.waitDisconnected(timeout: .seconds(5))
+            print("without use_username_as_clientid on the websockets listener: CONNACK \(connack); gateway cut off: \(lost)")
+            #expect(connack.sessionPresent, "the browser got the gateway's session: \(connack)")
+            #expect(lost, "\(describe(gateway))")
+            #expect(broker.log.contains("already connected, closing old connection"), "\(broker.log.suffix(2000))")
             browser.disconnect()
+        }
 
-            // While the gateway is away: its session queues an update; the browser connects with
-            // its client id and a clean session again; the gateway comes back to the update.
-            gateway.stop()
-            let queued = try vehicle.client.publish(topic: "devices/v17/location", payload: Array("{\"n\":2}".utf8), qos: .atLeastOnce)
-            #expect(await vehicle.waitAcknowledged([queued]))
-            let (again, againAck) = try await Self.browser(broker, clientID: Shipped.gatewayUser, user: "dispatch",
-                                                           password: Shipped.users["dispatch"]!, cleanSession: true)
-            #expect(againAck == .init(sessionPresent: false, returnCode: 0), "\(againAck)")
-            again.disconnect()
-            let back = try await Self.probe(broker, user: Shipped.gatewayUser)
-            defer { back.stop() }
-            let delivered = await back.waitMessages(1, timeout: .seconds(10))
-            print("gateway back after the browser's clean session: session present \(back.sessionPresentFlags),",
-                  "queued update delivered: \(back.messages.all.map { String(decoding: $0.payload, as: UTF8.self) })")
-            #expect(back.sessionPresentFlags == [true])
-            #expect(delivered && back.messages.all.map(\.topic) == ["devices/v17/location"], "\(broker.log.suffix(3000))")
+        /// geotrigger-tls.conf's console listener: a WebSocket upgrade with subprotocol mqtt
+        /// over TLS (curl trusting the test CA, HTTP/1.1 as browsers open WebSockets).
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"),
+                       "needs openssl and curl"))
+        func tlsConsoleListenerUpgradesToMQTT() async throws {
+            let folder = try TemporaryDirectory(prefix: "shipped-wss-certs")
+            let certificates = try TestCertificates.make(in: folder)
+            let broker = try Self.broker(tls: certificates)
+            let port = try #require(broker.secureWebsocketsPort)
+            let url = "https://127.0.0.1:\(port)/mqtt"
+            // curl waits for data after the 101 until --max-time: its exit status is not the test.
+            let upgrade = try ExternalProgram.run("/bin/sh", ["-c", """
+                curl -sS -i --http1.1 --max-time 3 --cacert "$1" -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+                    -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' -H 'Sec-WebSocket-Version: 13' \
+                    -H 'Sec-WebSocket-Protocol: mqtt' "$2" 2>/dev/null; true
+                """, "sh", certificates.ca, url])
+            let status = upgrade.split(separator: "\r\n").first.map(String.init) ?? upgrade
+            print("TLS console listener on port \(port): WebSocket upgrade over TLS ->", status)
+            #expect(status.hasPrefix("HTTP/1.1 101"), "\(upgrade)\n\(broker.log.suffix(2000))")
+            #expect(upgrade.lowercased().contains("sec-websocket-protocol: mqtt"), "\(upgrade)")
+            #expect(broker.log.contains("Opening websockets listen socket on port \(port)"), "\(broker.log.suffix(2000))")
         }
     }
 }
