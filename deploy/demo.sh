@@ -2,15 +2,25 @@
 # The garden tour: installs what is missing, builds a release, starts a private mosquitto on
 # a free loopback port (a system mosquitto on 1883 is left alone), runs the gateway on fences/,
 # walks deploy/routes/garden-tour.geojson faster than real time with two simulated visitors,
-# and shows the dispatch console. Everything it started is stopped by PID at the end or on Ctrl-C.
+# and shows the dispatch console. The web console (deploy/console/) is served by the broker's
+# websockets listener on another free loopback port; its URL is printed. Everything it started
+# is stopped by PID at the end or on Ctrl-C.
 #
-# Usage: deploy/demo.sh [RATE]     (RATE: times faster than real time, default 40)
+# Usage: deploy/demo.sh [--keep] [RATE]   (RATE: times faster than real time, default 40;
+#        --keep: leave the broker, the gateway and the console running until Enter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
-RATE="${1:-40}"
+KEEP=false
+RATE=40
+for arg in "$@"; do
+    case "$arg" in
+        --keep) KEEP=true ;;
+        *) RATE="$arg" ;;
+    esac
+done
 
-install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients
+install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients libjs-leaflet
 ensure_swift
 echo "demo: building a release (the first build takes a few minutes)"
 swift build -c release 2>&1 | tail -n 1
@@ -28,9 +38,26 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "demo: interrupted"; exit 130' INT TERM
 
+# The console's folder: a copy of deploy/console with Leaflet beside it (mosquitto serves only
+# files inside http_dir, as the mosquitto user when started as root: the folders are readable).
+chmod 0755 "$WORK"
+mkdir -m 0755 "$WORK/console"
+if [ -d deploy/console ]; then
+    cp -RL deploy/console/. "$WORK/console/"
+else
+    echo "demo: deploy/console is not in this checkout; the console's URL serves only Leaflet"
+fi
+cp -RL /usr/share/javascript/leaflet "$WORK/console/leaflet"
+chmod -R go+rX "$WORK/console"
+
 PORT="$(free_port)"
+WS_PORT="$(free_port)"
 cat > "$WORK/mosquitto.conf" <<CONF
 listener $PORT 127.0.0.1
+# The web console: its files and MQTT over WebSockets (any user name and password).
+listener $WS_PORT 127.0.0.1
+protocol websockets
+http_dir $WORK/console
 allow_anonymous true
 persistence false
 # A subscriber that falls behind loses messages beyond these (mosquitto's defaults: 20, 1000).
@@ -43,6 +70,7 @@ CONF
 PIDS+=($!)
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
 echo "demo: mosquitto on 127.0.0.1:$PORT (pid ${PIDS[0]})"
+echo "demo: the web console: http://127.0.0.1:$WS_PORT/ (MQTT over WebSockets on the same port, any user name)"
 
 cat > "$WORK/geotrigger.json5" <<CONF
 {
@@ -82,4 +110,9 @@ echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (replay, 
 # The Prometheus textfile (docs/metrics.md), as node_exporter would read it; written again at the stop.
 echo "demo: the metrics file (output.metricsFile), without zero samples:"
 grep -v '^#' "$WORK/geotrigger.prom" | grep -v ' 0$' || true
+if $KEEP; then
+    echo "demo: still running: the web console at http://127.0.0.1:$WS_PORT/, the broker on 127.0.0.1:$PORT"
+    echo "demo: press Enter to stop"
+    read -r _ || true
+fi
 echo "demo: stopping"

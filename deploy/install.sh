@@ -2,12 +2,14 @@
 # Installs geotrigger as a system service on Debian 12 (x86_64 or aarch64, e.g. a Raspberry Pi),
 # as root: packages, a release build, the binary, a user, /etc/geotrigger with the example
 # config and fences, the systemd unit, and the mosquitto configuration (not enabled if a
-# mosquitto config of the same name exists). Usage: deploy/install.sh
+# mosquitto config of the same name exists), and the dispatch console (deploy/console/ with
+# Debian's Leaflet) in /usr/share/geotrigger/console, which mosquitto's websockets listener
+# serves. Usage: deploy/install.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/setup.sh
 
-install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients gpsd tzdata
+install_packages "${BUILD_PACKAGES[@]}" mosquitto mosquitto-clients gpsd tzdata libjs-leaflet
 ensure_swift
 swift build -c release --static-swift-stdlib
 install -m 0755 "$(swift build -c release --show-bin-path)/geotrigger" /usr/local/bin/geotrigger
@@ -23,12 +25,29 @@ for f in fences/*.geojson; do [ -e "/etc/geotrigger/$f" ] || install -m 0640 -g 
 install -d /usr/local/share/doc/geotrigger && install -m 0644 README.md /usr/local/share/doc/geotrigger/
 install -m 0644 deploy/geotrigger.service /etc/systemd/system/geotrigger.service
 
+# The dispatch console: geotrigger.conf's websockets listener serves this folder (http_dir) as
+# the mosquitto user, so everything in it is world-readable. Leaflet is copied, not linked:
+# mosquitto serves only files inside the folder. Run this again after an upgrade of libjs-leaflet.
+CONSOLE=/usr/share/geotrigger/console
+rm -rf "$CONSOLE"
+install -d -m 0755 "$CONSOLE"
+if [ -d deploy/console ]; then
+    tar -C deploy/console --exclude=node_modules --exclude=tests -cf - . | tar -C "$CONSOLE" --no-same-owner -xf -
+else
+    echo "install: deploy/console is not in this checkout; the console's listener serves only Leaflet" >&2
+fi
+cp -RL /usr/share/javascript/leaflet "$CONSOLE/leaflet"
+chmod -R u=rwX,go=rX "$CONSOLE"
+
 if [ ! -e /etc/mosquitto/conf.d/geotrigger.conf ]; then
     install -m 0644 deploy/mosquitto/geotrigger.conf /etc/mosquitto/conf.d/geotrigger.conf
     install -m 0644 deploy/mosquitto/geotrigger.acl /etc/mosquitto/geotrigger.acl
     echo "install: mosquitto config installed; create the users (deploy/mosquitto/README.md)"
+elif ! grep -q '^http_dir' /etc/mosquitto/conf.d/geotrigger.conf; then
+    echo "install: /etc/mosquitto/conf.d/geotrigger.conf has no console listener: add the last lines of deploy/mosquitto/geotrigger.conf to it" >&2
 fi
 systemctl daemon-reload 2>/dev/null || true
 echo "install: done. Edit /etc/geotrigger/geotrigger.json5, then:"
 echo "  geotrigger check --config /etc/geotrigger/geotrigger.json5"
 echo "  systemctl enable --now geotrigger"
+echo "  the dispatch console: http://$(hostname):9001/ (a dispatcher's user, deploy/mosquitto/README.md)"

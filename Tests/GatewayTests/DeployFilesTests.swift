@@ -46,6 +46,19 @@ import TestSupport
         #expect(acl.split(separator: "\n").contains("user \(user)"))
     }
 
+    /// The console's folder: the shipped config's websockets listener serves the folder
+    /// install.sh fills (the console and Debian's Leaflet, a package it installs).
+    @Test func consoleFolderIsTheListenersHttpDir() throws {
+        let install = try String(contentsOfFile: "\(Self.deploy)/install.sh", encoding: .utf8)
+        let folder = try #require(install.split(separator: "\n").first { $0.hasPrefix("CONSOLE=") }).dropFirst("CONSOLE=".count)
+        let conf = try String(contentsOfFile: "\(Self.deploy)/mosquitto/geotrigger.conf", encoding: .utf8)
+        #expect(conf.split(separator: "\n").contains("http_dir \(folder)"))
+        #expect(conf.split(separator: "\n").contains("protocol websockets"))
+        let installed = try #require(install.split(separator: "\n").first { $0.hasPrefix("install_packages ") })
+        #expect(installed.split(separator: " ").contains("libjs-leaflet"))
+        #expect(install.contains("cp -RL /usr/share/javascript/leaflet \"$CONSOLE/leaflet\""))
+    }
+
     @Test func unitBoundsMemoryTasksAndProc() throws {
         let unit = try Self.unitSettings()
         #expect(unit["ProtectProc"] == "invisible")
