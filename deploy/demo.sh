@@ -52,6 +52,7 @@ chmod -R go+rX "$WORK/console"
 
 PORT="$(free_port)"
 WS_PORT="$(free_port)"
+while [ "$WS_PORT" = "$PORT" ]; do WS_PORT="$(free_port)"; done
 cat > "$WORK/mosquitto.conf" <<CONF
 listener $PORT 127.0.0.1
 # The web console: its files and MQTT over WebSockets (any user name and password).
