@@ -19,8 +19,9 @@ install_packages() {
 BUILD_PACKAGES=(pkg-config libmosquitto-dev libgps-dev libsqlite3-dev)
 # What the demo and the tests run: the broker, gpsd and gpsfake, openssl for test certificates,
 # rsvg-convert for replay pictures, tzdata for schedules (/usr/share/zoneinfo), promtool
-# (package prometheus) to check the metrics file; the Prometheus server it brings is not used.
-RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin nats-server tzdata prometheus)
+# (package prometheus) to check the metrics file (the Prometheus server it brings is not used),
+# curl for the console's WebSocket upgrade over TLS.
+RUN_PACKAGES=(mosquitto mosquitto-clients gpsd gpsd-clients openssl librsvg2-bin nats-server tzdata prometheus curl)
 
 # ensure_swift: puts the Swift 6 toolchain on PATH, or explains where it is expected.
 # Debian's "swift" package is OpenStack Swift, not the compiler: never install it.

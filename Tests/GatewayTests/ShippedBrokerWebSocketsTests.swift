@@ -147,6 +147,59 @@ extension ServeTests.ShippedBroker {
             #expect(broker.log.contains(" (0, 5)") && broker.log.contains("Client <unknown> closed its connection."), "\(broker.log.suffix(2000))")
         }
 
+        /// A browser connecting over the websockets listener with the gateway's client id and a
+        /// dispatcher's password: its id becomes `dispatch`, so the gateway stays connected, its
+        /// persistent session keeps the updates queued while it is away, and the browser gets
+        /// only a dispatcher's rights.
+        @Test func aBrowserCannotTakeTheGatewaysSessionOrRights() async throws {
+            let broker = try Self.broker()
+            let locations = "devices/+/location"
+            let gateway = try await Self.probe(broker, user: Shipped.gatewayUser, subscribe: [locations])
+            let watcher = try await Self.probe(broker, user: "homeassistant", subscribe: ["geotriggers/#"])
+            defer { watcher.stop() }
+            let vehicle = try await Self.probe(broker, user: "v17")
+            defer { vehicle.stop() }
+
+            // While the gateway is connected.
+            let (browser, connack) = try await Self.browser(broker, clientID: Shipped.gatewayUser, user: "dispatch",
+                                                            password: Shipped.users["dispatch"]!, cleanSession: true)
+            #expect(connack == .init(sessionPresent: false, returnCode: 0), "\(connack)\n\(broker.log.suffix(3000))")
+            let granted = try await browser.subscribe([locations])
+            try await browser.publish(topic: "geotriggers/status/\(Shipped.gatewayUser)", payload: Array("{\"status\":\"offline\"}".utf8))
+            let update = try vehicle.client.publish(topic: "devices/v17/location", payload: Array("{\"n\":1}".utf8), qos: .atLeastOnce)
+            #expect(await vehicle.waitAcknowledged([update]))
+            #expect(await gateway.waitMessages(1), "\(broker.log.suffix(3000))")
+            await browser.settle(for: .seconds(1))
+            print("browser as client id \(Shipped.gatewayUser) with dispatch's password over WebSockets: CONNACK \(connack);",
+                  "SUBACK for \(locations): \(granted); messages it got: \(browser.messages.map(\.topic));",
+                  "gateway disconnected: \(gateway.events.all.contains { if case .disconnected = $0 { true } else { false } });",
+                  "status messages the watcher got: \(watcher.messages.all.map(\.topic))")
+            #expect(!gateway.events.all.contains { if case .disconnected = $0 { true } else { false } }, "\(describe(gateway))")
+            #expect(!broker.log.contains("already connected, closing old connection"), "\(broker.log.suffix(3000))")
+            #expect(broker.log.contains("as dispatch ("), "the broker named the browser by its user:\n\(broker.log.suffix(3000))")
+            #expect(granted == [0x80] || browser.messages.isEmpty, "the browser read the devices' locations: \(browser.messages)")
+            #expect(!browser.messages.contains { $0.topic == "devices/v17/location" })
+            #expect(watcher.messages.all.isEmpty, "the browser published as the gateway: \(watcher.messages.all.map(\.topic))")
+            browser.disconnect()
+
+            // While the gateway is away: its session queues an update; the browser connects with
+            // its client id and a clean session again; the gateway comes back to the update.
+            gateway.stop()
+            let queued = try vehicle.client.publish(topic: "devices/v17/location", payload: Array("{\"n\":2}".utf8), qos: .atLeastOnce)
+            #expect(await vehicle.waitAcknowledged([queued]))
+            let (again, againAck) = try await Self.browser(broker, clientID: Shipped.gatewayUser, user: "dispatch",
+                                                           password: Shipped.users["dispatch"]!, cleanSession: true)
+            #expect(againAck == .init(sessionPresent: false, returnCode: 0), "\(againAck)")
+            again.disconnect()
+            let back = try await Self.probe(broker, user: Shipped.gatewayUser)
+            defer { back.stop() }
+            let delivered = await back.waitMessages(1, timeout: .seconds(10))
+            print("gateway back after the browser's clean session: session present \(back.sessionPresentFlags),",
+                  "queued update delivered: \(back.messages.all.map { String(decoding: $0.payload, as: UTF8.self) })")
+            #expect(back.sessionPresentFlags == [true])
+            #expect(delivered && back.messages.all.map(\.topic) == ["devices/v17/location"], "\(broker.log.suffix(3000))")
+        }
+
         /// What the websockets listener's own `use_username_as_clientid` prevents (and proof
         /// the test above can fail): without it a browser with the gateway's client id and a
         /// dispatcher's password cuts the gateway off and is handed its session.
@@ -165,7 +218,7 @@ extension ServeTests.ShippedBroker {
         }
 
         /// geotrigger-tls.conf's console listener: a WebSocket upgrade with subprotocol mqtt
-        /// over TLS (curl trusting the test CA, HTTP/1.1 as browsers open WebSockets).
+        /// over TLS (curl over HTTP/1.1, trusting the test CA).
         @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"),
                        "needs openssl and curl"))
         func tlsConsoleListenerUpgradesToMQTT() async throws {
