@@ -46,11 +46,17 @@ extension ServeTests.ShippedBroker {
             return try Broker(options)
         }
 
-        /// deploy/mosquitto/README.md "Adding a dispatcher": copy the `dispatch` block of the
-        /// ACL under the new user's name, add the password, reload (SIGHUP).
+        /// deploy/mosquitto/README.md "Adding a dispatcher", run as written there on the test's
+        /// files: its line copying the `dispatch` block of the ACL under the new user's name,
+        /// then the password and the reload (SIGHUP).
         static func addDispatcher(_ name: String, password: String, to broker: Broker) throws {
+            let readme = try String(contentsOfFile: Shipped.folder + "/README.md", encoding: .utf8)
+            let copy = try #require(readme.split(separator: "\n").first { $0.hasPrefix("    sed -n '/^user dispatch$/") },
+                                    "the README's recipe copies the dispatch block with sed")
             let acl = broker.directory.file("acl")
-            try ExternalProgram.run("/bin/sh", ["-c", "sed -n '/^user dispatch$/,/^$/p' \"$1\" | sed \"1s/.*/user $2/\" >> \"$1\"", "sh", acl, name])
+            let command = "name=\(name); " + copy.replacingOccurrences(of: "/etc/mosquitto/geotrigger.acl", with: acl)
+            try ExternalProgram.run("/bin/sh", ["-c", command])
+            #expect(try String(contentsOfFile: acl, encoding: .utf8).hasSuffix("user \(name)\ntopic read geotriggers/#\ntopic write geotriggers/fences/+/+\ntopic write geotriggers/query/+\ntopic write geotriggers/expect/+\ntopic read owntracks/+/+/event\n\n"))
             try ExternalProgram.run("/usr/bin/mosquitto_passwd", ["-b", broker.directory.file("passwords"), name, password])
             kill(try #require(broker.pid), SIGHUP)
         }
