@@ -1,0 +1,143 @@
+// Wires the console together: where to connect (?broker=, ?prefix=, ?tiles=), the login
+// form, the MQTT client, the store, one render per animation frame, the dispatcher's forms.
+
+import { MqttClient } from './mqtt.js';
+import { Store } from './store.js';
+import { MapView } from './map.js';
+import { Lists } from './lists.js';
+import { Actions, validLevel } from './actions.js';
+
+const CREDENTIALS = 'geotrigger-console-credentials';
+const params = new URLSearchParams(location.search);
+const prefix = (params.get('prefix') || 'geotriggers').replace(/\/+$/, '');
+const store = new Store(prefix);
+const $ = (id) => document.getElementById(id);
+
+window.addEventListener('error', (e) => store.notice('script', `console error: ${e.message}`));
+window.addEventListener('unhandledrejection', (e) => store.notice('script', `console error: ${e.reason && e.reason.message ? e.reason.message : e.reason}`));
+
+function brokerURL() {
+    const asked = params.get('broker');
+    if (asked) return asked;
+    if (location.protocol !== 'http:' && location.protocol !== 'https:') return null;
+    return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
+}
+
+function storedCredentials() {
+    try {
+        const c = JSON.parse(sessionStorage.getItem(CREDENTIALS) || 'null');
+        return c && typeof c.username === 'string' ? c : null;
+    } catch {
+        return null;
+    }
+}
+
+// Rendering: at most once per animation frame, whatever the message rate.
+let frameAsked = false;
+let map = null;
+const answer = (text) => {
+    const li = document.createElement('li');
+    li.textContent = text;
+    $('answers').prepend(li);
+    while ($('answers').children.length > 20) $('answers').lastChild.remove();
+};
+function render() {
+    frameAsked = false;
+    if (map) map.render(store);
+    lists.render(store);
+}
+store.subscribe(() => {
+    if (!frameAsked) { frameAsked = true; requestAnimationFrame(render); }
+});
+
+if (globalThis.L) {
+    try {
+        map = new MapView($('map'), { tiles: params.get('tiles') || null });
+    } catch (error) {
+        store.notice('map', `the map could not start: ${error.message}`);
+    }
+} else {
+    store.notice('map', 'Leaflet is missing (leaflet/leaflet.js beside index.html, from Debian\'s libjs-leaflet): lists only, no map');
+}
+
+const clientId = `console-${Math.random().toString(16).slice(2, 10)}`;
+const replyTopic = `${prefix}/replies/${clientId}`;
+const url = brokerURL();
+const credentials = storedCredentials();
+const client = new MqttClient({ url, clientId, username: credentials?.username, password: credentials?.password, keepalive: 30 });
+const actions = new Actions({ client, store, prefix, replyTopic, say: answer });
+const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions });
+if (map) lists.colourOf = (layer) => map.colour(layer);
+
+store.onGatewayStarted = (id) => { if (!actions.featuresGateway || actions.featuresGateway === id) actions.loadFeatures(id); };
+store.onRuntimeFenceChange = () => actions.reloadFeaturesSoon();
+
+client.on('state', ({ state, detail }) => {
+    store.setConnection(state, detail);
+    if (state === 'refused') {
+        const had = client.username;
+        sessionStorage.removeItem(CREDENTIALS);
+        showLogin(had ? `Login refused: ${detail}.` : `The broker wants a login (${detail}).`);
+    }
+    if (state === 'connected') {
+        $('login').hidden = true;
+        if (actions.gateway()) actions.loadFeatures();
+    }
+});
+client.on('message', ({ topic, payload }) => {
+    if (topic === replyTopic) actions.reply(payload);
+    else store.handle(topic, payload);
+});
+client.on('suback', ({ topic, granted }) => {
+    if (granted === 0x80) store.notice('subscribe', `the broker refused the subscription to ${topic} (ACL?)`);
+});
+
+for (const topic of ['devices/#', 'events/#', 'status/+', 'occupancy/#', 'expect/#', 'fences/#']) client.subscribe(`${prefix}/${topic}`, 1);
+client.subscribe(replyTopic, 1);
+
+function showLogin(message) {
+    $('login-message').textContent = message;
+    $('login').hidden = false;
+    $('login-username').focus();
+}
+$('login').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const username = $('login-username').value;
+    const password = $('login-password').value;
+    sessionStorage.setItem(CREDENTIALS, JSON.stringify({ username, password }));
+    client.username = username;
+    client.password = password;
+    $('login').hidden = true;
+    client.connect();
+});
+
+// Expected arrivals.
+$('expect-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    const id = f.id.value.trim() || `console-${Date.now().toString(36)}`;
+    const by = new Date(Date.now() + Number(f.minutes.value || 0) * 60000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const slash = f.fence.value.indexOf('/');
+    if (!validLevel(id) || slash < 1 || !f.device.value) { answer('expected arrival: give a device, a fence as LAYER/ID and an id without / + #'); return; }
+    actions.expect(id, f.device.value, f.fence.value.slice(0, slash), f.fence.value.slice(slash + 1), by);
+});
+
+// Runtime fences: drawn on the map, published retained.
+for (const button of document.querySelectorAll('[data-draw]')) {
+    button.addEventListener('click', () => {
+        if (!map) return;
+        const f = $('fence-form').elements;
+        if (!validLevel(f.layer.value) || !validLevel(f.id.value)) { answer('new fence: give a layer and an id (one topic level each)'); return; }
+        answer(button.dataset.draw === 'circle' ? 'click the centre, then a point on the edge' : 'click the corners; double-click the last one');
+        map.draw(button.dataset.draw, ({ geometry, buffer }) => {
+            actions.publishFence(f.layer.value, f.id.value, f.name.value || f.id.value, geometry, buffer);
+        });
+    });
+}
+
+if (url) {
+    $('broker').textContent = `${url} · ${prefix}`;
+    client.connect();
+} else {
+    store.setConnection('closed', 'opened from a file: serve the console from the broker\'s websockets listener, or add ?broker=ws://HOST:PORT/');
+}

@@ -1,0 +1,44 @@
+// Starts the console's ES modules. mosquitto's web server (http_dir) sends no Content-Type,
+// and browsers load a module script only when it comes as JavaScript; so when app.js does
+// not, each module is fetched and imported from a Blob of type text/javascript, its
+// "./NAME.js" imports pointing at the modules already made. A server that sends the right
+// type gets a plain import('./app.js').
+(function () {
+    'use strict';
+    // Dependencies first: each module imports only modules listed before it.
+    var order = ['mqtt.js', 'store.js', 'map.js', 'lists.js', 'actions.js', 'app.js'];
+
+    function fail(error) {
+        var box = document.getElementById('connection');
+        box.setAttribute('data-state', 'failed');
+        box.textContent = 'the console could not start: ' + (error && error.message ? error.message : error);
+    }
+
+    function viaBlobs(first) {
+        var urls = {};
+        var texts = [first];
+        return Promise.all(order.slice(1).map(function (name) {
+            return fetch(name, { cache: 'no-cache' }).then(function (r) {
+                if (!r.ok) throw new Error(name + ': HTTP ' + r.status);
+                return r.text();
+            });
+        })).then(function (rest) {
+            texts = texts.concat(rest);
+            order.forEach(function (name, i) {
+                var source = texts[i].replace(/from\s+'\.\/([a-z]+\.js)'/g, function (all, dep) {
+                    if (!urls[dep]) throw new Error(name + ' imports ' + dep + ', which is not loaded before it');
+                    return "from '" + urls[dep] + "'";
+                });
+                source += '\n//# sourceURL=' + new URL(name, location.href).href + '\n';
+                urls[name] = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+            });
+            return import(urls['app.js']);
+        });
+    }
+
+    fetch(order[0], { cache: 'no-cache' }).then(function (r) {
+        if (!r.ok) throw new Error(order[0] + ': HTTP ' + r.status);
+        if (/javascript/.test(r.headers.get('content-type') || '')) return import('./app.js');
+        return r.text().then(viaBlobs);
+    }).catch(fail);
+})();

@@ -1,0 +1,214 @@
+// The map: fences (buffers drawn), devices (accuracy circle, trail) on Leaflet's canvas
+// renderer, no basemap unless ?tiles= names one. Leaflet is the global L of leaflet/leaflet.js.
+
+const L = globalThis.L;
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+
+/// Metres per screen pixel at a latitude and zoom (Web Mercator, 256-pixel tiles).
+function metresPerPixel(lat, zoom) {
+    return 40075016.686 * Math.cos(lat * Math.PI / 180) / Math.pow(2, zoom + 8);
+}
+
+/// A DOM element holding text only (tooltips get elements, never HTML strings).
+function textElement(lines) {
+    const div = document.createElement('div');
+    lines.forEach((line, i) => {
+        if (i) div.appendChild(document.createElement('br'));
+        div.appendChild(document.createTextNode(line));
+    });
+    return div;
+}
+
+export class MapView {
+    constructor(element, { tiles } = {}) {
+        this.renderer = L.canvas({ padding: 0.5 });
+        this.map = L.map(element, { preferCanvas: true, renderer: this.renderer, zoomControl: true, attributionControl: !!tiles });
+        this.map.setView([20, 0], 2);
+        L.control.scale({ imperial: false }).addTo(this.map);
+        if (tiles) L.tileLayer(tiles, { maxZoom: 20 }).addTo(this.map);
+        this.fenceLayer = L.layerGroup().addTo(this.map);
+        this.deviceLayer = L.layerGroup().addTo(this.map);
+        this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
+        this.devices = new Map();  // id -> {marker, accuracy, trail}
+        this.layerColours = new Map();
+        this.seen = { fences: -1, devices: -1 };
+        this.fitted = false;        // once to the fences
+        this.fittedDevices = false; // once to the devices while no fence is known
+        this.map.on('zoomend', () => this.widenCorridors());
+    }
+
+    colour(layer) {
+        if (!this.layerColours.has(layer)) this.layerColours.set(layer, PALETTE[this.layerColours.size % PALETTE.length]);
+        return this.layerColours.get(layer);
+    }
+
+    flyTo(lat, lon) {
+        this.map.flyTo([lat, lon], Math.max(this.map.getZoom(), 17), { duration: 0.8 });
+    }
+
+    /// Redraws what changed since the last frame.
+    render(store) {
+        if (store.versions.fences !== this.seen.fences) {
+            this.seen.fences = store.versions.fences;
+            this.drawFences(store);
+        }
+        if (store.versions.devices !== this.seen.devices) {
+            this.seen.devices = store.versions.devices;
+            this.drawDevices(store);
+        }
+    }
+
+    drawFences(store) {
+        this.fenceLayer.clearLayers();
+        this.corridors = [];
+        const occupied = new Map(); // "LAYER/FENCE" -> total count
+        for (const o of store.occupancy.values()) {
+            const key = `${o.layer}/${o.fence}`;
+            occupied.set(key, (occupied.get(key) || 0) + o.count);
+        }
+        const sortedLayers = [...new Set([...store.fences.values()].map((f) => f.layer))].sort();
+        sortedLayers.forEach((layer) => this.colour(layer));
+        let bounds = null;
+        for (const [key, fence] of store.fences) {
+            const colour = this.colour(fence.layer);
+            const count = occupied.get(key) || 0;
+            const layer = this.fenceShape(fence, colour, count);
+            if (!layer) continue;
+            layer.bindTooltip(textElement([fence.name || fence.id, `${fence.layer}/${fence.id}${count ? ` · ${count} inside` : ''}`]), { permanent: count > 0, direction: 'center', className: 'fence-tooltip' });
+            layer.addTo(this.fenceLayer);
+            const b = layer.getBounds ? layer.getBounds() : null;
+            if (b && b.isValid()) bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
+        }
+        this.widenCorridors();
+        if (!this.fitted && bounds) {
+            this.fitted = true;
+            this.map.fitBounds(bounds, { padding: [20, 20] });
+        }
+    }
+
+    /// One fence as Leaflet layers: polygons as they are (a buffer as a band around them),
+    /// points as circles of their buffer, lines as corridors of their buffer.
+    fenceShape(fence, colour, count) {
+        const g = fence.geometry;
+        const group = L.featureGroup();
+        const fill = { color: colour, weight: count ? 3 : 1.5, fillColor: colour, fillOpacity: count ? 0.35 : 0.15, renderer: this.renderer };
+        const buffer = fence.buffer || 0;
+        const ll = (c) => [c[1], c[0]];
+        const points = g.type === 'Point' ? [g.coordinates] : g.type === 'MultiPoint' ? g.coordinates : [];
+        const lines = g.type === 'LineString' ? [g.coordinates] : g.type === 'MultiLineString' ? g.coordinates : [];
+        const polygons = g.type === 'Polygon' ? [g.coordinates] : g.type === 'MultiPolygon' ? g.coordinates : [];
+        try {
+            for (const p of points) {
+                L.circle(ll(p), { ...fill, radius: Math.max(buffer, 0.5) }).addTo(group);
+            }
+            for (const line of lines) {
+                const latlngs = line.map(ll);
+                if (buffer > 0) {
+                    const corridor = L.polyline(latlngs, { color: colour, opacity: count ? 0.45 : 0.25, lineCap: 'round', lineJoin: 'round', renderer: this.renderer, interactive: true });
+                    corridor.addTo(group);
+                    this.corridors.push({ layer: corridor, buffer, lat: latlngs[0][0] });
+                }
+                L.polyline(latlngs, { color: colour, weight: 1.5, renderer: this.renderer }).addTo(group);
+            }
+            for (const rings of polygons) {
+                const latlngs = rings.map((ring) => ring.map(ll));
+                if (buffer > 0) {
+                    const band = L.polygon(latlngs, { color: colour, opacity: 0.2, fill: false, lineJoin: 'round', renderer: this.renderer });
+                    band.addTo(group);
+                    this.corridors.push({ layer: band, buffer, lat: latlngs[0][0][0] });
+                }
+                L.polygon(latlngs, fill).addTo(group);
+            }
+        } catch {
+            return null;
+        }
+        return group.getLayers().length ? group : null;
+    }
+
+    /// A buffer of B metres is a stroke 2B metres wide (round caps and joins): the set of
+    /// points within B of the line. Stroke widths are pixels, so they follow the zoom.
+    widenCorridors() {
+        const zoom = this.map.getZoom();
+        for (const c of this.corridors) {
+            c.layer.setStyle({ weight: Math.max(1, 2 * c.buffer / metresPerPixel(c.lat, zoom)) });
+        }
+    }
+
+    /// Lets the user draw a fence: 'polygon' (click the corners, double-click the last) or
+    /// 'circle' (click the centre, then the edge: a Point with that buffer). done({geometry, buffer}).
+    draw(kind, done) {
+        this.stopDrawing();
+        const points = [];
+        const sketch = L.polyline([], { color: '#000', weight: 2, dashArray: '6 4', renderer: this.renderer, interactive: false }).addTo(this.map);
+        this.map.doubleClickZoom.disable();
+        this.map.getContainer().classList.add('drawing');
+        const finish = (result) => { this.stopDrawing(); if (result) done(result); };
+        const click = (e) => {
+            points.push(e.latlng);
+            if (kind === 'circle' && points.length === 2) {
+                const radius = Math.round(this.map.distance(points[0], points[1]) * 10) / 10;
+                finish({ geometry: { type: 'Point', coordinates: [points[0].lng, points[0].lat] }, buffer: Math.max(radius, 1) });
+                return;
+            }
+            sketch.setLatLngs(points);
+        };
+        const dblclick = () => {
+            if (kind !== 'polygon') return;
+            // The double-click's own clicks added its point twice.
+            const ring = points.filter((p, i) => i === 0 || !p.equals(points[i - 1]));
+            if (ring.length < 3) return;
+            const coordinates = ring.map((p) => [p.lng, p.lat]);
+            coordinates.push(coordinates[0]);
+            finish({ geometry: { type: 'Polygon', coordinates: [coordinates] }, buffer: 0 });
+        };
+        const key = (e) => { if (e.originalEvent.key === 'Escape') finish(null); };
+        this.map.on('click', click).on('dblclick', dblclick).on('keydown', key);
+        this.drawing = () => {
+            this.map.off('click', click).off('dblclick', dblclick).off('keydown', key);
+            sketch.remove();
+            this.map.doubleClickZoom.enable();
+            this.map.getContainer().classList.remove('drawing');
+        };
+    }
+
+    stopDrawing() {
+        if (this.drawing) { const stop = this.drawing; this.drawing = null; stop(); }
+    }
+
+    drawDevices(store) {
+        for (const [id, d] of this.devices) {
+            if (!store.devices.has(id) || !store.devices.get(id).position) {
+                this.deviceLayer.removeLayer(d.group);
+                this.devices.delete(id);
+            }
+        }
+        let bounds = null;
+        for (const [id, device] of store.devices) {
+            const p = device.position;
+            if (!p) continue;
+            const at = [p.lat, p.lon];
+            let d = this.devices.get(id);
+            if (!d) {
+                const group = L.layerGroup();
+                d = {
+                    group,
+                    trail: L.polyline([], { color: '#333', weight: 2, opacity: 0.6, dashArray: '4 4', renderer: this.renderer, interactive: false }).addTo(group),
+                    accuracy: L.circle(at, { radius: 1, color: '#0a58ca', weight: 1, fillOpacity: 0.1, renderer: this.renderer, interactive: false }).addTo(group),
+                    marker: L.circleMarker(at, { radius: 6, color: '#fff', weight: 2, fillColor: '#0a58ca', fillOpacity: 1, renderer: this.renderer }).addTo(group),
+                };
+                d.marker.bindTooltip(textElement([id]), { direction: 'top', offset: [0, -6] });
+                group.addTo(this.deviceLayer);
+                this.devices.set(id, d);
+            }
+            d.marker.setLatLng(at);
+            d.accuracy.setLatLng(at);
+            d.accuracy.setRadius(typeof p.accuracy === 'number' ? p.accuracy : 0);
+            d.trail.setLatLngs(device.trail);
+            bounds = bounds ? bounds.extend(at) : L.latLngBounds(at, at);
+        }
+        if (!this.fitted && !this.fittedDevices && bounds && store.fences.size === 0) {
+            this.fittedDevices = true;
+            this.map.fitBounds(bounds.pad(0.5), { maxZoom: 17 });
+        }
+    }
+}

@@ -1,0 +1,277 @@
+// The console's one store: everything the broker said, as plain data. Messages go in through
+// handle(topic, payload); views read the state and the per-part versions (a view redraws a
+// part only when its version moved). Listeners hear "changed" once per call; the app turns
+// that into one render per animation frame.
+
+export const TRAIL_LENGTH = 50;
+export const EVENT_LIMIT = 500;
+const NOTICE_LIMIT = 50;
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+function isObject(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+function isNumber(v) { return typeof v === 'number' && Number.isFinite(v); }
+function validPosition(p) {
+    return isObject(p) && isNumber(p.lat) && isNumber(p.lon) && p.lat >= -90 && p.lat <= 90 && p.lon >= -180 && p.lon <= 180;
+}
+
+export class Store {
+    constructor(prefix) {
+        this.prefix = prefix;
+        this.connection = { state: 'idle', detail: '' };
+        this.devices = new Map();       // id -> {id, position, inside, updated, trail: [[lat, lon]]}
+        this.events = [];               // newest first, at most EVENT_LIMIT
+        this.eventIds = new Set();
+        this.gateways = new Map();      // id -> status payload (+ id)
+        this.occupancy = new Map();     // "TRIGGER/LAYER/FENCE" -> payload
+        this.fences = new Map();        // "LAYER/ID" -> {layer, id, name, buffer, triggers, geometry}
+        this.runtimeFences = new Map(); // "LAYER/ID" -> Feature as retained on the broker
+        this.expectations = new Map();  // id -> {id, request, result, error, open}
+        this.notices = [];              // {kind, text, time}, newest last
+        this.featuresStatus = { state: 'none', text: '' };
+        this.versions = { connection: 0, devices: 0, events: 0, gateways: 0, fences: 0, expectations: 0, notices: 0 };
+        this.listeners = [];
+        this.onRuntimeFenceChange = null;
+    }
+
+    subscribe(fn) { this.listeners.push(fn); }
+    changed(part) {
+        this.versions[part]++;
+        for (const fn of this.listeners) fn(part);
+    }
+
+    setConnection(state, detail = '') {
+        this.connection = { state, detail };
+        this.changed('connection');
+    }
+
+    /// A word on the page about something that went wrong (kept: the last NOTICE_LIMIT).
+    notice(kind, text) {
+        this.notices.push({ kind, text, time: new Date() });
+        if (this.notices.length > NOTICE_LIMIT) this.notices.splice(0, this.notices.length - NOTICE_LIMIT);
+        this.changed('notices');
+    }
+
+    /// Reads a payload as JSON; says so on the page when it is not.
+    json(topic, payload) {
+        let text;
+        try {
+            text = decoder.decode(payload);
+        } catch {
+            this.notice('payload', `${topic}: payload is not UTF-8 text (${payload.length} bytes), ignored`);
+            return undefined;
+        }
+        try {
+            return JSON.parse(text);
+        } catch (error) {
+            this.notice('payload', `${topic}: payload is not JSON (${error.message}), ignored`);
+            return undefined;
+        }
+    }
+
+    /// One MQTT message. Topics outside the ones below are ignored.
+    handle(topic, payload) {
+        const head = this.prefix + '/';
+        if (!topic.startsWith(head)) return;
+        const levels = topic.slice(head.length).split('/');
+        switch (levels[0]) {
+            case 'devices':
+                if (levels.length >= 3 && levels[levels.length - 1] === 'state') {
+                    this.deviceState(levels.slice(1, -1).join('/'), topic, payload);
+                }
+                break;
+            case 'events':
+                if (levels.length >= 3 && payload.length) this.event(topic, payload);
+                break;
+            case 'status':
+                if (levels.length === 2) this.status(levels[1], topic, payload);
+                break;
+            case 'occupancy':
+                if (levels.length === 4) this.occupancyOf(levels.slice(1).join('/'), topic, payload);
+                break;
+            case 'expect':
+                if (levels.length === 2) this.expectation(levels[1], topic, payload);
+                else if (levels.length === 3 && (levels[2] === 'result' || levels[2] === 'error')) this.expectationOutcome(levels[1], levels[2], topic, payload);
+                break;
+            case 'fences':
+                if (levels.length === 3) this.runtimeFence(levels[1], levels[2], topic, payload);
+                else if (levels.length === 4 && levels[3] === 'error') this.fenceError(topic, payload);
+                break;
+            default:
+                break;
+        }
+    }
+
+    deviceState(id, topic, payload) {
+        if (payload.length === 0) {
+            if (this.devices.delete(id)) this.changed('devices');
+            return;
+        }
+        const state = this.json(topic, payload);
+        if (state === undefined) return;
+        if (!isObject(state) || (state.position !== null && !validPosition(state.position)) || (state.inside !== undefined && !Array.isArray(state.inside))) {
+            this.notice('shape', `${topic}: device state of unknown shape, ignored`);
+            return;
+        }
+        let device = this.devices.get(id);
+        if (!device) { device = { id, trail: [] }; this.devices.set(id, device); }
+        device.position = state.position;
+        device.inside = (state.inside || []).filter(isObject);
+        device.updated = state.updated;
+        if (state.position) {
+            const last = device.trail[device.trail.length - 1];
+            const point = [state.position.lat, state.position.lon];
+            if (!last || last[0] !== point[0] || last[1] !== point[1]) {
+                device.trail.push(point);
+                if (device.trail.length > TRAIL_LENGTH) device.trail.splice(0, device.trail.length - TRAIL_LENGTH);
+            }
+        }
+        this.changed('devices');
+    }
+
+    event(topic, payload) {
+        const event = this.json(topic, payload);
+        if (event === undefined) return;
+        if (!isObject(event) || typeof event.id !== 'string' || typeof event.type !== 'string' || !isObject(event.fence)) {
+            this.notice('shape', `${topic}: event of unknown shape, ignored`);
+            return;
+        }
+        if (this.eventIds.has(event.id)) return; // redelivered: the same id
+        this.eventIds.add(event.id);
+        this.events.unshift(event);
+        while (this.events.length > EVENT_LIMIT) this.eventIds.delete(this.events.pop().id);
+        this.changed('events');
+    }
+
+    status(id, topic, payload) {
+        if (payload.length === 0) {
+            if (this.gateways.delete(id)) this.changed('gateways');
+            return;
+        }
+        const status = this.json(topic, payload);
+        if (status === undefined) return;
+        if (!isObject(status) || typeof status.status !== 'string') {
+            this.notice('shape', `${topic}: gateway status of unknown shape, ignored`);
+            return;
+        }
+        const previous = this.gateways.get(id);
+        this.gateways.set(id, { ...status, id });
+        this.changed('gateways');
+        if (this.onGatewayStarted && status.status === 'started' && (!previous || previous.status !== 'started' || previous.since !== status.since)) {
+            this.onGatewayStarted(id);
+        }
+    }
+
+    occupancyOf(key, topic, payload) {
+        if (payload.length === 0) {
+            if (this.occupancy.delete(key)) this.changed('fences');
+            return;
+        }
+        const o = this.json(topic, payload);
+        if (o === undefined) return;
+        if (!isObject(o) || !isNumber(o.count)) {
+            this.notice('shape', `${topic}: occupancy of unknown shape, ignored`);
+            return;
+        }
+        const [trigger, layer, fence] = key.split('/');
+        this.occupancy.set(key, { ...o, trigger, layer, fence });
+        this.changed('fences');
+    }
+
+    /// The `features` reply: the fence list and map are replaced by it.
+    setFeatures(reply) {
+        if (!isObject(reply)) {
+            this.featuresStatus = { state: 'error', text: 'fences: the features reply is not a JSON object' };
+            this.notice('features', this.featuresStatus.text);
+            this.changed('fences');
+            return;
+        }
+        if (typeof reply.error === 'string') {
+            this.featuresStatus = { state: 'error', text: `fences: the gateway answered the features query with an error: ${reply.error}` };
+            this.notice('features', this.featuresStatus.text);
+            this.changed('fences');
+            return;
+        }
+        if (reply.type !== 'FeatureCollection' || !Array.isArray(reply.features)) {
+            this.featuresStatus = { state: 'error', text: 'fences: the features reply is not a FeatureCollection' };
+            this.notice('features', this.featuresStatus.text);
+            this.changed('fences');
+            return;
+        }
+        const fences = new Map();
+        let odd = 0;
+        for (const f of reply.features) {
+            const p = isObject(f) && isObject(f.properties) ? f.properties : null;
+            if (!p || typeof p.layer !== 'string' || !isObject(f.geometry)) { odd++; continue; }
+            const id = typeof p.fence === 'string' ? p.fence : String(f.id);
+            fences.set(`${p.layer}/${id}`, {
+                layer: p.layer, id, name: typeof p.name === 'string' ? p.name : '',
+                buffer: isNumber(p.buffer) ? p.buffer : 0,
+                triggers: Array.isArray(p.triggers) ? p.triggers : [],
+                geometry: f.geometry,
+            });
+        }
+        this.fences = fences;
+        if (reply.truncated === true) {
+            this.featuresStatus = { state: 'truncated', text: `fences: the gateway sent only the first ${fences.size} fences (the features reply is truncated)` };
+            this.notice('features', this.featuresStatus.text);
+        } else {
+            this.featuresStatus = { state: 'ok', text: `${fences.size} fences` };
+        }
+        if (odd) this.notice('shape', `fences: ${odd} features of unknown shape in the features reply, ignored`);
+        this.changed('fences');
+    }
+
+    runtimeFence(layer, id, topic, payload) {
+        const key = `${layer}/${id}`;
+        if (payload.length === 0) {
+            this.runtimeFences.delete(key);
+        } else {
+            const feature = this.json(topic, payload);
+            if (feature === undefined) return;
+            this.runtimeFences.set(key, feature);
+        }
+        this.changed('fences');
+        if (this.onRuntimeFenceChange) this.onRuntimeFenceChange(key);
+    }
+
+    fenceError(topic, payload) {
+        const e = this.json(topic, payload);
+        if (e === undefined) return;
+        this.notice('fence', `runtime fence ${isObject(e) ? `${e.layer}/${e.fence}: ${e.error}` : topic} (rejected by the gateway)`);
+    }
+
+    expectation(id, topic, payload) {
+        let x = this.expectations.get(id);
+        if (payload.length === 0) {
+            // Cleared: settled by the gateway (a result came or comes) or cancelled.
+            if (x && !x.result) { x.open = false; this.changed('expectations'); }
+            return;
+        }
+        const request = this.json(topic, payload);
+        if (request === undefined) return;
+        if (!isObject(request)) { this.notice('shape', `${topic}: expectation of unknown shape, ignored`); return; }
+        if (!x) { x = { id }; this.expectations.set(id, x); }
+        x.request = request;
+        x.open = true;
+        x.result = undefined;
+        x.error = undefined;
+        this.changed('expectations');
+    }
+
+    expectationOutcome(id, kind, topic, payload) {
+        const body = this.json(topic, payload);
+        if (body === undefined) return;
+        let x = this.expectations.get(id);
+        if (!x) { x = { id, request: body, open: false }; this.expectations.set(id, x); }
+        if (kind === 'result') {
+            if (!isObject(body) || typeof body.result !== 'string') { this.notice('shape', `${topic}: expectation result of unknown shape, ignored`); return; }
+            x.result = body;
+            x.open = false;
+        } else {
+            x.error = isObject(body) && typeof body.error === 'string' ? body.error : JSON.stringify(body);
+            this.notice('expectation', `expected arrival ${id} rejected: ${x.error}`);
+        }
+        this.changed('expectations');
+    }
+}
