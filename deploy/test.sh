@@ -19,3 +19,5 @@ swift test --skip-build
 if [ "${FUZZ_SECONDS:-15}" != 0 ]; then
     deploy/fuzz.sh "${FUZZ_SECONDS:-15}"
 fi
+# The dispatcher console in headless Chromium (installs Chromium, its driver, Leaflet and Selenium when missing).
+if [ "${CONSOLE_TEST:-1}" != 0 ]; then deploy/console-test.sh; fi

@@ -9,6 +9,8 @@ function metresPerPixel(lat, zoom) {
     return 40075016.686 * Math.cos(lat * Math.PI / 180) / Math.pow(2, zoom + 8);
 }
 
+function round7(x) { return Math.round(x * 1e7) / 1e7; }
+
 /// A DOM element holding text only (tooltips get elements, never HTML strings).
 function textElement(lines) {
     const div = document.createElement('div');
@@ -147,7 +149,7 @@ export class MapView {
             points.push(e.latlng);
             if (kind === 'circle' && points.length === 2) {
                 const radius = Math.round(this.map.distance(points[0], points[1]) * 10) / 10;
-                finish({ geometry: { type: 'Point', coordinates: [points[0].lng, points[0].lat] }, buffer: Math.max(radius, 1) });
+                finish({ geometry: { type: 'Point', coordinates: [round7(points[0].lng), round7(points[0].lat)] }, buffer: Math.max(radius, 1) });
                 return;
             }
             sketch.setLatLngs(points);
@@ -157,7 +159,11 @@ export class MapView {
             // The double-click's own clicks added its point twice.
             const ring = points.filter((p, i) => i === 0 || !p.equals(points[i - 1]));
             if (ring.length < 3) return;
-            const coordinates = ring.map((p) => [p.lng, p.lat]);
+            const coordinates = ring.map((p) => [round7(p.lng), round7(p.lat)]);
+            // RFC 7946: an exterior ring goes counterclockwise (shoelace area > 0).
+            let area = 0;
+            coordinates.forEach((c, i) => { const n = coordinates[(i + 1) % coordinates.length]; area += c[0] * n[1] - n[0] * c[1]; });
+            if (area < 0) coordinates.reverse();
             coordinates.push(coordinates[0]);
             finish({ geometry: { type: 'Polygon', coordinates: [coordinates] }, buffer: 0 });
         };

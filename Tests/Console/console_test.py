@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""The dispatcher console (deploy/console) in headless Chromium against a real mosquitto and
+the real `geotrigger serve`.
+
+mosquitto serves the page from a websockets listener (http_dir: a copy of deploy/console plus
+Debian's Leaflet) and carries MQTT over that listener; the gateway runs on the repository's
+fences; devices walk through the garden and into the fleet depot (mosquitto_pub, json feed).
+The page is checked through its data attributes only: every device within 2 m of its last
+position, every event (the truth collected with mosquitto_sub) by id, the gateway started,
+occupancy as retained, fences when the gateway answers `features`; then the same from the
+retained topics after a reload; bad payloads and a refused login get a word on the page; no
+JavaScript error in the browser log. Screenshots go to .build/console-artifacts/.
+
+Run through deploy/console-test.sh (which installs Chromium, its driver, Leaflet and
+Selenium when missing). Environment: GEOTRIGGER_BIN (default .build/debug/geotrigger),
+CONSOLE_ARTIFACTS (default .build/console-artifacts), LEAFLET_DIR.
+"""
+import datetime
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+BIN = os.environ.get('GEOTRIGGER_BIN', os.path.join(ROOT, '.build', 'debug', 'geotrigger'))
+ARTIFACTS = os.environ.get('CONSOLE_ARTIFACTS', os.path.join(ROOT, '.build', 'console-artifacts'))
+PREFIX = 'ctest'
+GATEWAY = 'console-gw'
+
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+
+    def check(self, name, ok, detail=''):
+        if ok:
+            self.passed += 1
+            print(f'ok   {name}', flush=True)
+        else:
+            self.failed += 1
+            print(f'FAIL {name}{": " + detail if detail else ""}', flush=True)
+        return ok
+
+    def skip(self, name, reason):
+        self.skipped += 1
+        print(f'skip {name}: {reason}', flush=True)
+
+
+class Processes:
+    """Every process the test starts, stopped by PID at the end."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.started = []
+
+    def start(self, name, args, **kwargs):
+        log = open(os.path.join(self.directory, f'{name}.log'), 'wb')
+        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, **kwargs)
+        self.started.append((name, p, log))
+        return p
+
+    def stop(self, process):
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def stop_all(self):
+        for _, p, log in reversed(self.started):
+            self.stop(p)
+            log.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        with socket.socket() as s:
+            if s.connect_ex(('127.0.0.1', port)) == 0:
+                return True
+        time.sleep(0.1)
+    raise RuntimeError(f'nothing listens on 127.0.0.1:{port}')
+
+
+def wait_until(probe, timeout, interval=0.25):
+    """Calls probe until it returns something true or the time is up; returns its last value."""
+    end = time.time() + timeout
+    value = probe()
+    while not value and time.time() < end:
+        time.sleep(interval)
+        value = probe()
+    return value
+
+
+def metres(a, b):
+    lat1, lon1, lat2, lon2 = map(math.radians, (a[0], a[1], b[0], b[1]))
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return 2 * 6371008.8 * math.asin(math.sqrt(h))
+
+
+def leaflet_dir():
+    for d in [os.environ.get('LEAFLET_DIR'), '/usr/share/javascript/leaflet', '/usr/share/nodejs/leaflet/dist']:
+        if d and os.path.isfile(os.path.join(d, 'leaflet.js')) and os.path.isfile(os.path.join(d, 'leaflet.css')):
+            return d
+    raise RuntimeError('Leaflet not found: install libjs-leaflet (or set LEAFLET_DIR)')
+
+
+def http_dir(tmp):
+    """deploy/console plus leaflet/, copied (mosquitto serves nothing outside http_dir, and a
+    symbolic link out of it counts as outside)."""
+    target = os.path.join(tmp, 'http')
+    shutil.copytree(os.path.join(ROOT, 'deploy', 'console'), target)
+    shutil.copytree(leaflet_dir(), os.path.join(target, 'leaflet'))
+    return target
+
+
+def broker_config(tmp, name, port, ws_port, www, anonymous=True, password_file=None):
+    lines = [
+        'per_listener_settings false',
+        f'listener {port} 127.0.0.1',
+        f'listener {ws_port} 127.0.0.1',
+        'protocol websockets',
+        f'http_dir {www}',
+        f'allow_anonymous {"true" if anonymous else "false"}',
+        'persistence false',
+        'max_queued_messages 100000',
+        # Started as root, mosquitto would become user mosquitto and lose the private temp dir.
+        'user root',
+        f'log_dest file {os.path.join(tmp, name + ".broker.log")}',
+    ]
+    if password_file:
+        lines.append(f'password_file {password_file}')
+    path = os.path.join(tmp, name + '.conf')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    return path
+
+
+def along(coordinates, step):
+    """Points every `step` metres along a [lon, lat] line, as (lat, lon)."""
+    points = []
+    for (lon1, lat1), (lon2, lat2) in zip(coordinates, coordinates[1:]):
+        n = max(1, int(metres((lat1, lon1), (lat2, lon2)) // step))
+        for i in range(n):
+            t = i / n
+            points.append((round(lat1 + (lat2 - lat1) * t, 7), round(lon1 + (lon2 - lon1) * t, 7)))
+    lon, lat = coordinates[-1]
+    points.append((lat, lon))
+    return points
+
+
+def tracks():
+    with open(os.path.join(ROOT, 'deploy', 'routes', 'garden-tour.geojson')) as f:
+        tour = json.load(f)['coordinates']
+    with open(os.path.join(ROOT, 'fences', 'fleet.geojson')) as f:
+        fleet = {feature['id']: feature for feature in json.load(f)['features']}
+    road = fleet['road']['geometry']['coordinates']
+    depot = fleet['depot']['geometry']['coordinates'][0]
+    depot_centre = [sum(c[0] for c in depot[:-1]) / 4, sum(c[1] for c in depot[:-1]) / 4]
+    walk = along(tour, 12)
+    return {
+        'walker-1': walk,
+        'walker-2': list(reversed(walk)),
+        'walker-3': walk[: len(walk) * 3 // 5],
+        # Along the road (backwards) and into the depot, where it stays: occupancy 1.
+        'van-1': along(list(reversed(road)) + [depot_centre], 25),
+    }
+
+
+def feed(port, tracks_by_device):
+    """Each device's track as json-feed updates, 2 s of fix time apart, ending a little
+    before now (mosquitto_pub -l: one message per line)."""
+    publishers = []
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for device, points in tracks_by_device.items():
+        start = now - datetime.timedelta(seconds=2 * len(points) + 5)
+        lines = []
+        for i, (lat, lon) in enumerate(points):
+            t = (start + datetime.timedelta(seconds=2 * i)).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+            lines.append(json.dumps({'lat': lat, 'lon': lon, 'accuracy': 4, 'time': t}))
+        p = subprocess.Popen(['mosquitto_pub', '-p', str(port), '-q', '1', '-t', f'devices/{device}/location', '-l'],
+                             stdin=subprocess.PIPE)
+        p.stdin.write(('\n'.join(lines) + '\n').encode())
+        p.stdin.close()
+        publishers.append(p)
+    for p in publishers:
+        p.wait(60)
+
+
+def retained(port, topic):
+    """The retained messages under a filter: {topic: payload}."""
+    out = subprocess.run(['mosquitto_sub', '-p', str(port), '-v', '-t', topic, '--retained-only', '-W', '2'],
+                         capture_output=True, text=True).stdout
+    result = {}
+    for line in out.splitlines():
+        t, _, payload = line.partition(' ')
+        result[t] = payload
+    return result
+
+
+def events_seen(path):
+    """The events mosquitto_sub collected: {id: event}."""
+    events = {}
+    with open(path, errors='replace') as f:
+        for line in f:
+            _, _, payload = line.rstrip('\n').partition(' ')
+            try:
+                e = json.loads(payload)
+            except ValueError:
+                continue
+            events[e['id']] = e
+    return events
+
+
+ROWS_JS = """
+const [selector, names] = arguments;
+return Array.from(document.querySelectorAll(selector), (e) => {
+    const row = {};
+    for (const n of names) row[n] = e.getAttribute('data-' + n);
+    row.text = e.textContent;
+    return row;
+});
+"""
+
+
+def rows(driver, selector, names):
+    return driver.execute_script(ROWS_JS, selector, names)
+
+
+def browser():
+    options = Options()
+    for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1400,900',
+                     '--no-first-run', '--disable-extensions']:
+        options.add_argument(argument)
+    options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
+    for candidate in ['/usr/bin/chromium', '/usr/bin/chromium-browser']:
+        if os.path.exists(candidate):
+            options.binary_location = candidate
+            break
+    driver_path = shutil.which('chromedriver') or '/usr/bin/chromedriver'
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+class BrowserLog:
+    """The browser's console; SEVERE entries are JavaScript errors or failed loads."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.entries = []
+
+    def take(self):
+        new = self.driver.get_log('browser')
+        self.entries += new
+        return new
+
+    def severe(self, entries):
+        return [e for e in entries if e.get('level') == 'SEVERE']
+
+
+def shot(driver, name):
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    path = os.path.join(ARTIFACTS, name)
+    driver.save_screenshot(path)
+    print(f'     screenshot {os.path.relpath(path, ROOT)}', flush=True)
+
+
+def check_page(r, driver, label, port, last, truth_events=None):
+    """The assertions that hold live and after a reload (retained topics)."""
+    def gateway_started():
+        g = rows(driver, f'[data-gateway="{GATEWAY}"]', ['gateway', 'status'])
+        return g and g[0]['status'] == 'started'
+    r.check(f'{label}: gateway {GATEWAY} shown as started', wait_until(gateway_started, 20))
+
+    def devices_at_last():
+        shown = {d['device']: d for d in rows(driver, '[data-device]', ['device', 'lat', 'lon'])}
+        misses = []
+        for device, (lat, lon) in last.items():
+            d = shown.get(device)
+            if not d or d['lat'] is None:
+                misses.append(f'{device} missing')
+                continue
+            if len(d['lat'].split('.')[-1]) < 6 or len(d['lon'].split('.')[-1]) < 6:
+                misses.append(f'{device}: fewer than 6 decimals ({d["lat"]}, {d["lon"]})')
+                continue
+            m = metres((lat, lon), (float(d['lat']), float(d['lon'])))
+            if m > 2:
+                misses.append(f'{device} {m:.1f} m from its last position')
+        return misses
+    misses = wait_until(lambda: not devices_at_last(), 20) or devices_at_last()
+    r.check(f'{label}: every device within 2 m of its last position ({len(last)})', misses is True, '; '.join(misses) if misses is not True else '')
+
+    occupancy = {}
+    for topic, payload in retained(port, f'{PREFIX}/occupancy/#').items():
+        if payload:
+            o = json.loads(payload)
+            if o['count'] > 0:
+                occupancy[topic[len(PREFIX) + len('/occupancy/'):]] = o['count']
+
+    def occupancy_shown():
+        shown = {o['occupancy']: int(o['count']) for o in rows(driver, '[data-occupancy]', ['occupancy', 'count'])}
+        return shown == occupancy and shown
+    ok = wait_until(occupancy_shown, 15)
+    shown = {o['occupancy']: o['count'] for o in rows(driver, '[data-occupancy]', ['occupancy', 'count'])}
+    r.check(f'{label}: occupancy as retained ({json.dumps(occupancy, sort_keys=True)})', bool(ok) and len(occupancy) > 0, f'page shows {shown}')
+
+    if truth_events is not None:
+        def missing_events():
+            shown = {e['event'] for e in rows(driver, '[data-event]', ['event'])}
+            return [i for i in truth_events if i not in shown]
+        missing = wait_until(lambda: not missing_events(), 20) or missing_events()
+        r.check(f'{label}: every event by id ({len(truth_events)})', missing is True and len(truth_events) > 0,
+                f'{len(missing)} missing, e.g. {missing[:3]}' if missing is not True else 'no events were published')
+
+    status = driver.find_element(By.ID, 'fences-status')
+    wait_until(lambda: status.get_attribute('data-state') != 'none', 15)
+    state, text = status.get_attribute('data-state'), status.text
+    if state == 'error' and 'unknown query' in text:
+        r.skip(f'{label}: fences from the features query', f'the gateway does not answer "features" yet; the page says: {text}')
+        r.check(f'{label}: the features error is shown on the page', 'features' in text and 'error' in text, text)
+    else:
+        expected = set()
+        for name in ['fleet', 'garden-poi', 'garden-sections']:
+            with open(os.path.join(ROOT, 'fences', f'{name}.geojson')) as f:
+                expected |= {f'{name}/{feature["id"]}' for feature in json.load(f)['features']}
+
+        def fences_missing():
+            shown = {f['fence'] for f in rows(driver, '[data-fence]', ['fence'])}
+            return sorted(expected - shown)
+        missing = wait_until(lambda: not fences_missing(), 15) or fences_missing()
+        r.check(f'{label}: every fence of fences/ listed ({len(expected)})', state == 'ok' and missing is True,
+                f'status {state} "{text}", missing {missing}')
+
+
+def main():
+    r = Results()
+    if not os.access(BIN, os.X_OK):
+        print(f'console test: {BIN} is missing: swift build first', file=sys.stderr)
+        return 2
+    tmp = tempfile.mkdtemp(prefix='geotrigger-console.')
+    procs = Processes(tmp)
+    driver = None
+    try:
+        www = http_dir(tmp)
+        port, ws_port = free_port(), free_port()
+        procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, 'open', port, ws_port, www)])
+        wait_port(port)
+        wait_port(ws_port)
+        config = os.path.join(tmp, 'geotrigger.json5')
+        with open(config, 'w') as f:
+            f.write(f"""{{
+  gateway: {{ id: "{GATEWAY}", fences: "{ROOT}/fences", database: "{tmp}/gateway.db" }},
+  broker: {{ port: {port} }},
+  output: {{ prefix: "{PREFIX}", statusInterval: 1, stateInterval: 0, occupancy: true }},
+}}
+""")
+        procs.start('events', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/events/#'])
+        # mosquitto_sub's stdout goes to its log file: that is the truth.
+        events_log = os.path.join(tmp, 'events.log')
+        procs.start('gateway', [BIN, 'serve', '--config', config], env={**os.environ, 'GEOTRIGGER_LOG_LEVEL': 'notice'})
+
+        driver = browser()
+        log = BrowserLog(driver)
+        driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}')
+        connection = driver.find_element(By.ID, 'connection')
+        r.check('the page connects over MQTT/WebSocket to the listener it came from',
+                wait_until(lambda: connection.get_attribute('data-state') == 'connected', 20), connection.text)
+        r.check('the gateway is started before the devices move',
+                wait_until(lambda: rows(driver, f'[data-gateway="{GATEWAY}"][data-status="started"]', ['gateway']), 30))
+
+        paths = tracks()
+        last = {device: points[-1] for device, points in paths.items()}
+        feed(port, paths)
+        # The events are in once the collector has been quiet for 2 s.
+        previous, quiet_since = -1, time.time()
+        end = time.time() + 30
+        while time.time() < end:
+            n = len(events_seen(events_log))
+            if n != previous:
+                previous, quiet_since = n, time.time()
+            elif time.time() - quiet_since > 2:
+                break
+            time.sleep(0.25)
+        truth = events_seen(events_log)
+        print(f'     {sum(len(p) for p in paths.values())} updates from {len(paths)} devices, {len(truth)} events published', flush=True)
+
+        check_page(r, driver, 'live', port, last, truth_events=list(truth))
+        row = driver.find_elements(By.CSS_SELECTOR, '[data-event]')
+        if row:
+            row[-1].click()  # the oldest: the map flies there
+            time.sleep(1.2)
+        shot(driver, 'console-live.png')
+
+        # Bad input: a word on the page, no blank page, no script error.
+        subprocess.run(['mosquitto_pub', '-p', str(port), '-t', f'{PREFIX}/devices/broken/state', '-m', 'not json {'], check=True)
+        subprocess.run(['mosquitto_pub', '-p', str(port), '-t', f'{PREFIX}/devices/odd/state', '-m', '{"device": "odd", "position": "nowhere"}'], check=True)
+
+        def notices():
+            return ' | '.join(n['text'] for n in rows(driver, '[data-notice]', ['notice']))
+        r.check('a payload that is not JSON is named on the page',
+                wait_until(lambda: 'devices/broken/state: payload is not JSON' in notices(), 10), notices())
+        r.check('a device state of unknown shape is named on the page',
+                wait_until(lambda: 'devices/odd/state: device state of unknown shape' in notices(), 10), notices())
+        r.check('the bad payloads leave the device list as it was',
+                not rows(driver, '[data-device="broken"], [data-device="odd"]', ['device']))
+
+        # An expected arrival from the page's form: van-1 is in the depot, so it arrives at once.
+        form = driver.find_element(By.ID, 'expect-form')
+        form.find_element(By.NAME, 'device').send_keys('van-1')
+        form.find_element(By.NAME, 'fence').send_keys('fleet/depot')
+        form.find_element(By.NAME, 'id').send_keys('van-1-depot')
+        form.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+        decided = wait_until(lambda: rows(driver, '[data-expectation="van-1-depot"][data-result]', ['expectation', 'result']), 15)
+        r.check('an expected arrival made on the page gets its result (arrived)', decided and decided[0]['result'] == 'arrived',
+                str(rows(driver, '[data-expectation]', ['expectation', 'result'])))
+
+        entries = log.take()
+        severe = log.severe(entries)
+        r.check('no JavaScript error in the browser log (live)', not severe, json.dumps(severe)[:1000])
+
+        driver.refresh()
+        r.check('after a reload the page connects again',
+                wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 20))
+        check_page(r, driver, 'reload', port, last)
+        shot(driver, 'console-reload.png')
+        severe = log.severe(log.take())
+        r.check('no JavaScript error in the browser log (reload)', not severe, json.dumps(severe)[:1000])
+
+        # A broker that refuses anonymous clients: the login form, a refused login, a good one.
+        password_file = os.path.join(tmp, 'passwd')
+        subprocess.run(['mosquitto_passwd', '-b', '-c', password_file, 'dispatch', 'secret'], check=True, capture_output=True)
+        os.chmod(password_file, 0o600)
+        locked_port, locked_ws = free_port(), free_port()
+        procs.start('locked-broker', ['/usr/sbin/mosquitto', '-c',
+                                      broker_config(tmp, 'locked', locked_port, locked_ws, www, anonymous=False, password_file=password_file)])
+        wait_port(locked_ws)
+        # Served by the first broker, talking to the second: ?broker=.
+        driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}&broker=ws://127.0.0.1:{locked_ws}/')
+        login = driver.find_element(By.ID, 'login')
+        r.check('a broker refusing anonymous clients brings the login form', wait_until(login.is_displayed, 15),
+                driver.find_element(By.ID, 'connection').text)
+        driver.find_element(By.ID, 'login-username').send_keys('dispatch')
+        driver.find_element(By.ID, 'login-password').send_keys('wrong')
+        login.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+        message = driver.find_element(By.ID, 'login-message')
+        r.check('a refused login is said on the page', wait_until(lambda: login.is_displayed() and 'Login refused' in message.text, 15), message.text)
+        shot(driver, 'console-login-refused.png')
+        driver.find_element(By.ID, 'login-username').clear()
+        driver.find_element(By.ID, 'login-username').send_keys('dispatch')
+        driver.find_element(By.ID, 'login-password').clear()
+        driver.find_element(By.ID, 'login-password').send_keys('secret')
+        login.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+        r.check('a good login connects',
+                wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 15),
+                driver.find_element(By.ID, 'connection').text)
+        stored = driver.execute_script("return [sessionStorage.getItem('geotrigger-console-credentials') !== null, localStorage.length]")
+        r.check('credentials are kept in sessionStorage only', stored == [True, 0], str(stored))
+        severe = log.severe(log.take())
+        r.check('no JavaScript error in the browser log (login)', not severe, json.dumps(severe)[:1000])
+    except Exception:
+        traceback.print_exc()
+        r.check('the console test ran to its end', False)
+        if driver:
+            try:
+                shot(driver, 'console-failure.png')
+            except Exception:
+                pass
+    finally:
+        if driver:
+            driver.quit()
+        procs.stop_all()
+        if r.failed:
+            keep = os.path.join(ARTIFACTS, 'logs')
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(tmp, keep, ignore=shutil.ignore_patterns('http', '*.db*'))
+            print(f'     logs kept in {os.path.relpath(keep, ROOT)}')
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f'console: {r.passed} passed, {r.failed} failed, {r.skipped} skipped')
+    return 1 if r.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
