@@ -30,6 +30,7 @@ import traceback
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -431,6 +432,46 @@ def main():
         decided = wait_until(lambda: rows(driver, '[data-expectation="van-1-depot"][data-result]', ['expectation', 'result']), 15)
         r.check('an expected arrival made on the page gets its result (arrived)', decided and decided[0]['result'] == 'arrived',
                 str(rows(driver, '[data-expectation]', ['expectation', 'result'])))
+
+        # Who is inside the depot: the inside query, answered on the page's reply topic.
+        depot = driver.find_elements(By.CSS_SELECTOR, '[data-fence="fleet/depot"] button[data-action=inside]')
+        if r.check('the depot row offers "who is inside"', bool(depot)):
+            depot[0].click()
+            answers = driver.find_element(By.ID, 'answers')
+            r.check('who is inside the depot: van-1 (the inside query)',
+                    wait_until(lambda: 'inside fleet/depot: van-1 (fleet' in answers.text, 15), answers.text)
+
+        # A runtime fence drawn on the map: a circle (centre, edge) published retained.
+        form = driver.find_element(By.ID, 'fence-form')
+        form.find_element(By.NAME, 'layer').send_keys('console')
+        form.find_element(By.NAME, 'id').send_keys('drawn-1')
+        form.find_element(By.NAME, 'name').send_keys('Drawn circle')
+        driver.find_element(By.CSS_SELECTOR, '[data-draw=circle]').click()
+        surface = driver.find_element(By.ID, 'map')
+        ActionChains(driver).move_to_element_with_offset(surface, 0, 0).click().perform()
+        time.sleep(0.3)
+        ActionChains(driver).move_to_element_with_offset(surface, 60, 0).click().perform()
+
+        def drawn():
+            payload = retained(port, f'{PREFIX}/fences/console/drawn-1').get(f'{PREFIX}/fences/console/drawn-1')
+            return json.loads(payload) if payload else None
+        feature = wait_until(drawn, 10)
+        r.check('a circle drawn on the map is published as a retained runtime fence (Point with buffer)',
+                bool(feature) and feature['geometry']['type'] == 'Point' and feature['properties'].get('buffer', 0) > 0
+                and feature['properties'].get('name') == 'Drawn circle', json.dumps(feature))
+        time.sleep(1.5)  # the gateway applies runtime fences every 250 ms; a rejection is a notice
+        notices_now = ' | '.join(n['text'] for n in rows(driver, '[data-notice]', ['notice']))
+        r.check('the gateway does not reject the drawn fence', 'console/drawn-1' not in notices_now, notices_now)
+        if driver.find_element(By.ID, 'fences-status').get_attribute('data-state') == 'ok':
+            delete = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-fence="console/drawn-1"] button[data-action=delete]'), 10)
+            if r.check('the drawn fence is listed (features) with a delete button', bool(delete)):
+                delete[0].click()
+                r.check('delete clears the retained runtime fence', wait_until(lambda: drawn() is None, 10))
+                r.check('the deleted fence leaves the list',
+                        wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, '[data-fence="console/drawn-1"]'), 10))
+        else:
+            r.skip('delete a runtime fence from its row', 'rows of fences come from the features query, which the gateway does not answer yet')
+            subprocess.run(['mosquitto_pub', '-p', str(port), '-r', '-q', '1', '-t', f'{PREFIX}/fences/console/drawn-1', '-n'], check=True)
 
         entries = log.take()
         severe = log.severe(entries)

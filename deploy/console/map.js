@@ -76,7 +76,9 @@ export class MapView {
             const count = occupied.get(key) || 0;
             const layer = this.fenceShape(fence, colour, count);
             if (!layer) continue;
-            layer.bindTooltip(textElement([fence.name || fence.id, `${fence.layer}/${fence.id}${count ? ` · ${count} inside` : ''}`]), { permanent: count > 0, direction: 'center', className: 'fence-tooltip' });
+            // Occupied fences wear their count; names show on hover (and in the list).
+            if (count > 0) layer.bindTooltip(textElement([String(count)]), { permanent: true, direction: 'center', className: 'occupancy-badge' });
+            else layer.bindTooltip(textElement([fence.name || fence.id, `${fence.layer}/${fence.id}`]), { direction: 'top', className: 'fence-tooltip' });
             layer.addTo(this.fenceLayer);
             const b = layer.getBounds ? layer.getBounds() : null;
             if (b && b.isValid()) bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
