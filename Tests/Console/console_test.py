@@ -490,8 +490,8 @@ def main():
         subprocess.run(['mosquitto_passwd', '-b', '-c', password_file, 'dispatch', 'secret'], check=True, capture_output=True)
         os.chmod(password_file, 0o600)
         locked_port, locked_ws = free_port(), free_port()
-        procs.start('locked-broker', ['/usr/sbin/mosquitto', '-c',
-                                      broker_config(tmp, 'locked', locked_port, locked_ws, www, anonymous=False, password_file=password_file)])
+        locked_config = broker_config(tmp, 'locked', locked_port, locked_ws, www, anonymous=False, password_file=password_file)
+        locked = procs.start('locked-broker', ['/usr/sbin/mosquitto', '-c', locked_config])
         wait_port(locked_ws)
         # Served by the first broker, talking to the second: ?broker=.
         driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}&broker=ws://127.0.0.1:{locked_ws}/')
@@ -516,6 +516,22 @@ def main():
         r.check('credentials are kept in sessionStorage only', stored == [True, 0], str(stored))
         severe = log.severe(log.take())
         r.check('no JavaScript error in the browser log (login)', not severe, json.dumps(severe)[:1000])
+
+        # The broker goes away and comes back on the same port: the page reconnects by itself
+        # (with the login of this tab) and subscribes again.
+        procs.stop(locked)
+        state = lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state')
+        r.check('a lost broker is shown', wait_until(lambda: state() == 'closed', 10), state())
+        procs.start('locked-broker-again', ['/usr/sbin/mosquitto', '-c', locked_config])
+        wait_port(locked_ws)
+        r.check('the page reconnects when the broker is back', wait_until(lambda: state() == 'connected', 20), state())
+        subprocess.run(['mosquitto_pub', '-p', str(locked_port), '-u', 'dispatch', '-P', 'secret', '-i', 'probe', '-r', '-q', '1',
+                        '-t', f'{PREFIX}/status/after-restart', '-m', '{"status": "started"}'], check=True)
+        r.check('and subscribes again (a status published after the restart shows)',
+                wait_until(lambda: rows(driver, '[data-gateway="after-restart"][data-status="started"]', ['gateway']), 10))
+        # While the broker was down the browser logged failed WebSocket connections; nothing else.
+        others = [e for e in log.severe(log.take()) if 'WebSocket connection to' not in e.get('message', '')]
+        r.check('no JavaScript error in the browser log (reconnect)', not others, json.dumps(others)[:1000])
     except Exception:
         traceback.print_exc()
         r.check('the console test ran to its end', False)
