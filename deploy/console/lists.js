@@ -165,19 +165,20 @@ export class Lists {
             byFence.get(f).push([key, o]);
         }
         const keys = [...new Set([...store.fences.keys(), ...byFence.keys()])].sort();
-        const entries = keys.map((k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])]);
+        const entries = keys.map((k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])]);
         syncRows(this.parts.fences, entries, (row, { key, fence, occupancy }) => {
             row.dataset.fence = key;
             const name = fence ? fence.name : (occupancy[0] && occupancy[0][1].name) || '';
             append(row, [
+                // First, so that it floats right of the name.
+                this.actions ? el('div', { className: 'row-actions' },
+                    el('button', { type: 'button', 'data-action': 'inside', onclick: () => this.actions.inside(key) }, 'who is inside'),
+                    store.runtimeFences.has(key) ? el('button', { type: 'button', 'data-action': 'delete', onclick: () => this.actions.deleteFence(key) }, 'delete') : '') : '',
                 el('span', { className: 'swatch', style: `background:${this.colourOf ? this.colourOf(key.split('/')[0]) : '#888'}` }),
                 el('strong', {}, name || key), ' ', el('span', { className: 'muted' }, key),
                 fence && fence.buffer ? el('span', { className: 'muted' }, ` · buffer ${fence.buffer} m`) : '',
                 occupancy.filter(([, o]) => o.count > 0).map(([k, o]) => el('div', { 'data-occupancy': k, 'data-count': o.count, className: 'occupancy' },
                     `${o.trigger}: ${o.count} inside`, Array.isArray(o.devices) && o.devices.length ? ` (${o.devices.map(text).join(', ')})` : '')),
-                this.actions ? el('div', { className: 'row-actions' },
-                    el('button', { type: 'button', 'data-action': 'inside', onclick: () => this.actions.inside(key) }, 'who is inside'),
-                    store.runtimeFences.has(key) ? el('button', { type: 'button', 'data-action': 'delete', onclick: () => this.actions.deleteFence(key) }, 'delete') : '') : '',
             ]);
             const c = fence && centre(fence.geometry);
             if (c) { row.className = 'clickable'; row._fly = c; }
