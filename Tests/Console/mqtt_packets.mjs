@@ -1,4 +1,5 @@
-// The console's MQTT packets against bytes written out by hand from the MQTT 3.1.1 spec.
+// The console's MQTT packets against bytes written out by hand from the MQTT 3.1.1 spec, and
+// its client's exchanges over a stand-in WebSocket.
 // Run: node Tests/Console/mqtt_packets.mjs   (exit status 1 on the first mismatch)
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +67,65 @@ same('retained QoS 0 with a two-byte length', [retained.retain, retained.topic, 
 const ack = new m.PacketReader();
 ack.push(bytes('40 02 01 02'));
 same('PUBACK in', ack.next(), { type: 4, packetId: 258 });
+
+// The client over a stand-in WebSocket: CONNECT, SUBSCRIBE at CONNACK, QoS 1 both ways,
+// PINGREQ when idle, and after a lost connection a new CONNECT, SUBSCRIBE and the unacknowledged
+// PUBLISH again with DUP.
+class FakeSocket {
+    static all = [];
+    constructor(url, protocols) {
+        this.url = url; this.protocols = protocols; this.sent = []; this.readyState = 0;
+        FakeSocket.all.push(this);
+        setTimeout(() => { this.readyState = 1; this.onopen(); }, 0);
+    }
+    send(bytes) { this.sent.push(hex(bytes)); }
+    close() { if (this.readyState === 3) return; this.readyState = 3; setTimeout(() => this.onclose({ code: 1006 }), 0); }
+    deliver(text) { this.onmessage({ data: new Uint8Array(bytes(text)).buffer }); }
+}
+const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
+const client = new m.MqttClient({ url: 'ws://box/', clientId: 'c1', keepalive: 1, WebSocketImpl: FakeSocket });
+const states = [], messages = [];
+client.on('state', (s) => states.push(s.state));
+client.on('message', (msg) => messages.push([msg.topic, Array.from(msg.payload)]));
+client.subscribe('a/b', 1);
+client.connect();
+await tick();
+const first = FakeSocket.all[0];
+same('subprotocol mqtt', first.protocols, ['mqtt']);
+same('CONNECT first', first.sent, ['10 0e 00 04 4d 51 54 54 04 02 00 01 00 02 63 31']);
+first.deliver('20 02 00 00');
+same('SUBSCRIBE at CONNACK', first.sent[1], '82 08 00 01 00 03 61 2f 62 01');
+first.deliver('90 03 00 01 01');
+let acked = false;
+client.publish('q', 'x', { qos: 1 }).then(() => { acked = true; });
+same('PUBLISH QoS 1 out', first.sent[2], '32 06 00 01 71 00 02 78');
+first.deliver('32 09 00 03 61 2f 62 00 07 7b 7d');
+same('PUBACK for a QoS 1 message in', first.sent[3], '40 02 00 07');
+same('message delivered', messages, [['a/b', [0x7b, 0x7d]]]);
+await tick(1100);
+same('PINGREQ after half a keepalive without sending', first.sent.includes('c0 00'), true);
+first.deliver('d0 00');
+first.close();
+await tick(700); // the first reconnect waits 0.5 s
+const second = FakeSocket.all[1];
+same('reconnects', !!second, true);
+second.deliver('20 02 00 00');
+same('after the reconnect: CONNECT, SUBSCRIBE again, the PUBLISH again with DUP',
+    [second.sent[0].slice(0, 2), second.sent[1].slice(0, 2), second.sent[2]], ['10', '82', '3a 06 00 01 71 00 02 78']);
+same('not acknowledged yet', acked, false);
+second.deliver('40 02 00 02');
+await tick();
+same('PUBACK resolves the publish', acked, true);
+same('states', states, ['connecting', 'connected', 'closed', 'connecting', 'connected']);
+const refusing = new m.MqttClient({ url: 'ws://box/', clientId: 'c2', WebSocketImpl: FakeSocket });
+const refusals = [];
+refusing.on('state', (s) => refusals.push(`${s.state}${s.detail && s.state === 'refused' ? ': ' + s.detail : ''}`));
+refusing.connect();
+await tick();
+FakeSocket.all[2].deliver('20 02 00 05');
+await tick(700);
+same('a refused login does not reconnect', [refusals, FakeSocket.all.length], [['connecting', 'refused: not authorized'], 3]);
+client.stop();
 
 console.log(`mqtt packets: ${checks - failures}/${checks} checks passed`);
 process.exit(failures ? 1 : 0);
