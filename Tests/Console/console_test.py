@@ -433,6 +433,24 @@ def main():
         r.check('an expected arrival made on the page gets its result (arrived)', decided and decided[0]['result'] == 'arrived',
                 str(rows(driver, '[data-expectation]', ['expectation', 'result'])))
 
+        # One that stays open (walker-1 is in the garden, 30 minutes), then cancelled from its row.
+        form.find_element(By.NAME, 'device').clear()
+        form.find_element(By.NAME, 'device').send_keys('walker-1')
+        form.find_element(By.NAME, 'id').clear()
+        form.find_element(By.NAME, 'id').send_keys('walker-1-depot')
+        form.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+        cancel = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-expectation="walker-1-depot"] button[data-action=cancel]'), 10)
+        if r.check('an open expected arrival is listed with a cancel button', bool(cancel)):
+            r.check('the open expected arrival is retained on the broker',
+                    bool(retained(port, f'{PREFIX}/expect/walker-1-depot').get(f'{PREFIX}/expect/walker-1-depot')))
+            cancel[0].click()
+            def cancelled():
+                row = rows(driver, '[data-expectation="walker-1-depot"]', ['result'])
+                return (not retained(port, f'{PREFIX}/expect/walker-1-depot') and len(row) == 1
+                        and row[0]['result'] is None and 'cleared' in row[0]['text'])
+            r.check('cancel clears it on the broker and on the page (no result)', wait_until(cancelled, 10),
+                    str(rows(driver, '[data-expectation]', ['expectation', 'result'])))
+
         # Who is inside the depot: the inside query, answered on the page's reply topic.
         depot = driver.find_elements(By.CSS_SELECTOR, '[data-fence="fleet/depot"] button[data-action=inside]')
         if r.check('the depot row offers "who is inside"', bool(depot)):
