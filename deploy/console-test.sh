@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The dispatcher console's tests (deploy/console): its MQTT packets against known bytes (node),
 # then the page in headless Chromium against a real mosquitto and the real `geotrigger serve`
-# (Tests/Console/console_test.py, through Selenium). Installs what is missing (Chromium, its
+# (Tests/Console/console_test.py, through Selenium), after its store (node). Installs what is missing (Chromium, its
 # driver, Leaflet, Selenium, node) from Debian's packages; builds the debug gateway if it is
 # not built. Screenshots: .build/console-artifacts/.
 set -euo pipefail
@@ -16,5 +16,6 @@ if [ -z "${GEOTRIGGER_BIN:-}" ] && [ ! -x .build/debug/geotrigger ]; then
 fi
 
 node Tests/Console/mqtt_packets.mjs
+node Tests/Console/store_test.mjs
 # Debian's python3 (its python3-selenium), not whatever python3 comes first on PATH.
 /usr/bin/python3 Tests/Console/console_test.py

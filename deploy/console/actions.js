@@ -55,7 +55,11 @@ export class Actions {
     async loadFeatures(gateway = this.gateway()) {
         if (!gateway) return;
         this.featuresGateway = gateway;
-        const reply = await this.query(gateway, { features: { bbox: WORLD, limit: FEATURE_LIMIT } });
+        let reply = await this.query(gateway, { features: { bbox: WORLD, limit: FEATURE_LIMIT } });
+        // A gateway with other bounds on these may refuse them: then ask with its defaults.
+        if (reply && typeof reply.error === 'string' && /limit|bbox/.test(reply.error)) {
+            reply = await this.query(gateway, { features: {} });
+        }
         this.store.setFeatures(reply);
     }
 
