@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The dispatcher console's tests (deploy/console): its MQTT packets against known bytes (node),
-# then the page in headless Chromium against a real mosquitto and the real `geotrigger serve`
-# (Tests/Console/console_test.py, through Selenium), after its store (node). Installs what is missing (Chromium, its
+# The dispatcher console's tests (deploy/console): its MQTT client (packets against known
+# bytes, exchanges over a stand-in WebSocket) and its store, with node; then the page in
+# headless Chromium against a real mosquitto and the real `geotrigger serve`
+# (Tests/Console/console_test.py, through Selenium). Installs what is missing (Chromium, its
 # driver, Leaflet, Selenium, node) from Debian's packages; builds the debug gateway if it is
 # not built. Screenshots: .build/console-artifacts/.
 set -euo pipefail
