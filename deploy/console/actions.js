@@ -55,18 +55,23 @@ export class Actions {
     async loadFeatures(gateway = this.gateway()) {
         if (!gateway) return;
         this.featuresGateway = gateway;
+        // Replies may cross: only the newest question's answer is drawn.
+        const asked = this.featuresAsked = (this.featuresAsked || 0) + 1;
         let reply = await this.query(gateway, { features: { bbox: WORLD, limit: FEATURE_LIMIT } });
         // A gateway with other bounds on these may refuse them: then ask with its defaults.
         if (reply && typeof reply.error === 'string' && /limit|bbox/.test(reply.error)) {
             reply = await this.query(gateway, { features: {} });
         }
-        this.store.setFeatures(reply);
+        if (asked === this.featuresAsked) this.store.setFeatures(reply);
     }
 
     /// Runtime fences changed: ask again once the gateway applied them (it batches every 250 ms).
+    /// Asked twice: a gateway busy with a large batch may not have applied it at the first.
     reloadFeaturesSoon() {
         clearTimeout(this.reloadTimer);
+        clearTimeout(this.secondReloadTimer);
         this.reloadTimer = setTimeout(() => this.loadFeatures(), 800);
+        this.secondReloadTimer = setTimeout(() => this.loadFeatures(), 3000);
     }
 
     async inside(key) {
