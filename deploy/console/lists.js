@@ -186,7 +186,7 @@ export class Lists {
         this.parts.counts.fences.textContent = String(keys.length);
         const s = store.featuresStatus;
         this.parts.fencesStatus.dataset.state = s.state;
-        this.parts.fencesStatus.textContent = s.state === 'none' ? 'asking the gateway for its fences…' : s.text;
+        this.parts.fencesStatus.textContent = s.state === 'none' ? 'fences come from a started gateway (features query)…' : s.text;
     }
 
     events(store) {
