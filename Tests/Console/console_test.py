@@ -370,7 +370,7 @@ def main():
             f.write(f"""{{
   gateway: {{ id: "{GATEWAY}", fences: "{ROOT}/fences", database: "{tmp}/gateway.db" }},
   broker: {{ port: {port} }},
-  output: {{ prefix: "{PREFIX}", statusInterval: 1, stateInterval: 0, occupancy: true }},
+  output: {{ prefix: "{PREFIX}", statusInterval: 1, stateInterval: 1, occupancy: true }},
 }}
 """)
         procs.start('events', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/events/#'])
