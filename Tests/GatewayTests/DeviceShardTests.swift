@@ -74,6 +74,19 @@ import TestSupport
 
         func dropped(_ reason: DropReason) -> Int { counters.values().dropped[reason] ?? 0 }
 
+        /// Runs the shard's tick at gateway clock `now`, waits until it has run and its items
+        /// are committed.
+        func tick(_ shard: DeviceShard, _ now: Double) async {
+            await shard.mailbox.send(.tick(now))
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.barrier(c)) } }
+            await committer.flush()
+        }
+
+        /// What the shard answers about `device` (in memory, hibernated).
+        func ask(_ shard: DeviceShard, about device: String) async -> DeviceShard.QueryAnswer {
+            await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device(device), c)) } }
+        }
+
         func close() async {
             await committer.shutdown()
             await store.close()
@@ -172,14 +185,8 @@ import TestSupport
         }
         let shard = rig.pool.shard(for: "walker")
         let running = Task { await shard.run() }
-        func tick(_ now: Double) async {
-            await shard.mailbox.send(.tick(now))
-            await withCheckedContinuation { c in Task { await shard.mailbox.send(.barrier(c)) } }
-            await rig.committer.flush()
-        }
-        func ask() async -> DeviceShard.QueryAnswer {
-            await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device("walker"), c)) } }
-        }
+        func tick(_ now: Double) async { await rig.tick(shard, now) }
+        func ask() async -> DeviceShard.QueryAnswer { await rig.ask(shard, about: "walker") }
         func retainedFixTime() -> String? {
             guard let payload = rig.context.statePublisher.payload(of: rig.context.statePublisher.topic("walker")),
                   let state = try? JSONReader.parse(payload, file: "state", dialect: .json).value.objectValue
@@ -216,14 +223,8 @@ import TestSupport
         }
         let shard = rig.pool.shard(for: "truck")
         let running = Task { await shard.run() }
-        func tick(_ now: Double) async {
-            await shard.mailbox.send(.tick(now))
-            await withCheckedContinuation { c in Task { await shard.mailbox.send(.barrier(c)) } }
-            await rig.committer.flush()
-        }
-        func ask() async -> DeviceShard.QueryAnswer {
-            await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device("truck"), c)) } }
-        }
+        func tick(_ now: Double) async { await rig.tick(shard, now) }
+        func ask() async -> DeviceShard.QueryAnswer { await rig.ask(shard, about: "truck") }
         await rig.submit(Rig.crossing("truck"))  // last received at gateway clock 102
         await tick(161)
         #expect(await ask().states.count == 1, "in memory before hibernateAfter")
