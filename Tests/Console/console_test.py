@@ -8,8 +8,9 @@ fences; devices walk through the garden and into the fleet depot (mosquitto_pub,
 The page is checked through its data attributes only: every device within 2 m of its last
 position, every event (the truth collected with mosquitto_sub) by id, the gateway started,
 occupancy as retained, fences when the gateway answers `features`; then the same from the
-retained topics after a reload; bad payloads and a refused login get a word on the page; no
-JavaScript error in the browser log. Screenshots go to .build/console-artifacts/.
+retained topics after a reload; a polygon drawn on the map with clicks is published, and a
+device walking into it gives an enter event and occupancy on the page; bad payloads and a
+refused login get a word on the page; no JavaScript error in the browser log. Screenshots go to .build/console-artifacts/.
 
 Run through deploy/console-test.sh (which installs Chromium, its driver, Leaflet and
 Selenium when missing). Environment: GEOTRIGGER_BIN (default .build/debug/geotrigger),
@@ -371,6 +372,14 @@ def main():
   gateway: {{ id: "{GATEWAY}", fences: "{ROOT}/fences", database: "{tmp}/gateway.db" }},
   broker: {{ port: {port} }},
   output: {{ prefix: "{PREFIX}", statusInterval: 1, stateInterval: 1, occupancy: true }},
+  // One trigger per file layer, as without this key, plus one watching runtime layer
+  // "console", where the page's drawn fences go: a runtime layer nothing watches decides nothing.
+  triggers: [
+    {{ name: "fleet", fences: ["fleet"] }},
+    {{ name: "garden-poi", fences: ["garden-poi"] }},
+    {{ name: "garden-sections", fences: ["garden-sections"] }},
+    {{ name: "console", fences: ["console"] }},
+  ],
 }}
 """)
         procs.start('events', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/events/#'])
@@ -490,6 +499,69 @@ def main():
         else:
             r.skip('delete a runtime fence from its row', 'rows of fences come from the features query, which the gateway does not answer yet')
             subprocess.run(['mosquitto_pub', '-p', str(port), '-r', '-q', '1', '-t', f'{PREFIX}/fences/console/drawn-1', '-n'], check=True)
+
+        # A fence drawn as a person would: the polygon tool, clicks on the corners around the
+        # an empty spot of the map and a double-click on the last; then a device walks into it and the page
+        # shows the gateway's enter event and the occupancy of the drawn fence.
+        form = driver.find_element(By.ID, 'fence-form')
+        for name, value in [('layer', 'console'), ('id', 'drawn-2'), ('name', 'Drawn square')]:
+            form.find_element(By.NAME, name).clear()
+            form.find_element(By.NAME, name).send_keys(value)
+        driver.find_element(By.CSS_SELECTOR, '[data-draw=polygon]').click()
+        surface = driver.find_element(By.ID, 'map')
+        # Left of the centre (the oldest event, where the map flew), west of the garden: no fence there.
+        corners = [(-400, -80), (-280, -80), (-280, 40), (-400, 40)]
+        for x, y in corners[:-1]:
+            ActionChains(driver).move_to_element_with_offset(surface, x, y).click().perform()
+            time.sleep(0.4)
+        shot(driver, 'console-drawing.png')
+        r.check('nothing is published while drawing (before the double-click on the last corner)',
+                not retained(port, f'{PREFIX}/fences/console/drawn-2'))
+        x, y = corners[-1]
+        ActionChains(driver).move_to_element_with_offset(surface, x, y).double_click().perform()
+
+        def drawn_polygon():
+            payload = retained(port, f'{PREFIX}/fences/console/drawn-2').get(f'{PREFIX}/fences/console/drawn-2')
+            return json.loads(payload) if payload else None
+        polygon = wait_until(drawn_polygon, 15)
+        ring = polygon['geometry']['coordinates'][0] if polygon and polygon['geometry']['type'] == 'Polygon' else []
+        if r.check('a polygon drawn with clicks is published as a retained runtime fence (4 corners, name from the form)',
+                   len(ring) == 5 and ring[0] == ring[-1] and polygon['properties'].get('name') == 'Drawn square', json.dumps(polygon)):
+            centre = (sum(c[1] for c in ring[:-1]) / 4, sum(c[0] for c in ring[:-1]) / 4)
+            width = max(c[0] for c in ring) - min(c[0] for c in ring)
+            # From well outside the square (west of it by ten widths) to its centre.
+            outside = (round(centre[0], 7), round(centre[1] - 10 * width, 7))
+            inside = (round(centre[0], 7), round(centre[1], 7))
+
+            def listed():
+                return driver.find_elements(By.CSS_SELECTOR, '[data-fence="console/drawn-2"]')
+            # The gateway has applied the fence once the features answer lists it.
+            r.check('the drawn polygon is listed (features)', wait_until(listed, 15))
+            time.sleep(1)
+            feed(port, {'courier-1': [outside, inside]})
+            last['courier-1'] = inside
+
+            def enter_event():
+                return [e for e in events_seen(events_log).values()
+                        if e.get('device') == 'courier-1' and e.get('type') == 'enter'
+                        and e['fence']['layer'] == 'console' and e['fence']['id'] == 'drawn-2']
+            entered = wait_until(enter_event, 20)
+            if r.check('the gateway publishes enter for the drawn fence when a device walks in (event on the broker)',
+                       len(entered) == 1, str(entered)):
+                event_id = entered[0]['id']
+                shown = wait_until(lambda: rows(driver, f'[data-event="{event_id}"]', ['event']), 20)
+                text = shown[0]['text'] if shown else ''
+                r.check('the enter into the drawn fence is in the page\'s event list (by id, naming the fence)',
+                        bool(shown) and ('drawn-2' in text or 'Drawn square' in text),
+                        f'{event_id}: {shown}; rows: {[e["text"] for e in rows(driver, "[data-event]", ["event"])[:3]]}')
+            occupied = wait_until(lambda: rows(driver, '[data-fence="console/drawn-2"] [data-occupancy="console/console/drawn-2"]',
+                                               ['occupancy', 'count']), 20)
+            r.check('the drawn fence shows occupancy 1 in the fence list',
+                    bool(occupied) and occupied[0]['count'] == '1', str(rows(driver, '[data-occupancy]', ['occupancy', 'count'])))
+        # Cleared, so the reload below sees the fences of fences/ and the occupancy they hold.
+        subprocess.run(['mosquitto_pub', '-p', str(port), '-r', '-q', '1', '-t', f'{PREFIX}/fences/console/drawn-2', '-n'], check=True)
+        r.check('the drawn polygon, cleared, leaves the list',
+                wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, '[data-fence="console/drawn-2"]'), 15))
 
         entries = log.take()
         severe = log.severe(entries)
