@@ -68,6 +68,8 @@ const client = new MqttClient({ url, clientId, username: credentials?.username, 
 const actions = new Actions({ client, store, prefix, replyTopic, say: answer });
 const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions });
 if (map) lists.colourOf = (layer) => map.colour(layer);
+// For scripts (Tests/Console/console_bench.py times the store and the renders through it).
+window.__console = { store, map, lists };
 
 store.onGatewayStarted = (id) => { if (!actions.featuresGateway || actions.featuresGateway === id) actions.loadFeatures(id); };
 store.onRuntimeFenceChange = () => actions.reloadFeaturesSoon();

@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""A bench scene for the dispatcher console (deploy/console): figures printed, nothing asserted.
+
+10,000 fences (small polygons in one GeoJSON layer file, in one view) for the real
+`geotrigger serve`, 10,000 devices with retained states on the broker, then the page in
+headless Chromium:
+1. load: from navigation until the device list has every device and the fences are drawn;
+2. moving devices: state messages at RATE a second for SECONDS; frame time (requestAnimationFrame
+   intervals), lag (from the `updated` stamped at publish to the store applying the state),
+   whether the page falls behind (messages not applied, time to drain after the last publish),
+   and where a frame's time goes (map and list renders, the store's message handling).
+
+The page is read through `window.__console` (store, map, lists; set by app.js) and a small
+script added before the page's own (window.__bench). Same environment as console_test.py
+(GEOTRIGGER_BIN, default .build/release/geotrigger when built, else .build/debug/), plus
+BENCH_FENCES, BENCH_DEVICES, BENCH_RATE, BENCH_SECONDS.
+
+    swift build -c release --product geotrigger && /usr/bin/python3 Tests/Console/console_bench.py
+"""
+import datetime
+import json
+import os
+import random
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console_test import (ROOT, Processes, broker_config, browser, free_port, http_dir,  # noqa: E402
+                          retained, wait_port, wait_until)
+
+FENCES = int(os.environ.get('BENCH_FENCES', 10000))
+DEVICES = int(os.environ.get('BENCH_DEVICES', 10000))
+RATE = int(os.environ.get('BENCH_RATE', 5000))
+SECONDS = float(os.environ.get('BENCH_SECONDS', 10))
+PREFIX = 'bench'
+GATEWAY = 'bench-gw'
+# The scene: a grid of fences around this corner, the devices among them.
+LON0, LAT0, STEP = -119.80, 34.40, 0.001
+
+
+def gateway_binary():
+    if os.environ.get('GEOTRIGGER_BIN'):
+        return os.environ['GEOTRIGGER_BIN']
+    release = os.path.join(ROOT, '.build', 'release', 'geotrigger')
+    return release if os.access(release, os.X_OK) else os.path.join(ROOT, '.build', 'debug', 'geotrigger')
+
+
+class Publisher:
+    """MQTT 3.1.1 over a plain TCP socket, QoS 0 only: fast enough for thousands a second."""
+
+    def __init__(self, port, client_id):
+        self.socket = socket.create_connection(('127.0.0.1', port))
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Keepalive 0: it stays idle while the page loads.
+        body = b'\x00\x04MQTT\x04\x02\x00\x00' + self.string(client_id)
+        self.socket.sendall(b'\x10' + self.length(len(body)) + body)
+        ack = self.socket.recv(4)
+        if len(ack) != 4 or ack[0] != 0x20 or ack[3] != 0:
+            raise RuntimeError(f'CONNACK {ack!r}')
+
+    @staticmethod
+    def length(n):
+        out = bytearray()
+        while True:
+            byte, n = n % 128, n // 128
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    @staticmethod
+    def string(s):
+        b = s.encode()
+        return struct.pack('>H', len(b)) + b
+
+    def packet(self, topic, payload, retain=False):
+        body = self.string(topic) + payload
+        return bytes([0x30 | (1 if retain else 0)]) + self.length(len(body)) + body
+
+    def send(self, packets):
+        self.socket.sendall(b''.join(packets))
+
+    def sync(self):
+        """A PINGREQ answered: the broker has taken everything sent before it."""
+        self.socket.sendall(b'\xc0\x00')
+        buffer = b''
+        while not buffer.endswith(b'\xd0\x00'):
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                raise RuntimeError('broker closed the connection')
+            buffer += chunk
+
+    def close(self):
+        self.socket.sendall(b'\xe0\x00')
+        self.socket.close()
+
+
+def iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+
+
+def fence_file(directory):
+    """FENCES small quadrilaterals on a grid, one layer file."""
+    side = int(FENCES ** 0.5 + 0.999)
+    features = []
+    for n in range(FENCES):
+        i, j = n % side, n // side
+        lon, lat = LON0 + i * STEP, LAT0 + j * STEP
+        ring = [[round(lon, 5), round(lat, 5)], [round(lon + 0.0006, 5), round(lat, 5)],
+                [round(lon + 0.0007, 5), round(lat + 0.0006, 5)], [round(lon, 5), round(lat + 0.0005, 5)]]
+        ring.append(ring[0])
+        features.append({'type': 'Feature', 'id': f'f{n}', 'properties': {'id': f'f{n}'},
+                         'geometry': {'type': 'Polygon', 'coordinates': [ring]}})
+    os.makedirs(directory)
+    with open(os.path.join(directory, 'bench.geojson'), 'w') as f:
+        json.dump({'type': 'FeatureCollection', 'features': features}, f, separators=(',', ':'))
+    return side
+
+
+def state(device, lat, lon, t):
+    return json.dumps({'device': device, 'position': {'lat': round(lat, 7), 'lon': round(lon, 7), 'accuracy': 5, 'time': iso(t)},
+                       'inside': [], 'updated': iso(t)}, separators=(',', ':')).encode()
+
+
+# Added before the page's own scripts: frame times, and wrappers around the store and the
+# renders as soon as app.js sets window.__console.
+PROBE_JS = """
+(() => {
+  const b = window.__bench = { frames: [], lags: [], lagAt: [], applied: 0, handleMs: 0, handled: 0,
+    mapMs: [], listsMs: [], recording: false, devicesListedAt: null, fencesDrawnAt: null, want: %d };
+  const loop = (t) => { b.frames.push(t); requestAnimationFrame(loop); };
+  requestAnimationFrame(loop);
+  let value;
+  Object.defineProperty(window, '__console', { configurable: true, get: () => value, set: (c) => {
+    value = c;
+    const store = c.store;
+    const deviceState = store.deviceState;
+    store.deviceState = function (id, topic, payload) {
+      deviceState.call(this, id, topic, payload);
+      b.applied++;
+      if (b.recording) {
+        const d = this.devices.get(id);
+        const at = Date.parse(d && d.updated);
+        if (!Number.isNaN(at)) { b.lags.push(Date.now() - at); b.lagAt.push(performance.now()); }
+      }
+    };
+    const handle = store.handle;
+    store.handle = function (topic, payload) {
+      const t = performance.now();
+      try { return handle.call(this, topic, payload); } finally { b.handleMs += performance.now() - t; b.handled++; }
+    };
+    if (c.map) {
+      const render = c.map.render;
+      c.map.render = function (s) {
+        const t = performance.now();
+        const r = render.call(this, s);
+        const now = performance.now();
+        b.mapMs.push(now - t);
+        if (b.fencesDrawnAt === null && s.featuresStatus.state !== 'none' && s.fences.size > 0) b.fencesDrawnAt = now;
+        return r;
+      };
+    }
+    const lists = c.lists.render;
+    c.lists.render = function (s) {
+      const t = performance.now();
+      const r = lists.call(this, s);
+      const now = performance.now();
+      b.listsMs.push(now - t);
+      if (b.devicesListedAt === null && this.parts.devices.children.length >= b.want) b.devicesListedAt = now;
+      return r;
+    };
+  } });
+})();
+"""
+
+
+def percentile(values, p):
+    if not values:
+        return float('nan')
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def figures(label, values, unit='ms'):
+    if not values:
+        return f'{label}: none'
+    return (f'{label}: p50 {percentile(values, 50):.1f} {unit}, p99 {percentile(values, 99):.1f} {unit}, '
+            f'max {max(values):.1f} {unit} (n={len(values)})')
+
+
+def main():
+    binary = gateway_binary()
+    if not os.access(binary, os.X_OK):
+        print(f'console bench: {binary} is missing: swift build first', file=sys.stderr)
+        return 2
+    tmp = tempfile.mkdtemp(prefix='geotrigger-bench.')
+    procs = Processes(tmp)
+    driver = None
+    try:
+        www = http_dir(tmp)
+        port, ws_port = free_port(), free_port()
+        procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, 'bench', port, ws_port, www)])
+        wait_port(port)
+        wait_port(ws_port)
+        side = fence_file(os.path.join(tmp, 'fences'))
+        config = os.path.join(tmp, 'geotrigger.json5')
+        with open(config, 'w') as f:
+            f.write(f"""{{
+  gateway: {{ id: "{GATEWAY}", fences: "{tmp}/fences", database: "{tmp}/gateway.db" }},
+  broker: {{ port: {port} }},
+  output: {{ prefix: "{PREFIX}", statusInterval: 1 }},
+}}
+""")
+        t = time.time()
+        procs.start('gateway', [binary, 'serve', '--config', config], env={**os.environ, 'GEOTRIGGER_LOG_LEVEL': 'notice'})
+        started = wait_until(lambda: '"started"' in retained(port, f'{PREFIX}/status/{GATEWAY}').get(f'{PREFIX}/status/{GATEWAY}', ''), 120)
+        print(f'gateway {os.path.relpath(binary, ROOT)} started on {FENCES} fences: {time.time() - t:.1f} s' + ('' if started else ' (NOT started)'), flush=True)
+
+        # The devices' retained states, spread over the fence grid.
+        rng = random.Random(41)
+        span = side * STEP
+        where = {f'd{n}': [LAT0 + rng.random() * span, LON0 + rng.random() * span] for n in range(DEVICES)}
+        publisher = Publisher(port, 'bench-publisher')
+        t = time.time()
+        publisher.send([publisher.packet(f'{PREFIX}/devices/{d}/state', state(d, lat, lon, t), retain=True) for d, (lat, lon) in where.items()])
+        publisher.sync()
+        print(f'{DEVICES} retained device states published: {time.time() - t:.2f} s', flush=True)
+
+        # 1. Load.
+        driver = browser()
+        driver.execute_cdp_cmd('Page.addScriptToEvaluateOnNewDocument', {'source': PROBE_JS % DEVICES})
+        driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}')
+        loaded = wait_until(lambda: driver.execute_script(
+            'const b = window.__bench; return b.devicesListedAt !== null && b.fencesDrawnAt !== null'), 60, 0.1)
+        load = driver.execute_script("""
+            const b = window.__bench, s = window.__console.store;
+            return { devices: b.devicesListedAt, fences: b.fencesDrawnAt, count: s.devices.size, fenceCount: s.fences.size,
+                     status: s.featuresStatus, mapMs: b.mapMs, listsMs: b.listsMs, handleMs: b.handleMs, handled: b.handled,
+                     nav: performance.getEntriesByType('navigation').map((e) => e.domContentLoadedEventEnd)[0] };""")
+        print(f'load: devices listed ({load["count"]}) at {load["devices"] / 1000 if load["devices"] else float("nan"):.2f} s, '
+              f'fences drawn ({load["fenceCount"]}, "{load["status"]["text"]}") at {load["fences"] / 1000 if load["fences"] else float("nan"):.2f} s'
+              f' after navigation{"" if loaded else " (NOT reached within 60 s)"}; DOMContentLoaded at {load["nav"] / 1000:.2f} s', flush=True)
+        print(f'      during load: {len(load["mapMs"])} map renders, {sum(load["mapMs"]):.0f} ms in all (longest {max(load["mapMs"] or [0]):.0f} ms); '
+              f'{len(load["listsMs"])} list renders, {sum(load["listsMs"]):.0f} ms (longest {max(load["listsMs"] or [0]):.0f} ms); '
+              f'store.handle {load["handleMs"]:.0f} ms for {load["handled"]} messages', flush=True)
+        time.sleep(2)
+
+        # 2. Moving devices at RATE a second.
+        driver.execute_script("""const b = window.__bench; b.frames = []; b.lags = []; b.lagAt = []; b.mapMs = []; b.listsMs = [];
+            b.handleMs = 0; b.handled = 0; b.applied = 0; b.recording = true; b.t0 = performance.now();""")
+        ids = list(where)
+        total = int(RATE * SECONDS)
+        batch = max(1, RATE // 100)  # every 10 ms
+        start = time.time()
+        sent = 0
+        late = 0.0
+        while sent < total:
+            packets = []
+            now = time.time()
+            for _ in range(min(batch, total - sent)):
+                d = ids[sent % len(ids)]
+                p = where[d]
+                p[0] += rng.uniform(-0.00005, 0.00005)
+                p[1] += rng.uniform(-0.00005, 0.00005)
+                packets.append(publisher.packet(f'{PREFIX}/devices/{d}/state', state(d, p[0], p[1], now), retain=True))
+                sent += 1
+            publisher.send(packets)
+            due = start + sent / RATE
+            if due > time.time():
+                time.sleep(due - time.time())
+            else:
+                late = max(late, time.time() - due)
+        publisher.sync()
+        published_in = time.time() - start
+        last_publish = time.time()
+        drained = wait_until(lambda: driver.execute_script('return window.__bench.applied') >= total, 60, 0.05)
+        drain = time.time() - last_publish
+        time.sleep(0.5)
+        run = driver.execute_script("""const b = window.__bench; b.recording = false;
+            return { frames: b.frames, lags: b.lags, lagAt: b.lagAt, applied: b.applied, mapMs: b.mapMs, listsMs: b.listsMs,
+                     handleMs: b.handleMs, handled: b.handled, t0: b.t0 };""")
+        publisher.close()
+        intervals = [b - a for a, b in zip(run['frames'], run['frames'][1:])]
+        print(f'moving: {total} state messages in {published_in:.2f} s ({total / published_in:.0f}/s asked {RATE}/s; publisher at most {late * 1000:.0f} ms behind schedule)', flush=True)
+        print(f'        applied by the store: {run["applied"]} of {total}; '
+              + (f'all applied {drain:.2f} s after the last publish' if drained else f'NOT all applied 60 s after the last publish'), flush=True)
+        print('        ' + figures('frame interval', intervals) + f'; frames over 50 ms: {sum(1 for i in intervals if i > 50)}', flush=True)
+        print('        ' + figures('lag publish -> store', run['lags']), flush=True)
+        per_second = {}
+        for lag, at in zip(run['lags'], run['lagAt']):
+            per_second.setdefault(int((at - run['t0']) // 1000), []).append(lag)
+        print('        lag p50 by second: ' + ', '.join(f'{s}s {percentile(v, 50):.0f} ms' for s, v in sorted(per_second.items())), flush=True)
+        print('        ' + figures('map render', run['mapMs']) + f', {sum(run["mapMs"]):.0f} ms in all', flush=True)
+        print('        ' + figures('list render', run['listsMs']) + f', {sum(run["listsMs"]):.0f} ms in all', flush=True)
+        print(f'        store.handle: {run["handleMs"]:.0f} ms for {run["handled"]} messages', flush=True)
+        behind = not drained or percentile(run['lags'], 99) > 1000
+        print(f'falls behind at {RATE}/s: {"yes" if behind else "no"} (targets: load under 5 s; {RATE}/s without falling behind)', flush=True)
+        return 0
+    finally:
+        if driver:
+            driver.quit()
+        procs.stop_all()
+        if os.environ.get('BENCH_KEEP'):
+            print(f'kept {tmp}')
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
