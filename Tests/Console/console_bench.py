@@ -129,7 +129,7 @@ def state(device, lat, lon, t):
 # renders as soon as app.js sets window.__console.
 PROBE_JS = """
 (() => {
-  const b = window.__bench = { frames: [], lags: [], lagAt: [], applied: 0, handleMs: 0, handled: 0,
+  const b = window.__bench = { frames: [], lags: [], lagAt: [], applied: 0, handleMs: 0, handled: 0, canvasMs: 0,
     mapMs: [], listsMs: [], recording: false, devicesListedAt: null, fencesDrawnAt: null, want: %d };
   const loop = (t) => { b.frames.push(t); requestAnimationFrame(loop); };
   requestAnimationFrame(loop);
@@ -162,6 +162,15 @@ PROBE_JS = """
         if (b.fencesDrawnAt === null && s.featuresStatus.state !== 'none' && s.fences.size > 0) b.fencesDrawnAt = now;
         return r;
       };
+    }
+    // Leaflet's canvas repaints in a frame callback of its own, outside map.render.
+    if (window.L && L.Canvas && !L.Canvas.prototype.__benched) {
+      const redraw = L.Canvas.prototype._redraw;
+      L.Canvas.prototype._redraw = function () {
+        const t = performance.now();
+        try { return redraw.call(this); } finally { b.canvasMs += performance.now() - t; }
+      };
+      L.Canvas.prototype.__benched = true;
     }
     const lists = c.lists.render;
     c.lists.render = function (s) {
@@ -234,7 +243,8 @@ def main():
         driver.execute_cdp_cmd('Page.addScriptToEvaluateOnNewDocument', {'source': PROBE_JS % DEVICES})
         driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}')
         loaded = wait_until(lambda: driver.execute_script(
-            'const b = window.__bench; return b.devicesListedAt !== null && b.fencesDrawnAt !== null'), 60, 0.1)
+            'const b = window.__bench; return b.devicesListedAt !== null && b.fencesDrawnAt !== null'
+            ' || (b.devicesListedAt !== null && window.__console.store.featuresStatus.state === "error")'), 60, 0.1)
         load = driver.execute_script("""
             const b = window.__bench, s = window.__console.store;
             return { devices: b.devicesListedAt, fences: b.fencesDrawnAt, count: s.devices.size, fenceCount: s.fences.size,
@@ -246,11 +256,27 @@ def main():
         print(f'      during load: {len(load["mapMs"])} map renders, {sum(load["mapMs"]):.0f} ms in all (longest {max(load["mapMs"] or [0]):.0f} ms); '
               f'{len(load["listsMs"])} list renders, {sum(load["listsMs"]):.0f} ms (longest {max(load["listsMs"] or [0]):.0f} ms); '
               f'store.handle {load["handleMs"]:.0f} ms for {load["handled"]} messages', flush=True)
+        if load['fenceCount'] < FENCES:
+            # The features reply did not bring them all (mosquitto's websockets listener is slow
+            # with large messages; the reply is cut at 900 KiB): the fence set as the gateway
+            # would answer it, handed to the store directly, to time the drawing.
+            with open(os.path.join(tmp, 'fences', 'bench.geojson')) as f:
+                collection = json.load(f)
+            for feature in collection['features']:
+                feature['properties'] = {'layer': 'bench', 'fence': feature['id'], 'name': None, 'buffer': 0,
+                                         'triggers': ['bench'], 'properties': feature['properties']}
+            collection['truncated'] = False
+            drawn = driver.execute_script("""const b = window.__bench; b.fencesDrawnAt = null; b.mapMs = [];
+                const t = performance.now(); window.__console.store.setFeatures(arguments[0]);
+                return new Promise((done) => { const wait = () => b.fencesDrawnAt !== null
+                    ? done({ ms: b.fencesDrawnAt - t, count: window.__console.store.fences.size, longest: Math.max(...b.mapMs) })
+                    : setTimeout(wait, 5); wait(); });""", collection)
+            print(f'      {drawn["count"]} fences handed to the store directly: drawn {drawn["ms"]:.0f} ms later (longest map render {drawn["longest"]:.0f} ms)', flush=True)
         time.sleep(2)
 
         # 2. Moving devices at RATE a second.
         driver.execute_script("""const b = window.__bench; b.frames = []; b.lags = []; b.lagAt = []; b.mapMs = []; b.listsMs = [];
-            b.handleMs = 0; b.handled = 0; b.applied = 0; b.recording = true; b.t0 = performance.now();""")
+            b.handleMs = 0; b.handled = 0; b.applied = 0; b.canvasMs = 0; b.recording = true; b.t0 = performance.now();""")
         ids = list(where)
         total = int(RATE * SECONDS)
         batch = max(1, RATE // 100)  # every 10 ms
@@ -281,7 +307,8 @@ def main():
         time.sleep(0.5)
         run = driver.execute_script("""const b = window.__bench; b.recording = false;
             return { frames: b.frames, lags: b.lags, lagAt: b.lagAt, applied: b.applied, mapMs: b.mapMs, listsMs: b.listsMs,
-                     handleMs: b.handleMs, handled: b.handled, t0: b.t0 };""")
+                     handleMs: b.handleMs, handled: b.handled, t0: b.t0, canvasMs: b.canvasMs,
+                     busy: b.frames.length > 1 ? b.frames[b.frames.length - 1] - b.frames[0] : 0 };""")
         publisher.close()
         intervals = [b - a for a, b in zip(run['frames'], run['frames'][1:])]
         print(f'moving: {total} state messages in {published_in:.2f} s ({total / published_in:.0f}/s asked {RATE}/s; publisher at most {late * 1000:.0f} ms behind schedule)', flush=True)
@@ -295,7 +322,8 @@ def main():
         print('        lag p50 by second: ' + ', '.join(f'{s}s {percentile(v, 50):.0f} ms' for s, v in sorted(per_second.items())), flush=True)
         print('        ' + figures('map render', run['mapMs']) + f', {sum(run["mapMs"]):.0f} ms in all', flush=True)
         print('        ' + figures('list render', run['listsMs']) + f', {sum(run["listsMs"]):.0f} ms in all', flush=True)
-        print(f'        store.handle: {run["handleMs"]:.0f} ms for {run["handled"]} messages', flush=True)
+        print(f'        store.handle: {run["handleMs"]:.0f} ms for {run["handled"]} messages; Leaflet canvas repaints: {run["canvasMs"]:.0f} ms; '
+              f'frames span {run["busy"]:.0f} ms', flush=True)
         behind = not drained or percentile(run['lags'], 99) > 1000
         print(f'falls behind at {RATE}/s: {"yes" if behind else "no"} (targets: load under 5 s; {RATE}/s without falling behind)', flush=True)
         return 0
