@@ -29,8 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import (ROOT, Processes, broker_config, browser, free_port, http_dir,  # noqa: E402
-                          retained, wait_port, wait_until)
+from console_test import (ROOT, Processes, browser, http_dir, retained, start_broker,  # noqa: E402
+                          wait_until)
 
 FENCES = int(os.environ.get('BENCH_FENCES', 10000))
 DEVICES = int(os.environ.get('BENCH_DEVICES', 10000))
@@ -210,10 +210,7 @@ def main():
     driver = None
     try:
         www = http_dir(tmp)
-        port, ws_port = free_port(), free_port()
-        procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, 'bench', port, ws_port, www)])
-        wait_port(port)
-        wait_port(ws_port)
+        port, ws_port = start_broker(procs, tmp, 'bench', www)
         side = fence_file(os.path.join(tmp, 'fences'))
         config = os.path.join(tmp, 'geotrigger.json5')
         with open(config, 'w') as f:

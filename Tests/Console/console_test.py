@@ -157,6 +157,15 @@ def broker_config(tmp, name, port, ws_port, www, anonymous=True, password_file=N
     return path
 
 
+
+def start_broker(procs, tmp, name, www):
+    """An anonymous broker of broker_config on two free ports, listening: (port, ws_port)."""
+    port, ws_port = free_port(), free_port()
+    procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, name, port, ws_port, www)])
+    wait_port(port)
+    wait_port(ws_port)
+    return port, ws_port
+
 def along(coordinates, step):
     """Points every `step` metres along a [lon, lat] line, as (lat, lon)."""
     points = []
@@ -362,10 +371,7 @@ def main():
     driver = None
     try:
         www = http_dir(tmp)
-        port, ws_port = free_port(), free_port()
-        procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, 'open', port, ws_port, www)])
-        wait_port(port)
-        wait_port(ws_port)
+        port, ws_port = start_broker(procs, tmp, 'open', www)
         config = os.path.join(tmp, 'geotrigger.json5')
         with open(config, 'w') as f:
             f.write(f"""{{
