@@ -87,20 +87,27 @@ class Processes:
             log.close()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+def free_port(taken=()):
+    """A loopback port nothing listens on, other than the ports in `taken`."""
+    while True:
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            return port
 
 
-def wait_port(port, timeout=10):
+def wait_port(port, timeout=30, process=None):
+    """Waits until something listens on the port; False at once if `process` exited first."""
     end = time.time() + timeout
     while time.time() < end:
         with socket.socket() as s:
             if s.connect_ex(('127.0.0.1', port)) == 0:
                 return True
+        if process is not None and process.poll() is not None:
+            return False
         time.sleep(0.1)
-    raise RuntimeError(f'nothing listens on 127.0.0.1:{port}')
+    raise RuntimeError(f'nothing listens on 127.0.0.1:{port} after {timeout} s')
 
 
 def wait_until(probe, timeout, interval=0.25):
@@ -158,13 +165,21 @@ def broker_config(tmp, name, port, ws_port, www, anonymous=True, password_file=N
 
 
 
-def start_broker(procs, tmp, name, www):
-    """An anonymous broker of broker_config on two free ports, listening: (port, ws_port)."""
-    port, ws_port = free_port(), free_port()
-    procs.start('broker', ['/usr/sbin/mosquitto', '-c', broker_config(tmp, name, port, ws_port, www)])
-    wait_port(port)
-    wait_port(ws_port)
-    return port, ws_port
+def start_broker(procs, tmp, name, www, anonymous=True, password_file=None):
+    """A broker of broker_config on two free ports, listening: (port, ws_port). A port taken by
+    someone else between choosing and binding makes mosquitto exit: tried again on new ports."""
+    for attempt in range(3):
+        port = free_port()
+        ws_port = free_port(taken=(port,))
+        config = broker_config(tmp, name, port, ws_port, www, anonymous, password_file)
+        process = procs.start(f'{name}-broker' if attempt == 0 else f'{name}-broker-{attempt}',
+                              ['/usr/sbin/mosquitto', '-c', config])
+        if wait_port(port, process=process) and wait_port(ws_port, process=process):
+            return port, ws_port
+        procs.stop(process)
+        print(f'     mosquitto ({name}) exited at start (exit {process.returncode}), trying other ports', flush=True)
+    raise RuntimeError(f'mosquitto ({name}) would not start: see {name}.broker.log')
+
 
 def along(coordinates, step):
     """Points every `step` metres along a [lon, lat] line, as (lat, lon)."""
@@ -359,6 +374,18 @@ def check_page(r, driver, label, port, last, truth_events=None):
         missing = wait_until(lambda: not fences_missing(), 15) or fences_missing()
         r.check(f'{label}: every fence of fences/ listed ({len(expected)})', state == 'ok' and missing is True,
                 f'status {state} "{text}", missing {missing}')
+
+
+def print_log_tails(directory, lines=15):
+    """The end of every log the test kept, so a failure in CI explains itself."""
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith('.log'):
+            continue
+        with open(os.path.join(directory, name), errors='replace') as f:
+            tail = f.read().splitlines()[-lines:]
+        print(f'     --- {name} ---')
+        for line in tail:
+            print(f'     {line}')
 
 
 def main():
@@ -585,10 +612,9 @@ def main():
         password_file = os.path.join(tmp, 'passwd')
         subprocess.run(['mosquitto_passwd', '-b', '-c', password_file, 'dispatch', 'secret'], check=True, capture_output=True)
         os.chmod(password_file, 0o600)
-        locked_port, locked_ws = free_port(), free_port()
-        locked_config = broker_config(tmp, 'locked', locked_port, locked_ws, www, anonymous=False, password_file=password_file)
-        locked = procs.start('locked-broker', ['/usr/sbin/mosquitto', '-c', locked_config])
-        wait_port(locked_ws)
+        locked_port, locked_ws = start_broker(procs, tmp, 'locked', www, anonymous=False, password_file=password_file)
+        locked = procs.started[-1][1]
+        locked_config = os.path.join(tmp, 'locked.conf')
         # Served by the first broker, talking to the second: ?broker=.
         driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}&broker=ws://127.0.0.1:{locked_ws}/')
         login = driver.find_element(By.ID, 'login')
@@ -644,7 +670,8 @@ def main():
             keep = os.path.join(ARTIFACTS, 'logs')
             shutil.rmtree(keep, ignore_errors=True)
             shutil.copytree(tmp, keep, ignore=shutil.ignore_patterns('http', '*.db*'))
-            print(f'     logs kept in {os.path.relpath(keep, ROOT)}')
+            print(f'     logs kept in {os.path.relpath(keep, ROOT)}; their last lines:')
+            print_log_tails(keep)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f'console: {r.passed} passed, {r.failed} failed, {r.skipped} skipped')
     return 1 if r.failed else 0
