@@ -18,5 +18,6 @@ fi
 
 node Tests/Console/mqtt_packets.mjs
 node Tests/Console/store_test.mjs
+node Tests/Console/actions_test.mjs
 # Debian's python3 (its python3-selenium), not whatever python3 comes first on PATH.
 /usr/bin/python3 Tests/Console/console_test.py

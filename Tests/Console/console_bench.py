@@ -22,14 +22,12 @@ import json
 import os
 import random
 import shutil
-import socket
-import struct
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import (ROOT, Processes, browser, http_dir, retained, start_broker,  # noqa: E402
+from console_test import (ROOT, Processes, Publisher, browser, http_dir, retained, start_broker,  # noqa: E402
                           wait_until)
 
 FENCES = int(os.environ.get('BENCH_FENCES', 10000))
@@ -47,55 +45,6 @@ def gateway_binary():
         return os.environ['GEOTRIGGER_BIN']
     release = os.path.join(ROOT, '.build', 'release', 'geotrigger')
     return release if os.access(release, os.X_OK) else os.path.join(ROOT, '.build', 'debug', 'geotrigger')
-
-
-class Publisher:
-    """MQTT 3.1.1 over a plain TCP socket, QoS 0 only: fast enough for thousands a second."""
-
-    def __init__(self, port, client_id):
-        self.socket = socket.create_connection(('127.0.0.1', port))
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # Keepalive 0: it stays idle while the page loads.
-        body = b'\x00\x04MQTT\x04\x02\x00\x00' + self.string(client_id)
-        self.socket.sendall(b'\x10' + self.length(len(body)) + body)
-        ack = self.socket.recv(4)
-        if len(ack) != 4 or ack[0] != 0x20 or ack[3] != 0:
-            raise RuntimeError(f'CONNACK {ack!r}')
-
-    @staticmethod
-    def length(n):
-        out = bytearray()
-        while True:
-            byte, n = n % 128, n // 128
-            out.append(byte | (0x80 if n else 0))
-            if not n:
-                return bytes(out)
-
-    @staticmethod
-    def string(s):
-        b = s.encode()
-        return struct.pack('>H', len(b)) + b
-
-    def packet(self, topic, payload, retain=False):
-        body = self.string(topic) + payload
-        return bytes([0x30 | (1 if retain else 0)]) + self.length(len(body)) + body
-
-    def send(self, packets):
-        self.socket.sendall(b''.join(packets))
-
-    def sync(self):
-        """A PINGREQ answered: the broker has taken everything sent before it."""
-        self.socket.sendall(b'\xc0\x00')
-        buffer = b''
-        while not buffer.endswith(b'\xd0\x00'):
-            chunk = self.socket.recv(65536)
-            if not chunk:
-                raise RuntimeError('broker closed the connection')
-            buffer += chunk
-
-    def close(self):
-        self.socket.sendall(b'\xe0\x00')
-        self.socket.close()
 
 
 def iso(t):
@@ -178,7 +127,7 @@ PROBE_JS = """
       const r = lists.call(this, s);
       const now = performance.now();
       b.listsMs.push(now - t);
-      if (b.devicesListedAt === null && this.parts.devices.children.length >= b.want) b.devicesListedAt = now;
+      if (b.devicesListedAt === null && Number(this.parts.counts.devices.textContent) >= b.want) b.devicesListedAt = now;
       return r;
     };
   } });

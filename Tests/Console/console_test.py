@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -241,6 +242,55 @@ def retained(port, topic):
         t, _, payload = line.partition(' ')
         result[t] = payload
     return result
+
+
+class Publisher:
+    """MQTT 3.1.1 over a plain TCP socket, QoS 0 only: fast enough for thousands a second."""
+
+    def __init__(self, port, client_id):
+        self.socket = socket.create_connection(('127.0.0.1', port))
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Keepalive 0: it stays idle while the page loads.
+        body = b'\x00\x04MQTT\x04\x02\x00\x00' + self.string(client_id)
+        self.socket.sendall(b'\x10' + self.length(len(body)) + body)
+        ack = self.socket.recv(4)
+        if len(ack) != 4 or ack[0] != 0x20 or ack[3] != 0:
+            raise RuntimeError(f'CONNACK {ack!r}')
+
+    @staticmethod
+    def length(n):
+        out = bytearray()
+        while True:
+            byte, n = n % 128, n // 128
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    @staticmethod
+    def string(s):
+        b = s.encode()
+        return struct.pack('>H', len(b)) + b
+
+    def packet(self, topic, payload, retain=False):
+        body = self.string(topic) + payload
+        return bytes([0x30 | (1 if retain else 0)]) + self.length(len(body)) + body
+
+    def send(self, packets):
+        self.socket.sendall(b''.join(packets))
+
+    def sync(self):
+        """A PINGREQ answered: the broker has taken everything sent before it."""
+        self.socket.sendall(b'\xc0\x00')
+        buffer = b''
+        while not buffer.endswith(b'\xd0\x00'):
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                raise RuntimeError('broker closed the connection')
+            buffer += chunk
+
+    def close(self):
+        self.socket.sendall(b'\xe0\x00')
+        self.socket.close()
 
 
 def events_seen(path):
@@ -607,6 +657,34 @@ def main():
         shot(driver, 'console-reload.png')
         severe = log.severe(log.take())
         r.check('no JavaScript error in the browser log (reload)', not severe, json.dumps(severe)[:1000])
+
+        # A crowd: past WINDOWED_ROWS (lists.js) the devices list holds only the rows in view;
+        # scrolled to its end, the last device is there with its position.
+        crowd = {f'crowd-{n:03d}': (round(34.4 + n * 1e-5, 7), round(-119.7 - n * 1e-5, 7)) for n in range(400)}
+        before = int(driver.find_element(By.ID, 'count-devices').text)
+        publisher = Publisher(port, 'crowd')
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+        publisher.send([publisher.packet(f'{PREFIX}/devices/{d}/state', json.dumps(
+            {'device': d, 'position': {'lat': lat, 'lon': lon, 'time': stamp}, 'inside': [], 'updated': stamp}).encode(), retain=True)
+            for d, (lat, lon) in crowd.items()])
+        publisher.sync()
+        r.check('a crowd of 400 more devices is counted',
+                wait_until(lambda: driver.find_element(By.ID, 'count-devices').text == str(before + 400), 15),
+                driver.find_element(By.ID, 'count-devices').text)
+        in_page = len(driver.find_elements(By.CSS_SELECTOR, '#devices > li'))
+        r.check('the devices list renders only the rows in view (windowed)',
+                in_page < 100 and 'windowed' in driver.find_element(By.ID, 'devices').get_attribute('class'), f'{in_page} rows in the page')
+        driver.execute_script("const u = document.getElementById('devices'); u.scrollTop = u.scrollHeight;")
+        last_row = wait_until(lambda: rows(driver, '[data-device="crowd-399"]', ['device', 'lat', 'lon']), 10)
+        r.check('scrolled to its end, the last device is listed with its position',
+                bool(last_row) and abs(float(last_row[0]['lat']) - crowd['crowd-399'][0]) < 1e-6
+                and abs(float(last_row[0]['lon']) - crowd['crowd-399'][1]) < 1e-6, str(last_row))
+        publisher.send([publisher.packet(f'{PREFIX}/devices/{d}/state', b'', retain=True) for d in crowd])
+        publisher.sync()
+        publisher.close()
+        r.check('the crowd, cleared, leaves the list whole again',
+                wait_until(lambda: driver.find_element(By.ID, 'count-devices').text == str(before), 15)
+                and 'windowed' not in driver.find_element(By.ID, 'devices').get_attribute('class'))
 
         # A broker that refuses anonymous clients: the login form, a refused login, a good one.
         password_file = os.path.join(tmp, 'passwd')

@@ -2,10 +2,18 @@
 // the v3.1.1 replyTo rule), the fence geometry from `features`, runtime fences, who is
 // inside, expected arrivals. Everything goes through the MQTT client; answers land in the store.
 
+/// A query is given up after this long without a message of its reply.
 const QUERY_TIMEOUT_MS = 10000;
-/// The whole world: the console draws every fence.
-const WORLD = [-180, -90, 180, 90];
-const FEATURE_LIMIT = 10000;
+/// The whole world: the console asks for every fence first.
+export const WORLD = [-180, -90, 180, 90];
+/// The most fences the console holds; past it, the fences in view (asked again as it moves).
+export const FEATURE_LIMIT = 10000;
+/// mosquitto's websockets listener sends a packet over about 4 KB in 4 KB pieces, one per turn
+/// of its loop (~100 ms each): the features reply is asked in parts that stay under it
+/// (packet = payload + reply topic + a few header bytes).
+export function partBytes(replyTopic) {
+    return Math.max(1024, 4000 - new TextEncoder().encode(replyTopic).length);
+}
 
 export class Actions {
     constructor({ client, store, prefix, replyTopic, say }) {
@@ -27,16 +35,23 @@ export class Actions {
         return started[0] || null;
     }
 
-    /// Publishes a query and resolves with the reply's JSON (or {error} on timeout).
+    /// Publishes a query and resolves with the reply's JSON (or {error} on timeout). A reply in
+    /// parts (`part` 1...`parts`, the features query's `partBytes`) resolves once all came, as
+    /// one FeatureCollection.
     query(gateway, body) {
         const correlation = `c${this.nextCorrelation++}`;
         const payload = JSON.stringify({ ...body, replyTo: this.replyTopic, correlation });
         return new Promise((resolve) => {
-            const timer = setTimeout(() => {
-                this.pending.delete(correlation);
-                resolve({ error: `no answer from gateway ${gateway} within ${QUERY_TIMEOUT_MS / 1000} s` });
-            }, QUERY_TIMEOUT_MS);
-            this.pending.set(correlation, { resolve, timer });
+            const entry = { resolve, timer: null, parts: new Map() };
+            entry.wait = () => {
+                clearTimeout(entry.timer);
+                entry.timer = setTimeout(() => {
+                    this.pending.delete(correlation);
+                    resolve({ error: `no answer from gateway ${gateway} within ${QUERY_TIMEOUT_MS / 1000} s` });
+                }, QUERY_TIMEOUT_MS);
+            };
+            entry.wait();
+            this.pending.set(correlation, entry);
             this.client.publish(`${this.prefix}/query/${gateway}`, payload, { qos: 1 }).catch(() => {});
         });
     }
@@ -47,22 +62,55 @@ export class Actions {
         if (reply === undefined || reply === null || typeof reply !== 'object') return;
         const entry = this.pending.get(reply.correlation);
         if (!entry) return;
+        const { part, parts } = reply;
+        if (Number.isInteger(part) && Number.isInteger(parts) && parts > 1 && part >= 1 && part <= parts) {
+            entry.parts.set(part, reply);
+            if (entry.parts.size < parts) { entry.wait(); return; }
+        }
         this.pending.delete(reply.correlation);
         clearTimeout(entry.timer);
-        entry.resolve(reply);
+        entry.resolve(entry.parts.size ? joinParts(entry.parts) : reply);
     }
 
-    async loadFeatures(gateway = this.gateway()) {
+    /// The fences: every one the gateway holds, up to FEATURE_LIMIT, asked page by page
+    /// (`offset`), each page in parts; past the limit, the ones in `bbox` (the view).
+    async loadFeatures(gateway = this.gateway(), bbox = WORLD) {
         if (!gateway) return;
         this.featuresGateway = gateway;
         // Replies may cross: only the newest question's answer is drawn.
         const asked = this.featuresAsked = (this.featuresAsked || 0) + 1;
-        let reply = await this.query(gateway, { features: { bbox: WORLD, limit: FEATURE_LIMIT } });
-        // A gateway with other bounds on these may refuse them: then ask with its defaults.
-        if (reply && typeof reply.error === 'string' && /limit|bbox/.test(reply.error)) {
-            reply = await this.query(gateway, { features: {} });
+        const features = [];
+        let reply, truncated = false;
+        for (;;) {
+            const limit = FEATURE_LIMIT - features.length;
+            reply = await this.query(gateway, { features: { bbox, limit, offset: features.length, partBytes: partBytes(this.replyTopic) } });
+            // A gateway with other bounds on these may refuse them: then ask with its defaults.
+            if (features.length === 0 && reply && typeof reply.error === 'string' && /limit|bbox|offset|partBytes/.test(reply.error)) {
+                reply = await this.query(gateway, { features: {} });
+                break;
+            }
+            if (asked !== this.featuresAsked) return;
+            if (!reply || reply.type !== 'FeatureCollection' || !Array.isArray(reply.features)) break;
+            features.push(...reply.features);
+            truncated = reply.truncated === true;
+            // Done: all came, the console holds its most, or a page brought nothing (one fence
+            // larger than the reply budget).
+            if (!truncated || features.length >= FEATURE_LIMIT || reply.features.length === 0) break;
         }
-        if (asked === this.featuresAsked) this.store.setFeatures(reply);
+        if (asked !== this.featuresAsked) return;
+        const result = features.length ? { type: 'FeatureCollection', features, truncated } : reply;
+        this.held = { bbox, complete: !(result && result.truncated === true) };
+        this.store.setFeatures(result);
+    }
+
+    /// The map moved to [west, south, east, north]: asked again when the fences held are not
+    /// all of those there (the last answer was truncated, or was for a view not covering it).
+    viewChanged(view) {
+        const held = this.held;
+        if (!held || !this.featuresGateway) return;
+        if (held.complete && (held.bbox === WORLD || covers(held.bbox, view))) return;
+        clearTimeout(this.viewTimer);
+        this.viewTimer = setTimeout(() => this.loadFeatures(this.featuresGateway, view), 400);
     }
 
     /// Runtime fences changed: ask again once the gateway applied them (it batches every 250 ms).
@@ -109,6 +157,18 @@ export class Actions {
         if (x && !x.result) { x.open = false; x.cancelled = true; this.store.changed('expectations'); }
         this.say(`expected arrival ${id} cancelled`);
     }
+}
+
+/// The parts of a features reply (part -> reply) as one FeatureCollection.
+function joinParts(parts) {
+    const ordered = [...parts.keys()].sort((a, b) => a - b).map((k) => parts.get(k));
+    const features = [];
+    for (const p of ordered) if (Array.isArray(p.features)) features.push(...p.features);
+    return { type: 'FeatureCollection', features, truncated: ordered.some((p) => p.truncated === true) };
+}
+
+function covers(outer, inner) {
+    return outer[0] <= inner[0] && outer[1] <= inner[1] && outer[2] >= inner[2] && outer[3] >= inner[3];
 }
 
 /// One topic level: no '/', '+', '#', not empty.

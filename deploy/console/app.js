@@ -43,12 +43,14 @@ const answer = (text) => {
 };
 function render() {
     frameAsked = false;
-    if (map) map.render(store);
+    const changed = { devices: store.takeChanged('devices'), occupancy: store.takeChanged('occupancy') };
+    if (map) map.render(store, changed);
     lists.render(store);
 }
-store.subscribe(() => {
+function requestRender() {
     if (!frameAsked) { frameAsked = true; requestAnimationFrame(render); }
-});
+}
+store.subscribe(requestRender);
 
 if (globalThis.L) {
     try {
@@ -66,13 +68,14 @@ const url = brokerURL();
 const credentials = storedCredentials();
 const client = new MqttClient({ url, clientId, username: credentials?.username, password: credentials?.password, keepalive: 30 });
 const actions = new Actions({ client, store, prefix, replyTopic, say: answer });
-const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions });
+const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions, requestRender });
 if (map) lists.colourOf = (layer) => map.colour(layer);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
 window.__console = { store, map, lists };
 
 store.onGatewayStarted = (id) => { if (!actions.featuresGateway || actions.featuresGateway === id) actions.loadFeatures(id); };
 store.onRuntimeFenceChange = () => actions.reloadFeaturesSoon();
+if (map) map.map.on('moveend', () => actions.viewChanged(map.view()));
 
 client.on('state', ({ state, detail }) => {
     store.setConnection(state, detail);

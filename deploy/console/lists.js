@@ -48,6 +48,31 @@ export function syncRows(container, entries, fill, tag = 'li') {
     }
 }
 
+/// Rows past which the devices and fences lists render only the rows their scrolling box shows
+/// (and a few around), at a fixed row height (ul.windowed in console.css): 10,000 devices cost
+/// the rows in view, not 10,000 rows. Shorter lists are whole, so every row is in the page.
+export const WINDOWED_ROWS = 300;
+const ROW_HEIGHT = 42;
+const OVERSCAN = 10;
+
+/// syncRows for `keys` (in order), entry(key) -> [key, data, stamp]: all of them, or beyond
+/// WINDOWED_ROWS the ones in view, with padding standing in for the rows above and below.
+export function syncList(container, keys, entry, fill) {
+    let first = 0, last = keys.length;
+    const windowed = keys.length > WINDOWED_ROWS;
+    container.classList.toggle('windowed', windowed);
+    if (windowed) {
+        const view = container.clientHeight || 400;
+        first = Math.max(0, Math.floor(container.scrollTop / ROW_HEIGHT) - OVERSCAN);
+        last = Math.min(keys.length, Math.ceil((container.scrollTop + view) / ROW_HEIGHT) + OVERSCAN);
+    }
+    container.style.paddingTop = windowed ? `${first * ROW_HEIGHT}px` : '';
+    container.style.paddingBottom = windowed ? `${(keys.length - last) * ROW_HEIGHT}px` : '';
+    const entries = [];
+    for (let i = first; i < last; i++) entries.push(entry(keys[i]));
+    syncRows(container, entries, fill);
+}
+
 function fixed(n) { return typeof n === 'number' ? n.toFixed(7) : ''; }
 function clock(iso) {
     if (typeof iso !== 'string') return '';
@@ -57,11 +82,14 @@ function clock(iso) {
 function text(v) { return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v); }
 
 export class Lists {
-    constructor(root, { onFly, actions } = {}) {
+    constructor(root, { onFly, actions, requestRender } = {}) {
         this.root = root;
         this.onFly = onFly || (() => {});
         this.actions = actions;
+        this.requestRender = requestRender || (() => {});
         this.seen = {};
+        this.scrolled = new Set(); // windowed lists scrolled since the last render
+        this.sorted = { devices: [], devicesAt: -1, fences: [], fencesAt: '' };
         this.parts = {
             connection: root.querySelector('#connection'),
             notices: root.querySelector('#notices'),
@@ -78,6 +106,13 @@ export class Lists {
             },
         };
         this.listenForFlights();
+        for (const name of ['devices', 'fences']) {
+            this.parts[name].addEventListener('scroll', () => {
+                if (!this.parts[name].classList.contains('windowed')) return;
+                this.scrolled.add(name);
+                this.requestRender();
+            }, { passive: true });
+        }
     }
 
     /// One click handler per list (rows are re-filled, so they carry no listeners of their own).
@@ -100,8 +135,9 @@ export class Lists {
         if (this.due(store, 'connection')) this.connection(store);
         if (this.due(store, 'notices')) this.notices(store);
         if (this.due(store, 'gateways')) this.gateways(store);
-        if (this.due(store, 'devices')) this.devices(store);
-        if (this.due(store, 'fences')) this.fences(store);
+        const scrolled = (name) => this.scrolled.delete(name);
+        if (this.due(store, 'devices') | scrolled('devices')) this.devices(store);
+        if (this.due(store, 'fences') | this.due(store, 'occupancy') | scrolled('fences')) this.fences(store);
         if (this.due(store, 'events')) this.events(store);
         if (this.due(store, 'expectations')) this.expectations(store);
     }
@@ -137,8 +173,15 @@ export class Lists {
     }
 
     devices(store) {
-        const entries = [...store.devices.values()].sort((a, b) => a.id.localeCompare(b.id)).map((d) => [d.id, d, d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)]);
-        syncRows(this.parts.devices, entries, (row, d) => {
+        if (this.sorted.devicesAt !== store.versions.deviceSet) {
+            this.sorted.devicesAt = store.versions.deviceSet;
+            this.sorted.devices = [...store.devices.keys()].sort();
+        }
+        const entry = (id) => {
+            const d = store.devices.get(id);
+            return [id, d, d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
+        };
+        syncList(this.parts.devices, this.sorted.devices, entry, (row, d) => {
             row.dataset.device = d.id;
             const p = d.position;
             if (p) {
@@ -149,9 +192,8 @@ export class Lists {
             }
             const inside = d.inside.map((i) => text(i.name) || `${text(i.layer)}/${text(i.fence)}`);
             append(row, [
-                el('strong', {}, d.id),
+                el('div', {}, el('strong', {}, d.id), inside.length ? ` · in ${inside.join(', ')}` : ''),
                 el('div', { className: 'muted' }, p ? `${p.lat.toFixed(6)}, ${p.lon.toFixed(6)}${typeof p.accuracy === 'number' ? ` ±${Math.round(p.accuracy)} m` : ''} · ${clock(p.time)}` : 'no position'),
-                inside.length ? el('div', {}, 'in ', inside.join(', ')) : '',
             ]);
         });
         this.parts.counts.devices.textContent = String(store.devices.size);
@@ -164,9 +206,15 @@ export class Lists {
             if (!byFence.has(f)) byFence.set(f, []);
             byFence.get(f).push([key, o]);
         }
-        const keys = [...new Set([...store.fences.keys(), ...byFence.keys()])].sort();
-        const entries = keys.map((k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])]);
-        syncRows(this.parts.fences, entries, (row, { key, fence, occupancy }) => {
+        // Sorted again only when the fence set or the occupied fences changed.
+        const set = `${store.versions.fences}|${[...byFence.keys()].join('\n')}`;
+        if (this.sorted.fencesAt !== set) {
+            this.sorted.fencesAt = set;
+            this.sorted.fences = [...new Set([...store.fences.keys(), ...byFence.keys()])].sort();
+        }
+        const keys = this.sorted.fences;
+        const entry = (k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])];
+        syncList(this.parts.fences, keys, entry, (row, { key, fence, occupancy }) => {
             row.dataset.fence = key;
             const name = fence ? fence.name : (occupancy[0] && occupancy[0][1].name) || '';
             append(row, [
@@ -177,8 +225,8 @@ export class Lists {
                 el('span', { className: 'swatch', style: `background:${this.colourOf ? this.colourOf(key.split('/')[0]) : '#888'}` }),
                 el('strong', {}, name || key), ' ', el('span', { className: 'muted' }, key),
                 fence && fence.buffer ? el('span', { className: 'muted' }, ` · buffer ${fence.buffer} m`) : '',
-                occupancy.filter(([, o]) => o.count > 0).map(([k, o]) => el('div', { 'data-occupancy': k, 'data-count': o.count, className: 'occupancy' },
-                    `${o.trigger}: ${o.count} inside`, Array.isArray(o.devices) && o.devices.length ? ` (${o.devices.map(text).join(', ')})` : '')),
+                el('div', {}, occupancy.filter(([, o]) => o.count > 0).flatMap(([k, o], i) => [i ? ' · ' : '', el('span', { 'data-occupancy': k, 'data-count': o.count, className: 'occupancy' },
+                    `${o.trigger}: ${o.count} inside`, Array.isArray(o.devices) && o.devices.length ? ` (${o.devices.map(text).join(', ')})` : '')])),
             ]);
             const c = fence && centre(fence.geometry);
             if (c) { row.className = 'clickable'; row._fly = c; }

@@ -1,5 +1,7 @@
 // The map: fences (buffers drawn), devices (accuracy circle, trail) on Leaflet's canvas
 // renderer, no basemap unless ?tiles= names one. Leaflet is the global L of leaflet/leaflet.js.
+// Fences and devices have a canvas each: a device that moves repaints the devices' canvas
+// only, and only the devices and fences that changed are touched in a frame.
 
 const L = globalThis.L;
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
@@ -10,6 +12,16 @@ function metresPerPixel(lat, zoom) {
 }
 
 function round7(x) { return Math.round(x * 1e7) / 1e7; }
+
+/// "LAYER/FENCE" -> devices inside, over every trigger.
+function occupiedCounts(store) {
+    const counts = new Map();
+    for (const o of store.occupancy.values()) {
+        const key = `${o.layer}/${o.fence}`;
+        counts.set(key, (counts.get(key) || 0) + o.count);
+    }
+    return counts;
+}
 
 /// A DOM element holding text only (tooltips get elements, never HTML strings).
 function textElement(lines) {
@@ -25,15 +37,19 @@ export class MapView {
     constructor(element, { tiles } = {}) {
         this.renderer = L.canvas({ padding: 0.5 });
         this.map = L.map(element, { preferCanvas: true, renderer: this.renderer, zoomControl: true, attributionControl: !!tiles });
+        // Above the fences' overlay pane (400), below tooltips (650).
+        this.map.createPane('devices').style.zIndex = 450;
+        this.deviceRenderer = L.canvas({ padding: 0.5, pane: 'devices' });
         this.map.setView([20, 0], 2);
         L.control.scale({ imperial: false }).addTo(this.map);
         if (tiles) L.tileLayer(tiles, { maxZoom: 20 }).addTo(this.map);
         this.fenceLayer = L.layerGroup().addTo(this.map);
         this.deviceLayer = L.layerGroup().addTo(this.map);
         this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
+        this.fences = new Map();   // "LAYER/ID" -> Leaflet group drawn for it
         this.devices = new Map();  // id -> {marker, accuracy, trail}
         this.layerColours = new Map();
-        this.seen = { fences: -1, devices: -1 };
+        this.seen = { fences: -1, occupancy: -1 };
         this.fitted = false;        // once to the fences
         this.fittedDevices = false; // once to the devices while no fence is known
         this.map.on('zoomend', () => this.widenCorridors());
@@ -44,43 +60,47 @@ export class MapView {
         return this.layerColours.get(layer);
     }
 
+    /// The view and half its size around it, as a features query's bbox [west, south, east,
+    /// north] (west > east across the antimeridian; the whole world when it spans it).
+    view() {
+        const b = this.map.getBounds().pad(0.5);
+        if (b.getEast() - b.getWest() >= 360) return [-180, -90, 180, 90];
+        const wrap = (lon) => (lon >= -180 && lon <= 180 ? lon : ((((lon + 180) % 360) + 360) % 360) - 180);
+        const clamp = (lat) => Math.max(-90, Math.min(90, lat));
+        return [wrap(b.getWest()), clamp(b.getSouth()), wrap(b.getEast()), clamp(b.getNorth())];
+    }
+
     flyTo(lat, lon) {
         this.map.flyTo([lat, lon], Math.max(this.map.getZoom(), 17), { duration: 0.8 });
     }
 
-    /// Redraws what changed since the last frame.
-    render(store) {
+    /// Redraws what changed since the last frame: `changed` holds the device ids and the
+    /// "LAYER/FENCE" keys of occupancy the app took from the store (store.takeChanged).
+    render(store, changed) {
         if (store.versions.fences !== this.seen.fences) {
             this.seen.fences = store.versions.fences;
+            this.seen.occupancy = store.versions.occupancy;
             this.drawFences(store);
+        } else if (store.versions.occupancy !== this.seen.occupancy) {
+            this.seen.occupancy = store.versions.occupancy;
+            const counts = occupiedCounts(store);
+            for (const key of changed.occupancy) this.drawFence(store, key, counts.get(key) || 0);
         }
-        if (store.versions.devices !== this.seen.devices) {
-            this.seen.devices = store.versions.devices;
-            this.drawDevices(store);
-        }
+        if (changed.devices.size) this.drawDevices(store, changed.devices);
     }
 
+    /// Every fence again (a new fence set).
     drawFences(store) {
         this.fenceLayer.clearLayers();
+        this.fences.clear();
         this.corridors = [];
-        const occupied = new Map(); // "LAYER/FENCE" -> total count
-        for (const o of store.occupancy.values()) {
-            const key = `${o.layer}/${o.fence}`;
-            occupied.set(key, (occupied.get(key) || 0) + o.count);
-        }
+        const counts = occupiedCounts(store);
         const sortedLayers = [...new Set([...store.fences.values()].map((f) => f.layer))].sort();
         sortedLayers.forEach((layer) => this.colour(layer));
         let bounds = null;
-        for (const [key, fence] of store.fences) {
-            const colour = this.colour(fence.layer);
-            const count = occupied.get(key) || 0;
-            const layer = this.fenceShape(fence, colour, count);
-            if (!layer) continue;
-            // Occupied fences wear their count; names show on hover (and in the list).
-            if (count > 0) layer.bindTooltip(textElement([String(count)]), { permanent: true, direction: 'center', className: 'occupancy-badge' });
-            else layer.bindTooltip(textElement([fence.name || fence.id, `${fence.layer}/${fence.id}`]), { direction: 'top', className: 'fence-tooltip' });
-            layer.addTo(this.fenceLayer);
-            const b = layer.getBounds ? layer.getBounds() : null;
+        for (const key of store.fences.keys()) {
+            const layer = this.drawFence(store, key, counts.get(key) || 0);
+            const b = layer && layer.getBounds ? layer.getBounds() : null;
             if (b && b.isValid()) bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
         }
         this.widenCorridors();
@@ -90,9 +110,30 @@ export class MapView {
         }
     }
 
+    /// One fence, drawn anew with its occupancy `count` (its old drawing removed).
+    drawFence(store, key, count) {
+        const old = this.fences.get(key);
+        if (old) {
+            this.fenceLayer.removeLayer(old);
+            this.corridors = this.corridors.filter((c) => c.fence !== key);
+            this.fences.delete(key);
+        }
+        const fence = store.fences.get(key);
+        if (!fence) return null;
+        const layer = this.fenceShape(fence, this.colour(fence.layer), count, key);
+        if (!layer) return null;
+        // Occupied fences wear their count; names show on hover (and in the list).
+        if (count > 0) layer.bindTooltip(textElement([String(count)]), { permanent: true, direction: 'center', className: 'occupancy-badge' });
+        else layer.bindTooltip(textElement([fence.name || fence.id, key]), { direction: 'top', className: 'fence-tooltip' });
+        layer.addTo(this.fenceLayer);
+        this.fences.set(key, layer);
+        if (old) this.widenCorridors();
+        return layer;
+    }
+
     /// One fence as Leaflet layers: polygons as they are (a buffer as a band around them),
     /// points as circles of their buffer, lines as corridors of their buffer.
-    fenceShape(fence, colour, count) {
+    fenceShape(fence, colour, count, key) {
         const g = fence.geometry;
         const group = L.featureGroup();
         const fill = { color: colour, weight: count ? 3 : 1.5, fillColor: colour, fillOpacity: count ? 0.35 : 0.15, renderer: this.renderer };
@@ -110,7 +151,7 @@ export class MapView {
                 if (buffer > 0) {
                     const corridor = L.polyline(latlngs, { color: colour, opacity: count ? 0.45 : 0.25, lineCap: 'round', lineJoin: 'round', renderer: this.renderer, interactive: true });
                     corridor.addTo(group);
-                    this.corridors.push({ layer: corridor, buffer, lat: latlngs[0][0] });
+                    this.corridors.push({ fence: key, layer: corridor, buffer, lat: latlngs[0][0] });
                 }
                 L.polyline(latlngs, { color: colour, weight: 1.5, renderer: this.renderer }).addTo(group);
             }
@@ -119,7 +160,7 @@ export class MapView {
                 if (buffer > 0) {
                     const band = L.polygon(latlngs, { color: colour, opacity: 0.2, fill: false, lineJoin: 'round', renderer: this.renderer });
                     band.addTo(group);
-                    this.corridors.push({ layer: band, buffer, lat: latlngs[0][0][0] });
+                    this.corridors.push({ fence: key, layer: band, buffer, lat: latlngs[0][0][0] });
                 }
                 L.polygon(latlngs, fill).addTo(group);
             }
@@ -183,26 +224,29 @@ export class MapView {
         if (this.drawing) { const stop = this.drawing; this.drawing = null; stop(); }
     }
 
-    drawDevices(store) {
-        for (const [id, d] of this.devices) {
-            if (!store.devices.has(id) || !store.devices.get(id).position) {
-                this.deviceLayer.removeLayer(d.group);
-                this.devices.delete(id);
-            }
-        }
+    /// The devices whose ids are in `changed`: moved, added or removed.
+    drawDevices(store, changed) {
         let bounds = null;
-        for (const [id, device] of store.devices) {
-            const p = device.position;
-            if (!p) continue;
-            const at = [p.lat, p.lon];
+        for (const id of changed) {
+            const device = store.devices.get(id);
+            const p = device && device.position;
             let d = this.devices.get(id);
+            if (!p) {
+                if (d) {
+                    this.deviceLayer.removeLayer(d.group);
+                    this.devices.delete(id);
+                }
+                continue;
+            }
+            const at = [p.lat, p.lon];
             if (!d) {
                 const group = L.layerGroup();
+                const renderer = this.deviceRenderer;
                 d = {
                     group,
-                    trail: L.polyline([], { color: '#333', weight: 2, opacity: 0.6, dashArray: '4 4', renderer: this.renderer, interactive: false }).addTo(group),
-                    accuracy: L.circle(at, { radius: 1, color: '#0a58ca', weight: 1, fillOpacity: 0.1, renderer: this.renderer, interactive: false }).addTo(group),
-                    marker: L.circleMarker(at, { radius: 6, color: '#fff', weight: 2, fillColor: '#0a58ca', fillOpacity: 1, renderer: this.renderer }).addTo(group),
+                    trail: L.polyline([], { color: '#333', weight: 2, opacity: 0.6, dashArray: '4 4', renderer, interactive: false }).addTo(group),
+                    accuracy: L.circle(at, { radius: 1, color: '#0a58ca', weight: 1, fillOpacity: 0.1, renderer, interactive: false }).addTo(group),
+                    marker: L.circleMarker(at, { radius: 6, color: '#fff', weight: 2, fillColor: '#0a58ca', fillOpacity: 1, renderer }).addTo(group),
                 };
                 d.marker.bindTooltip(textElement([id]), { direction: 'top', offset: [0, -6] });
                 group.addTo(this.deviceLayer);

@@ -1,7 +1,8 @@
 // The console's one store: everything the broker said, as plain data. Messages go in through
 // handle(topic, payload); views read the state and the per-part versions (a view redraws a
 // part only when its version moved). Listeners hear "changed" once per call; the app turns
-// that into one render per animation frame.
+// that into one render per animation frame. Devices and occupancy also keep which of them
+// changed since a view last took them, so that a view touches only those.
 
 export const TRAIL_LENGTH = 50;
 export const EVENT_LIMIT = 500;
@@ -29,7 +30,11 @@ export class Store {
         this.expectations = new Map();  // id -> {id, request, result, error, open}
         this.notices = [];              // {kind, text, time}, newest last
         this.featuresStatus = { state: 'none', text: '' };
-        this.versions = { connection: 0, devices: 0, events: 0, gateways: 0, fences: 0, expectations: 0, notices: 0 };
+        // deviceSet moves when a device comes or goes (the sorted list changes); occupancy when
+        // a count does (fences is the fence set from the features query and runtime topics).
+        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, notices: 0 };
+        this.changedDevices = new Set();   // ids, until takeChanged('devices')
+        this.changedOccupancy = new Set(); // "LAYER/FENCE", until takeChanged('occupancy')
         this.listeners = [];
         this.onRuntimeFenceChange = null;
     }
@@ -38,6 +43,14 @@ export class Store {
     changed(part) {
         this.versions[part]++;
         for (const fn of this.listeners) fn(part);
+    }
+
+    /// The devices ('devices') or occupied fences ('occupancy') changed since the last call.
+    takeChanged(part) {
+        const field = part === 'devices' ? 'changedDevices' : 'changedOccupancy';
+        const changed = this[field];
+        this[field] = new Set();
+        return changed;
     }
 
     setConnection(state, detail = '') {
@@ -104,7 +117,11 @@ export class Store {
 
     deviceState(id, topic, payload) {
         if (payload.length === 0) {
-            if (this.devices.delete(id)) this.changed('devices');
+            if (this.devices.delete(id)) {
+                this.changedDevices.add(id);
+                this.versions.deviceSet++;
+                this.changed('devices');
+            }
             return;
         }
         const state = this.json(topic, payload);
@@ -114,7 +131,11 @@ export class Store {
             return;
         }
         let device = this.devices.get(id);
-        if (!device) { device = { id, trail: [] }; this.devices.set(id, device); }
+        if (!device) {
+            device = { id, trail: [] };
+            this.devices.set(id, device);
+            this.versions.deviceSet++;
+        }
         device.position = state.position;
         device.inside = (state.inside || []).filter(isObject);
         device.updated = state.updated;
@@ -126,6 +147,7 @@ export class Store {
                 if (device.trail.length > TRAIL_LENGTH) device.trail.splice(0, device.trail.length - TRAIL_LENGTH);
             }
         }
+        this.changedDevices.add(id);
         this.changed('devices');
     }
 
@@ -163,8 +185,12 @@ export class Store {
     }
 
     occupancyOf(key, topic, payload) {
+        const [trigger, layer, fence] = key.split('/');
         if (payload.length === 0) {
-            if (this.occupancy.delete(key)) this.changed('fences');
+            if (this.occupancy.delete(key)) {
+                this.changedOccupancy.add(`${layer}/${fence}`);
+                this.changed('occupancy');
+            }
             return;
         }
         const o = this.json(topic, payload);
@@ -173,9 +199,9 @@ export class Store {
             this.notice('shape', `${topic}: occupancy of unknown shape, ignored`);
             return;
         }
-        const [trigger, layer, fence] = key.split('/');
         this.occupancy.set(key, { ...o, trigger, layer, fence });
-        this.changed('fences');
+        this.changedOccupancy.add(`${layer}/${fence}`);
+        this.changed('occupancy');
     }
 
     /// The `features` reply: the fence list and map are replaced by it.

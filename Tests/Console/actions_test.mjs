@@ -1,0 +1,97 @@
+// The console's queries (deploy/console/actions.js) against a stand-in gateway that answers
+// through the reply topic as the real one does: a features reply in parts is joined in part
+// order; the fence set is asked page by page (`offset`) until the reply is not truncated or
+// the console holds its most; a gateway refusing the new keys is asked with its defaults; a
+// truncated answer makes a moved view ask again, a complete one does not.
+// Run: node Tests/Console/actions_test.mjs   (exit status 1 on a failure)
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const load = (name) => import('data:text/javascript;base64,' + Buffer.from(readFileSync(path.join(here, '../../deploy/console', name), 'utf8')).toString('base64'));
+const { Store } = await load('store.js');
+const { Actions, FEATURE_LIMIT, WORLD, partBytes } = await load('actions.js');
+
+let failures = 0, checks = 0;
+function same(name, actual, expected) {
+    checks++;
+    const a = JSON.stringify(actual), e = JSON.stringify(expected);
+    if (a !== e) { failures++; console.log(`FAIL ${name}\n  got      ${a}\n  expected ${e}`); }
+}
+const bytes = (v) => new TextEncoder().encode(JSON.stringify(v));
+const feature = (n) => ({ type: 'Feature', id: `f${n}`, properties: { layer: 'l', fence: `f${n}`, name: `F${n}`, buffer: null, triggers: ['t'] },
+    geometry: { type: 'Point', coordinates: [n / 1000, 0] } });
+
+/// A console (store + actions) and a gateway holding `count` fences that answers each features
+/// query with `answer(query, fences)` -> list of reply objects (parts), delivered in `order`.
+function rig(count, answer, order = (parts) => parts) {
+    const store = new Store('gt');
+    const asked = [];
+    const fences = Array.from({ length: count }, (_, n) => feature(n));
+    const client = {
+        publish(topic, payload) {
+            const q = JSON.parse(payload);
+            asked.push(q.features);
+            const replies = answer(q.features, fences).map((r) => ({ ...r, correlation: q.correlation }));
+            queueMicrotask(() => { for (const r of order(replies)) actions.reply(bytes(r)); });
+            return Promise.resolve();
+        },
+    };
+    const actions = new Actions({ client, store, prefix: 'gt', replyTopic: 'gt/replies/console-1' });
+    return { store, actions, asked };
+}
+
+/// The gateway's rule: `offset`, then `limit` and a page of at most `page` fences, in parts of `per`.
+const gateway = (page, per) => (q, fences) => {
+    const from = q.offset || 0;
+    const limit = Math.min(q.limit || 2000, page);
+    const chosen = fences.slice(from, from + limit);
+    const truncated = from + chosen.length < fences.length;
+    const parts = [];
+    for (let i = 0; i < chosen.length || parts.length === 0; i += per) parts.push(chosen.slice(i, i + per));
+    return parts.map((features, i) => ({ type: 'FeatureCollection', features, truncated, part: i + 1, parts: parts.length }));
+};
+
+{
+    const { store, actions, asked } = rig(25, gateway(10, 3), (parts) => parts.slice().reverse());
+    await actions.loadFeatures('gw');
+    same('25 fences asked in pages of 10 (offsets)', asked.map((q) => q.offset), [0, 10, 20]);
+    same('each page in parts, joined in part order although they came backwards', [...store.fences.keys()].slice(0, 4), ['l/f0', 'l/f1', 'l/f2', 'l/f3']);
+    same('all fences held, not truncated', [store.fences.size, store.featuresStatus.state], [25, 'ok']);
+    same('the parts asked stay under mosquitto\'s 4 KB websockets piece', [asked[0].partBytes, partBytes('gt/replies/console-1')], [3980, 3980]);
+    same('the world first', asked[0].bbox, WORLD);
+    actions.viewChanged([0, 0, 1, 1]);
+    same('a complete world answer: a moved view asks nothing', actions.viewTimer, undefined);
+}
+{
+    const { store, actions, asked } = rig(FEATURE_LIMIT + 5, gateway(4000, 500));
+    await actions.loadFeatures('gw');
+    same('past the console\'s limit: it stops there and says truncated', [asked.map((q) => [q.offset, q.limit]), store.fences.size, store.featuresStatus.state],
+        [[[0, FEATURE_LIMIT], [4000, FEATURE_LIMIT - 4000], [8000, FEATURE_LIMIT - 8000]], FEATURE_LIMIT, 'truncated']);
+    actions.viewChanged([0, 0, 0.001, 0.001]);
+    same('a truncated answer: a moved view asks again', actions.viewTimer !== undefined, true);
+    clearTimeout(actions.viewTimer);
+}
+{
+    // An older gateway: the new keys are refused by name; asked again with its defaults.
+    const { store, actions, asked } = rig(3, (q, fences) => q.partBytes !== undefined
+        ? [{ error: '"features": unknown key "offset" (expected "bbox", "layers" or "limit")' }]
+        : [{ type: 'FeatureCollection', features: fences, truncated: false }]);
+    await actions.loadFeatures('gw');
+    same('a gateway refusing offset/partBytes is asked with its defaults', [asked.length, JSON.stringify(asked[1]), store.fences.size], [2, '{}', 3]);
+}
+{
+    const { store, actions } = rig(3, () => [{ error: 'busy: 256 queries are waiting; ask again later' }]);
+    await actions.loadFeatures('gw');
+    same('an error answer is said on the page', [store.featuresStatus.state, store.notices.at(-1).text.includes('busy')], ['error', true]);
+}
+{
+    // A page that brings nothing though truncated (a fence larger than the reply budget): no endless asking.
+    const { store, actions, asked } = rig(5, (q, fences) => [{ type: 'FeatureCollection', features: (q.offset || 0) === 0 ? fences.slice(0, 2) : [], truncated: true }]);
+    await actions.loadFeatures('gw');
+    same('an empty truncated page ends the asking', [asked.length, store.fences.size, store.featuresStatus.state], [2, 2, 'truncated']);
+}
+
+console.log(`console actions: ${checks - failures}/${checks} checks passed`);
+process.exit(failures ? 1 : 0);
