@@ -24,15 +24,17 @@ export class Actions {
         this.say = say || (() => {});  // a line in the answer panel
         this.pending = new Map();      // correlation -> {resolve, timer}
         this.nextCorrelation = 1;
-        this.featuresGateway = null;
         this.reloadTimer = null;
     }
 
-    /// The gateway queries go to: the one features came from, else the first started one.
+    /// The started gateways' ids, sorted.
+    started() {
+        return [...this.store.gateways.values()].filter((g) => g.status === 'started').map((g) => g.id).sort();
+    }
+
+    /// The gateway queries go to: the first started one.
     gateway() {
-        const started = [...this.store.gateways.values()].filter((g) => g.status === 'started').map((g) => g.id).sort();
-        if (this.featuresGateway && started.includes(this.featuresGateway)) return this.featuresGateway;
-        return started[0] || null;
+        return this.started()[0] || null;
     }
 
     /// Publishes a query and resolves with the reply's JSON (or {error} on timeout). A reply in
@@ -72,13 +74,37 @@ export class Actions {
         entry.resolve(entry.parts.size ? joinParts(entry.parts) : reply);
     }
 
-    /// The fences: every one the gateway holds, up to FEATURE_LIMIT, asked page by page
-    /// (`offset`), each page in parts; past the limit, the ones in `bbox` (the view).
-    async loadFeatures(gateway = this.gateway(), bbox = WORLD) {
-        if (!gateway) return;
-        this.featuresGateway = gateway;
+    /// The fences of every started gateway (several share a NATS cluster), merged by layer and
+    /// fence id: up to FEATURE_LIMIT, the ones in `bbox` (the world first, then the view when
+    /// that was too many).
+    async loadFeatures(bbox = WORLD) {
+        const gateways = this.started();
+        if (!gateways.length) return;
         // Replies may cross: only the newest question's answer is drawn.
         const asked = this.featuresAsked = (this.featuresAsked || 0) + 1;
+        const merged = new Map(); // "LAYER/FENCE" -> Feature
+        let truncated = false, failed = null;
+        for (const gateway of gateways) {
+            const reply = await this.featuresOf(gateway, bbox, asked);
+            if (asked !== this.featuresAsked) return;
+            if (!reply || reply.type !== 'FeatureCollection' || !Array.isArray(reply.features)) { failed = failed || reply; continue; }
+            for (const f of reply.features) {
+                const p = f && f.properties;
+                merged.set(p && typeof p.layer === 'string' ? `${p.layer}/${p.fence ?? f.id}` : `?${merged.size}`, f);
+            }
+            truncated = truncated || reply.truncated === true;
+        }
+        const features = [...merged.values()].slice(0, FEATURE_LIMIT);
+        truncated = truncated || merged.size > FEATURE_LIMIT;
+        const result = features.length || !failed ? { type: 'FeatureCollection', features, truncated } : failed;
+        this.held = { bbox, complete: !truncated };
+        this.store.setFeatures(result);
+        if (features.length && failed) this.store.notice('features', `fences: a gateway did not answer the features query: ${failed.error ?? 'not a FeatureCollection'}`);
+    }
+
+    /// One gateway's fences in `bbox`, up to FEATURE_LIMIT, asked page by page (`offset`), each
+    /// page in parts: a FeatureCollection, or the reply that was not one (an error).
+    async featuresOf(gateway, bbox, asked) {
         const features = [];
         let reply, truncated = false;
         for (;;) {
@@ -89,7 +115,7 @@ export class Actions {
                 reply = await this.query(gateway, { features: {} });
                 break;
             }
-            if (asked !== this.featuresAsked) return;
+            if (asked !== this.featuresAsked) return null;
             if (!reply || reply.type !== 'FeatureCollection' || !Array.isArray(reply.features)) break;
             features.push(...reply.features);
             truncated = reply.truncated === true;
@@ -97,20 +123,17 @@ export class Actions {
             // larger than the reply budget).
             if (!truncated || features.length >= FEATURE_LIMIT || reply.features.length === 0) break;
         }
-        if (asked !== this.featuresAsked) return;
-        const result = features.length ? { type: 'FeatureCollection', features, truncated } : reply;
-        this.held = { bbox, complete: !(result && result.truncated === true) };
-        this.store.setFeatures(result);
+        return features.length ? { type: 'FeatureCollection', features, truncated } : reply;
     }
 
     /// The map moved to [west, south, east, north]: asked again when the fences held are not
     /// all of those there (the last answer was truncated, or was for a view not covering it).
     viewChanged(view) {
         const held = this.held;
-        if (!held || !this.featuresGateway) return;
+        if (!held) return;
         if (held.complete && (held.bbox === WORLD || covers(held.bbox, view))) return;
         clearTimeout(this.viewTimer);
-        this.viewTimer = setTimeout(() => this.loadFeatures(this.featuresGateway, view), 400);
+        this.viewTimer = setTimeout(() => this.loadFeatures(view), 400);
     }
 
     /// Runtime fences changed: ask again once the gateway applied them (it batches every 250 ms).

@@ -73,7 +73,8 @@ if (map) lists.colourOf = (layer) => map.colour(layer);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
 window.__console = { store, map, lists };
 
-store.onGatewayStarted = (id) => { if (!actions.featuresGateway || actions.featuresGateway === id) actions.loadFeatures(id); };
+// A gateway (re)started: the fences of all of them again, once the retained statuses came in.
+store.onGatewayStarted = () => { clearTimeout(actions.startTimer); actions.startTimer = setTimeout(() => actions.loadFeatures(), 200); };
 store.onRuntimeFenceChange = () => actions.reloadFeaturesSoon();
 if (map) map.map.on('moveend', () => actions.viewChanged(map.view()));
 
