@@ -43,6 +43,24 @@ struct QueryRequestTests {
         #expect(try request.kind.get() == .features(FeaturesQuery(limit: 5)) && request.replyTo == "p/replies/m")
     }
 
+    /// `partBytes`: the reply in parts, from 1 KiB to the whole reply's 900 KiB.
+    @Test func featuresPartBytesIsAnIntegerWithin1024And921600() throws {
+        #expect(try Self.parse(#"{"features":{"partBytes":1024}}"#).kind.get() == .features(FeaturesQuery(partBytes: 1024)))
+        #expect(try Self.parse(#"{"features":{"partBytes":921600}}"#).kind.get() == .features(FeaturesQuery(partBytes: 921_600)))
+        #expect(try Self.parse(#"{"features":{"partBytes":4.0e3,"limit":5}}"#).kind.get() == .features(FeaturesQuery(limit: 5, partBytes: 4000)))
+        #expect(FeaturesQuery().partBytes == nil)
+        func problem(_ partBytes: String) -> String { Self.problem(#"{"features":{"partBytes":\#(partBytes)}}"#) ?? "accepted" }
+        let expects = #""features": "partBytes" needs an integer within 1024...921600, found "#
+        #expect(problem("1023") == expects + "1023")
+        #expect(problem("921601") == expects + "921601")
+        #expect(problem("1.5") == expects + "1.5")
+        #expect(problem("1024.5") == expects + "1024.5")
+        #expect(problem(#""4096""#) == expects + "a string")
+        #expect(problem("null") == expects + "null")
+        #expect(problem("1e400").hasPrefix(expects))
+        #expect(Self.problem(#"{"features":[]}"#)?.contains(#""partBytes": 1024...921600"#) == true)
+    }
+
     @Test func aFeaturesBoxWestOfItsEastSideCrossesTheAntimeridian() throws {
         let kind = try Self.parse(#"{"features":{"bbox":[170,-10,-170,10]}}"#).kind.get()
         let box = FeaturesQuery.BoundingBox(west: 170, south: -10, east: -170, north: 10)
@@ -57,7 +75,7 @@ struct QueryRequestTests {
         func problem(_ features: String) -> String { Self.problem(#"{"features":\#(features)}"#) ?? "accepted" }
         #expect(problem("[]").hasPrefix(#""features" needs an object {"bbox": [west, south, east, north]"#))
         #expect(problem("[]").hasSuffix("found an array"))
-        #expect(problem(#"{"box":[0,0,1,1]}"#) == #""features": unknown key "box" (expected "bbox", "layers" or "limit")"#)
+        #expect(problem(#"{"box":[0,0,1,1]}"#) == #""features": unknown key "box" (expected "bbox", "layers", "limit" or "partBytes")"#)
         #expect(problem(#"{"bbox":[0,0,1]}"#) == #""features": "bbox" needs [west, south, east, north]: 4 numbers in degrees, found an array of 3 values"#)
         #expect(problem(#"{"bbox":[0,0,1,"1"]}"#).hasPrefix(#""features": "bbox" needs [west, south, east, north]"#))
         #expect(problem(#"{"bbox":"0,0,1,1"}"#).hasSuffix("found a string"))

@@ -24,6 +24,9 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fuzzCheck(!id.isEmpty, "empty device id accepted")
         case .features(let features):
             fuzzCheck((1...FeaturesQuery.maxLimit).contains(features.limit), "features limit out of range: \(features.limit)")
+            if let partBytes = features.partBytes {
+                fuzzCheck(FeaturesQuery.partBytesRange.contains(partBytes), "features partBytes out of range: \(partBytes)")
+            }
             if let box = features.bbox {
                 fuzzCheck(
                     (-180...180).contains(box.west) && (-180...180).contains(box.east) && (-90...90).contains(box.south)
@@ -32,7 +35,7 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 fuzzCheck(bounds.minLon <= bounds.maxLon && bounds.maxLon - bounds.minLon <= 360, "features bbox bounds: \(bounds)")
             }
             if case .object(let members)? = object["features"] {
-                fuzzCheck(members.keys.allSatisfy { ["bbox", "layers", "limit"].contains($0) }, "features: an unknown key accepted")
+                fuzzCheck(members.keys.allSatisfy { ["bbox", "layers", "limit", "partBytes"].contains($0) }, "features: an unknown key accepted")
             } else {
                 fuzzCheck(false, "features accepted without an object")
             }

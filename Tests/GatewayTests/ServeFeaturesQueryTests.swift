@@ -201,7 +201,8 @@ extension ServeTests {
                 (#"{"features":{"limit":0}}"#, #""features": "limit" needs an integer within 1...10000, found 0"#),
                 (#"{"features":{"limit":10001}}"#, #""features": "limit" needs an integer within 1...10000, found 10001"#),
                 (#"{"features":{"limit":1.5}}"#, #""features": "limit" needs an integer within 1...10000, found 1.5"#),
-                (#"{"features":{"where":"x"}}"#, #""features": unknown key "where" (expected "bbox", "layers" or "limit")"#),
+                (#"{"features":{"where":"x"}}"#, #""features": unknown key "where" (expected "bbox", "layers", "limit" or "partBytes")"#),
+                (#"{"features":{"partBytes":1023}}"#, #""features": "partBytes" needs an integer within 1024...921600, found 1023"#),
             ]
             for (query, error) in cases {
                 let reply = try await rig.reply(query)

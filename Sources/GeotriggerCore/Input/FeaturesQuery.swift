@@ -1,6 +1,9 @@
 /// The `features` query: `{"features": {"bbox": [west, south, east, north], "layers": [...],
-/// "limit": N}}`, every key optional (README "Runtime fences and queries"). The gateway answers
-/// with a GeoJSON FeatureCollection of the fences whose bounding box meets `bbox`.
+/// "limit": N, "partBytes": N}}`, every key optional (README "Runtime fences and queries"). The
+/// gateway answers with a GeoJSON FeatureCollection of the fences whose bounding box meets
+/// `bbox`: one message, or with `partBytes` several of at most that many bytes each (mosquitto's
+/// websockets listener sends a large message in 4 KB pieces, one per turn of its loop, so a
+/// browser asks for parts of about that size).
 public struct FeaturesQuery: Sendable, Equatable {
     /// The area asked, in degrees; nil: everywhere.
     public var bbox: BoundingBox?
@@ -8,15 +11,23 @@ public struct FeaturesQuery: Sendable, Equatable {
     public var layers: [String]?
     /// At most this many features (``defaultLimit`` when not given, at most ``maxLimit``).
     public var limit: Int
+    /// The reply in parts of at most this many bytes each (within ``partBytesRange``); nil: one
+    /// message.
+    public var partBytes: Int?
 
-    public init(bbox: BoundingBox? = nil, layers: [String]? = nil, limit: Int = FeaturesQuery.defaultLimit) {
+    public init(
+        bbox: BoundingBox? = nil, layers: [String]? = nil, limit: Int = FeaturesQuery.defaultLimit, partBytes: Int? = nil
+    ) {
         self.bbox = bbox
         self.layers = layers
         self.limit = limit
+        self.partBytes = partBytes
     }
 
     public static let defaultLimit = 2000
     public static let maxLimit = 10_000
+    /// From 1 KiB to the whole reply's 900 KiB.
+    public static let partBytesRange = 1024...921_600
 
     /// `[west, south, east, north]` in degrees (RFC 7946 section 5). A `west` greater than
     /// `east` is a box across the antimeridian: from `west` east to 180, then from -180 to `east`.
@@ -47,10 +58,11 @@ public struct FeaturesQuery: Sendable, Equatable {
         guard case .object(let object) = value else {
             return .failure(QueryProblem(
                 "\"features\" needs an object {\"bbox\": [west, south, east, north], \"layers\": [layer names], "
-                    + "\"limit\": 1...\(maxLimit)} (every key optional), found \(value.typeName)"))
+                    + "\"limit\": 1...\(maxLimit), \"partBytes\": \(partBytesRange)} (every key optional), "
+                    + "found \(value.typeName)"))
         }
-        if let unknown = object.keys.first(where: { !["bbox", "layers", "limit"].contains($0) }) {
-            return problem("unknown key \"\(unknown)\" (expected \"bbox\", \"layers\" or \"limit\")")
+        if let unknown = object.keys.first(where: { !["bbox", "layers", "limit", "partBytes"].contains($0) }) {
+            return problem("unknown key \"\(unknown)\" (expected \"bbox\", \"layers\", \"limit\" or \"partBytes\")")
         }
         var query = FeaturesQuery()
         if let bbox = object["bbox"] {
@@ -88,6 +100,15 @@ public struct FeaturesQuery: Sendable, Equatable {
                 return problem("\"limit\" needs an integer within 1...\(maxLimit), found \(found)")
             }
             query.limit = Int(n)
+        }
+        if let partBytes = object["partBytes"] {
+            guard case .number(let n) = partBytes, n == n.rounded(), n >= Double(partBytesRange.lowerBound),
+                n <= Double(partBytesRange.upperBound)
+            else {
+                let found = partBytes.numberValue.map(text) ?? partBytes.typeName
+                return problem("\"partBytes\" needs an integer within \(partBytesRange), found \(found)")
+            }
+            query.partBytes = Int(n)
         }
         return .success(query)
     }
