@@ -39,20 +39,42 @@ extension ServeTests {
                 #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
             }
 
-            /// Sends `query` with a `replyTo` and `correlation` and returns the reply's bytes.
-            func replyBytes(_ query: String, correlation: String = "1") async throws -> [UInt8] {
+            /// Sends `query` with a `replyTo` (a topic of its own) and `correlation`; returns the `replyTo`.
+            private func ask(_ query: String, correlation: String) throws -> String {
                 counter += 1
                 let replyTo = "\(h.prefix)/replies/map/\(counter)"
                 let body = query.dropLast()  // the query object, without its `}`
                 try probe.client.publish(
                     topic: "\(h.prefix)/query/\(h.gatewayID)", payload: #"\#(body),"replyTo":"\#(replyTo)","correlation":"\#(correlation)"}"#,
                     qos: .atLeastOnce)
+                return replyTo
+            }
+
+            /// Sends `query` with a `replyTo` and `correlation` and returns the reply's bytes.
+            func replyBytes(_ query: String, correlation: String = "1") async throws -> [UInt8] {
+                let replyTo = try ask(query, correlation: correlation)
                 var reply: MQTTMessage?
                 _ = await poll(timeout: .seconds(30)) {
                     reply = probe.received(on: replyTo).first
                     return reply != nil
                 }
                 return try #require(reply, "no reply to \(query.prefix(300))\n\(tail(gateway.log))").payload
+            }
+
+            /// Sends a query with `partBytes` and returns the messages of its reply as they came,
+            /// once as many came as the first says (`parts`), and half a second more for any extra.
+            func partReplies(_ query: String, correlation: String = "1") async throws -> [MQTTMessage] {
+                let replyTo = try ask(query, correlation: correlation)
+                let whole = await poll(timeout: .seconds(30)) {
+                    let messages = probe.received(on: replyTo)
+                    guard let first = messages.first,
+                        let parts = (try? JSONReader.parse(first.payload, file: "part", dialect: .json))?.value.objectValue?["parts"]?.numberValue
+                    else { return false }
+                    return messages.count >= Int(parts)
+                }
+                #expect(whole, "not every part of the reply to \(query.prefix(300)) came: \(probe.received(on: replyTo).count)\n\(tail(gateway.log))")
+                try await Task.sleep(for: .milliseconds(500))
+                return probe.received(on: replyTo)
             }
 
             func reply(_ query: String) async throws -> JSONObject {
@@ -185,6 +207,47 @@ extension ServeTests {
             // With a bbox too, through the index of the fences no trigger watches.
             let two = try await rig.reply(#"{"features":{"bbox":[-119.61,34.395,-119.59,34.415]}}"#)
             #expect(Self.ids(two) == ["big/big-0", "big/big-1"] && two["truncated"] == .bool(false))
+        }
+
+        /// `partBytes`: the reply in messages of at most that many bytes, numbered in the order
+        /// they come, each with the correlation, their features together the one-message reply's.
+        @Test(.timeLimit(.minutes(3))) func partBytesSendsTheReplyInNumberedPartsWithinTheSize() async throws {
+            let rig = try await Rig("features-parts")
+            defer { rig.close() }
+            func read(_ message: MQTTMessage) throws -> JSONObject {
+                try #require(try JSONReader.parse(message.payload, file: "part", dialect: .json).value.objectValue)
+            }
+            let whole = try await rig.reply(#"{"features":{}}"#)
+            #expect(Self.ids(whole).count == 22 && whole["part"] == nil && whole["parts"] == nil)
+
+            let messages = try await rig.partReplies(#"{"features":{"partBytes":2048}}"#, correlation: "c-7")
+            print("features in parts of 2048 bytes: \(messages.count) parts of \(messages.map(\.payload.count)) bytes")
+            #expect(messages.count > 2)
+            var features: [JSONValue] = []
+            for (i, message) in messages.enumerated() {
+                #expect(message.payload.count <= 2048, "part \(i + 1): \(message.payload.count) bytes")
+                let part = try read(message)
+                #expect(part["type"] == .string("FeatureCollection") && part["truncated"] == .bool(false))
+                #expect(part["part"] == .number(Double(i + 1)) && part["parts"] == .number(Double(messages.count)), "\(part.keys)")
+                #expect(part["correlation"] == .string("c-7"))
+                features += part["features"]?.arrayValue ?? []
+            }
+            #expect(features == whole["features"]?.arrayValue)
+
+            // The limit's cut says truncated in every part.
+            let three = try await rig.partReplies(#"{"features":{"layers":["garden-poi"],"limit":3,"partBytes":1024}}"#)
+            let threeParts = try three.map(read)
+            #expect(threeParts.allSatisfy { $0["truncated"] == .bool(true) } && threeParts.count >= 1)
+            #expect(threeParts.flatMap(Self.ids) == Array(Self.ids(whole).filter { $0.hasPrefix("garden-poi/") }.prefix(3)))
+
+            // Nothing in the box: one empty part.
+            let none = try await rig.partReplies(#"{"features":{"bbox":[10,10,11,11],"partBytes":1024}}"#)
+            #expect(none.map(\.payloadText) == [#"{"type":"FeatureCollection","features":[],"truncated":false,"part":1,"parts":1,"correlation":"1"}"#])
+
+            // A correlation that leaves a part no room for a feature is refused.
+            let refused = try await rig.replyBytes(#"{"features":{"partBytes":1024}}"#, correlation: String(repeating: "c", count: 1000))
+            let error = try #require(try JSONReader.parse(refused, file: "reply", dialect: .json).value.objectValue?["error"]?.stringValue)
+            #expect(error.hasPrefix(#""features": "partBytes" 1024 is less than the "#), "\(error)")
         }
 
         @Test(.timeLimit(.minutes(3))) func badFeaturesQueriesGetAnErrorNamingTheKey() async throws {

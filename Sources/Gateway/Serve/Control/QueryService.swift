@@ -12,8 +12,11 @@ import Store
 /// any other gets `{"error"}` on `PREFIX/query/GATEWAY_ID/reply`. Queries:
 /// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`,
 /// `{"fences": LAYER}`, `{"expectations": DEVICE_OR_*}` (open expected arrivals),
-/// `{"features": {"bbox", "layers", "limit"}}` (fence geometry as a GeoJSON FeatureCollection,
-/// under 900 KiB: ``FeatureCollectionWriter``). Anything else gets `{"error": "..."}`. Queries wait in their own queue
+/// `{"features": {"bbox", "layers", "limit", "partBytes"}}` (fence geometry as a GeoJSON
+/// FeatureCollection, under 900 KiB: ``FeatureCollectionWriter``; with `partBytes` in parts of
+/// at most that many bytes, published one after the other to the same reply topic, for
+/// mosquitto's websockets listener, which sends large messages slowly). Anything else gets
+/// `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
 /// The device shards answer about their own devices.
 final class QueryService: Service, Sendable {
@@ -68,7 +71,7 @@ final class QueryService: Service, Sendable {
         do {
             switch try await respond(to: request.kind.get(), correlation: request.correlation) {
             case .value(let answer): reply(answer, to: message, request: request)
-            case .written(let answer): reply(written: answer, to: message, request: request)
+            case .written(let answers): reply(written: answers, to: message, request: request)
             }
         } catch let error as QueryProblem {
             reply(.object(["error": .string(error.message)]), to: message, request: request)
@@ -80,38 +83,50 @@ final class QueryService: Service, Sendable {
     /// Publishes `answer` to the query's reply topic (its `correlation` copied in), or an error
     /// to the default reply topic when the asked topic is not under ``repliesPrefix``.
     private func reply(_ answer: JSONValue, to message: MQTTMessage, request: QueryRequest) {
-        reply(written: JSONValue.object(answer.objectValue ?? JSONObject()).serializedBytes(), to: message, request: request)
+        reply(written: [JSONValue.object(answer.objectValue ?? JSONObject()).serializedBytes()], to: message, request: request)
     }
 
-    /// ``reply(_:to:request:)`` with the answer already written as a JSON object.
-    private func reply(written answer: [UInt8], to message: MQTTMessage, request: QueryRequest) {
+    /// ``reply(_:to:request:)`` with the answer already written as JSON objects, published in
+    /// order to the same topic (each with the correlation); a refused reply topic gets one error.
+    private func reply(written answers: [[UInt8]], to message: MQTTMessage, request: QueryRequest) {
         let (target, refusal) = QueryRequest.replyTopic(
             asked: message.responseTopic ?? request.replyTo, repliesPrefix: repliesPrefix, fallback: "\(topic)/reply")
-        var payload = refusal.map { JSONValue.object(["error": .string($0)]).serializedBytes() } ?? answer
-        if let correlation = request.correlation {
-            // The object's last member: `}` becomes `,"correlation":VALUE}` (no comma after `{`).
-            payload.removeLast()
-            if payload.count > 1 { payload.append(UInt8(ascii: ",")) }
-            payload.append(contentsOf: #""correlation":"#.utf8)
-            correlation.write(to: &payload)
-            payload.append(UInt8(ascii: "}"))
-        }
+        let payloads = refusal.map { [JSONValue.object(["error": .string($0)]).serializedBytes()] } ?? answers
         var properties: MQTTPublishProperties?
         if client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil {
             properties = MQTTPublishProperties(correlationData: message.correlationData)
         }
-        do {
-            try client.publish(topic: target, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
-        } catch {
-            logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
+        for (i, answer) in payloads.enumerated() {
+            var payload = answer
+            if let correlation = request.correlation {
+                // The object's last member: `}` becomes `,"correlation":VALUE}` (no comma after `{`).
+                payload.removeLast()
+                if payload.count > 1 { payload.append(UInt8(ascii: ",")) }
+                payload.append(contentsOf: #""correlation":"#.utf8)
+                correlation.write(to: &payload)
+                payload.append(UInt8(ascii: "}"))
+            }
+            do {
+                try client.publish(topic: target, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
+            } catch {
+                if payloads.count == 1 {
+                    logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
+                } else {
+                    // The parts after a lost one would not make a whole reply: stop there.
+                    logger.warning(
+                        "cannot publish a query reply",
+                        ["mqtt.topic": target, "part": "\(i + 1) of \(payloads.count)", "error": "\(error)"])
+                }
+                return
+            }
         }
     }
 
-    /// A query's answer: a value, or a JSON object already written (the `features` reply,
-    /// written within its byte budget as it grows).
+    /// A query's answer: a value, or JSON objects already written (the `features` reply,
+    /// written within its byte budget as it grows: one message, or its parts in order).
     private enum Answer {
         case value(JSONValue)
-        case written([UInt8])
+        case written([[UInt8]])
     }
 
     private func respond(to kind: QueryRequest.Kind, correlation: JSONValue?) async throws -> Answer {
@@ -124,9 +139,9 @@ final class QueryService: Service, Sendable {
             guard let expectations else { throw QueryProblem("expectations are not kept by this gateway") }
             return .value(expectations.list(device: device))
         case .features(let query):
-            // The reply carries the correlation too: the features get the budget less its bytes.
+            // Every message of the reply carries the correlation too: the writer counts its bytes.
             let correlationBytes = correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0
-            return .written(try features(query, budget: FeatureCollectionWriter.replyBudget - correlationBytes))
+            return .written(try features(query, correlationBytes: correlationBytes))
         }
     }
 
@@ -184,8 +199,16 @@ final class QueryService: Service, Sendable {
     }
 
     /// The `features` reply: the fences of the layers asked whose box meets `bbox`, in layer
-    /// then file order, at most `limit` and `budget` bytes of them.
-    private func features(_ query: FeaturesQuery, budget: Int) throws -> [UInt8] {
+    /// then file order, at most `limit` of them and 900 KiB with `correlationBytes` added to
+    /// every message; one message, or with `partBytes` its parts.
+    private func features(_ query: FeaturesQuery, correlationBytes: Int) throws -> [[UInt8]] {
+        var writer = FeatureCollectionWriter(
+            budget: FeatureCollectionWriter.replyBudget, partBytes: query.partBytes, appended: correlationBytes)
+        if let partBytes = query.partBytes, partBytes < writer.emptyPartBytes {
+            throw QueryProblem(
+                "\"features\": \"partBytes\" \(partBytes) is less than the \(writer.emptyPartBytes) bytes a part takes "
+                    + "without features beside this correlation")
+        }
         let snapshot = self.snapshot()
         var layers: Set<String>?
         if let asked = query.layers {
@@ -199,7 +222,6 @@ final class QueryService: Service, Sendable {
             layers = Set(asked)
         }
         let (numbers, more) = snapshot.fenceNumbers(meeting: query.bbox?.bounds, layers: layers, limit: query.limit)
-        var writer = FeatureCollectionWriter(budget: budget)
         var truncated = more
         for f in numbers {
             let added = writer.append(snapshot.fences[f].fence, buffer: snapshot.largestBuffer(ofFence: f), triggers: snapshot.triggerNames(watchingFence: f))
@@ -208,7 +230,7 @@ final class QueryService: Service, Sendable {
                 break
             }
         }
-        return writer.finish(truncated: truncated)
+        return writer.finishParts(truncated: truncated)
     }
 
     private func fences(_ layer: String) throws -> JSONValue {
