@@ -3,7 +3,7 @@ import Testing
 @testable import GeotriggerCore
 
 /// What the `features` query selects and writes: ``FenceIndex/query(_:_:)`` by a box,
-/// ``GeoBounds/meets(_:)``, ``EngineSnapshot/fenceNumbers(meeting:layers:limit:)`` with the
+/// ``GeoBounds/meets(_:)``, ``EngineSnapshot/fenceNumbers(meeting:layers:limit:offset:)`` with the
 /// buffers and triggers per fence, and ``FenceGeometry/writeGeoJSON(to:)``.
 @Suite struct FeatureSelectionTests {
     static func box(_ id: String, layer: String, west: Double, south: Double, size: Double = 0.01, buffer: Double? = nil) -> Fence {
@@ -43,10 +43,10 @@ import Testing
     }
 
     static func select(
-        _ snapshot: EngineSnapshot, _ bbox: [Double]?, layers: Set<String>? = nil, limit: Int = 2000
+        _ snapshot: EngineSnapshot, _ bbox: [Double]?, layers: Set<String>? = nil, limit: Int = 2000, offset: Int = 0
     ) -> (ids: [String], more: Bool) {
         let box = bbox.map { FeaturesQuery.BoundingBox(west: $0[0], south: $0[1], east: $0[2], north: $0[3]).bounds }
-        let (numbers, more) = snapshot.fenceNumbers(meeting: box, layers: layers, limit: limit)
+        let (numbers, more) = snapshot.fenceNumbers(meeting: box, layers: layers, limit: limit, offset: offset)
         return (ids(snapshot, numbers), more)
     }
 
@@ -65,6 +65,21 @@ import Testing
         #expect(Self.select(snapshot, nil, limit: 2) == (["sites/a", "sites/b"], true))
         #expect(Self.select(snapshot, nil, layers: ["quiet", "dateline"]) == (["dateline/d", "quiet/q"], false))
         #expect(Self.select(snapshot, nil, layers: []) == ([], false))
+    }
+
+    /// Pages: `offset` skips that many of the fences selected, in the same order; `more` says
+    /// whether any remain past the page.
+    @Test func anOffsetPagesThroughTheSameOrder() throws {
+        let snapshot = try Self.snapshot()
+        #expect(Self.select(snapshot, nil, limit: 2, offset: 2) == (["sites/p", "dateline/d"], true))
+        #expect(Self.select(snapshot, nil, limit: 2, offset: 4) == (["quiet/q"], false))
+        #expect(Self.select(snapshot, nil, limit: 2, offset: 5) == ([], false))
+        #expect(Self.select(snapshot, nil, layers: ["sites", "quiet"], limit: 1, offset: 3) == (["quiet/q"], false))
+        let around = [10.0, 50.0, 10.2, 50.1]
+        #expect(Self.select(snapshot, around) == (["sites/a", "sites/b", "sites/p", "quiet/q"], false))
+        #expect(Self.select(snapshot, around, limit: 2, offset: 1) == (["sites/b", "sites/p"], true))
+        #expect(Self.select(snapshot, around, limit: 2, offset: 3) == (["quiet/q"], false))
+        #expect(Self.select(snapshot, around, offset: 9) == ([], false))
     }
 
     @Test func aBoxSelectsByTheBufferedBoundsThroughBothIndexes() throws {

@@ -61,6 +61,20 @@ struct QueryRequestTests {
         #expect(Self.problem(#"{"features":[]}"#)?.contains(#""partBytes": 1024...921600"#) == true)
     }
 
+    /// `offset`: pages through the fences selected, from 0 (the default).
+    @Test func featuresOffsetIsAnIntegerFromZero() throws {
+        #expect(try Self.parse(#"{"features":{"offset":0}}"#).kind.get() == .features(FeaturesQuery()))
+        #expect(try Self.parse(#"{"features":{"offset":4000,"limit":10}}"#).kind.get() == .features(FeaturesQuery(limit: 10, offset: 4000)))
+        #expect(try Self.parse(#"{"features":{"offset":100000000}}"#).kind.get() == .features(FeaturesQuery(offset: 100_000_000)))
+        func problem(_ offset: String) -> String { Self.problem(#"{"features":{"offset":\#(offset)}}"#) ?? "accepted" }
+        let expects = #""features": "offset" needs an integer within 0...100000000, found "#
+        #expect(problem("-1") == expects + "-1")
+        #expect(problem("100000001") == expects + "100000001")
+        #expect(problem("2.5") == expects + "2.5")
+        #expect(problem(#""10""#) == expects + "a string")
+        #expect(Self.problem(#"{"features":[]}"#)?.contains(#""offset": 0...100000000"#) == true)
+    }
+
     @Test func aFeaturesBoxWestOfItsEastSideCrossesTheAntimeridian() throws {
         let kind = try Self.parse(#"{"features":{"bbox":[170,-10,-170,10]}}"#).kind.get()
         let box = FeaturesQuery.BoundingBox(west: 170, south: -10, east: -170, north: 10)
@@ -75,7 +89,7 @@ struct QueryRequestTests {
         func problem(_ features: String) -> String { Self.problem(#"{"features":\#(features)}"#) ?? "accepted" }
         #expect(problem("[]").hasPrefix(#""features" needs an object {"bbox": [west, south, east, north]"#))
         #expect(problem("[]").hasSuffix("found an array"))
-        #expect(problem(#"{"box":[0,0,1,1]}"#) == #""features": unknown key "box" (expected "bbox", "layers", "limit" or "partBytes")"#)
+        #expect(problem(#"{"box":[0,0,1,1]}"#) == #""features": unknown key "box" (expected "bbox", "layers", "limit", "offset" or "partBytes")"#)
         #expect(problem(#"{"bbox":[0,0,1]}"#) == #""features": "bbox" needs [west, south, east, north]: 4 numbers in degrees, found an array of 3 values"#)
         #expect(problem(#"{"bbox":[0,0,1,"1"]}"#).hasPrefix(#""features": "bbox" needs [west, south, east, north]"#))
         #expect(problem(#"{"bbox":"0,0,1,1"}"#).hasSuffix("found a string"))

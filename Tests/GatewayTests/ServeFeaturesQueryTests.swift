@@ -250,6 +250,24 @@ extension ServeTests {
             #expect(error.hasPrefix(#""features": "partBytes" 1024 is less than the "#), "\(error)")
         }
 
+        /// Pages: each `offset` picks up where the truncated page before ended, and the pages
+        /// together are the one-message reply.
+        @Test(.timeLimit(.minutes(3))) func offsetPagesThroughTheWholeReply() async throws {
+            let rig = try await Rig("features-pages")
+            defer { rig.close() }
+            let whole = Self.ids(try await rig.reply(#"{"features":{}}"#))
+            var paged: [String] = []
+            var pages = 0
+            while pages < 20 {
+                let page = try await rig.reply(#"{"features":{"limit":5,"offset":\#(paged.count)}}"#)
+                pages += 1
+                paged += Self.ids(page)
+                guard page["truncated"] == .bool(true) else { break }
+            }
+            #expect(whole.count == 22 && pages == 5, "\(pages) pages")
+            #expect(paged == whole)
+        }
+
         @Test(.timeLimit(.minutes(3))) func badFeaturesQueriesGetAnErrorNamingTheKey() async throws {
             let rig = try await Rig("features-bad")
             defer { rig.close() }
@@ -264,8 +282,9 @@ extension ServeTests {
                 (#"{"features":{"limit":0}}"#, #""features": "limit" needs an integer within 1...10000, found 0"#),
                 (#"{"features":{"limit":10001}}"#, #""features": "limit" needs an integer within 1...10000, found 10001"#),
                 (#"{"features":{"limit":1.5}}"#, #""features": "limit" needs an integer within 1...10000, found 1.5"#),
-                (#"{"features":{"where":"x"}}"#, #""features": unknown key "where" (expected "bbox", "layers", "limit" or "partBytes")"#),
+                (#"{"features":{"where":"x"}}"#, #""features": unknown key "where" (expected "bbox", "layers", "limit", "offset" or "partBytes")"#),
                 (#"{"features":{"partBytes":1023}}"#, #""features": "partBytes" needs an integer within 1024...921600, found 1023"#),
+                (#"{"features":{"offset":-1}}"#, #""features": "offset" needs an integer within 0...100000000, found -1"#),
             ]
             for (query, error) in cases {
                 let reply = try await rig.reply(query)

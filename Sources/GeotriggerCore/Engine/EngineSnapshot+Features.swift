@@ -17,15 +17,21 @@ extension EngineSnapshot {
         return names
     }
 
-    /// The positions in ``fences`` (so in layer then file order) of the first `limit` fences of
-    /// `layers` (every layer when nil) whose bounding box, grown by their ``largestBuffer(ofFence:)``,
-    /// meets `box` (anywhere when nil), and whether more matched. With a box the spatial indexes
-    /// find them (the watched fences' and the unwatched ones'), not a scan of every fence.
-    public func fenceNumbers(meeting box: GeoBounds?, layers: Set<String>?, limit: Int) -> (numbers: [Int], more: Bool) {
+    /// The positions in ``fences`` (so in layer then file order) of the fences of `layers` (every
+    /// layer when nil) whose bounding box, grown by their ``largestBuffer(ofFence:)``, meets `box`
+    /// (anywhere when nil): the first `limit` after skipping `offset` of them, and whether more
+    /// matched past those. With a box the spatial indexes find them (the watched fences' and the
+    /// unwatched ones'), not a scan of every fence.
+    public func fenceNumbers(meeting box: GeoBounds?, layers: Set<String>?, limit: Int, offset: Int = 0) -> (numbers: [Int], more: Bool) {
         func inLayers(_ f: Int) -> Bool { layers.map { $0.contains(fences[f].fence.layer) } ?? true }
         guard let box else {
             var numbers: [Int] = []
+            var skipped = 0
             for f in fences.indices where inLayers(f) {
+                guard skipped >= offset else {
+                    skipped += 1
+                    continue
+                }
                 guard numbers.count < limit else { return (numbers, true) }
                 numbers.append(f)
             }
@@ -41,6 +47,7 @@ extension EngineSnapshot {
         index.query(box) { consider(Int(indexedFences[$0])) }
         unwatchedIndex.query(box) { consider(Int(unwatchedFences[$0])) }
         found.sort()
-        return found.count > limit ? (Array(found.prefix(limit)), true) : (found, false)
+        let after = found.dropFirst(offset)
+        return after.count > limit ? (Array(after.prefix(limit)), true) : (Array(after), false)
     }
 }

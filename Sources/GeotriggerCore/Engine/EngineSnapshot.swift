@@ -76,7 +76,7 @@ public final class EngineSnapshot: Sendable {
     let index: FenceIndex
     let indexedFences: [Int32]
     /// The fences no watch keeps (no trigger watches their layer, or every `where` leaves them
-    /// out), indexed by their bounds for queries over every fence (``fenceNumbers(meeting:layers:limit:)``):
+    /// out), indexed by their bounds for queries over every fence (``fenceNumbers(meeting:layers:limit:offset:)``):
     /// entry `i` is fence `unwatchedFences[i]`. Usually empty.
     let unwatchedIndex: FenceIndex
     let unwatchedFences: [Int32]

@@ -1,9 +1,10 @@
 /// The `features` query: `{"features": {"bbox": [west, south, east, north], "layers": [...],
-/// "limit": N, "partBytes": N}}`, every key optional (README "Runtime fences and queries"). The
-/// gateway answers with a GeoJSON FeatureCollection of the fences whose bounding box meets
-/// `bbox`: one message, or with `partBytes` several of at most that many bytes each (mosquitto's
-/// websockets listener sends a large message in 4 KB pieces, one per turn of its loop, so a
-/// browser asks for parts of about that size).
+/// "limit": N, "offset": N, "partBytes": N}}`, every key optional (README "Runtime fences and
+/// queries"). The gateway answers with a GeoJSON FeatureCollection of the fences whose bounding
+/// box meets `bbox`, `offset` of them skipped (pages: the next page starts where a truncated
+/// one ended): one message, or with `partBytes` several of at most that many bytes each
+/// (mosquitto's websockets listener sends a large message in 4 KB pieces, one per turn of its
+/// loop, so a browser asks for parts of about that size).
 public struct FeaturesQuery: Sendable, Equatable {
     /// The area asked, in degrees; nil: everywhere.
     public var bbox: BoundingBox?
@@ -11,21 +12,27 @@ public struct FeaturesQuery: Sendable, Equatable {
     public var layers: [String]?
     /// At most this many features (``defaultLimit`` when not given, at most ``maxLimit``).
     public var limit: Int
+    /// The first this many of the fences selected are skipped (0 when not given).
+    public var offset: Int
     /// The reply in parts of at most this many bytes each (within ``partBytesRange``); nil: one
     /// message.
     public var partBytes: Int?
 
     public init(
-        bbox: BoundingBox? = nil, layers: [String]? = nil, limit: Int = FeaturesQuery.defaultLimit, partBytes: Int? = nil
+        bbox: BoundingBox? = nil, layers: [String]? = nil, limit: Int = FeaturesQuery.defaultLimit, offset: Int = 0,
+        partBytes: Int? = nil
     ) {
         self.bbox = bbox
         self.layers = layers
         self.limit = limit
+        self.offset = offset
         self.partBytes = partBytes
     }
 
     public static let defaultLimit = 2000
     public static let maxLimit = 10_000
+    /// Past any fence count a gateway holds.
+    public static let maxOffset = 100_000_000
     /// From 1 KiB to the whole reply's 900 KiB.
     public static let partBytesRange = 1024...921_600
 
@@ -58,11 +65,12 @@ public struct FeaturesQuery: Sendable, Equatable {
         guard case .object(let object) = value else {
             return .failure(QueryProblem(
                 "\"features\" needs an object {\"bbox\": [west, south, east, north], \"layers\": [layer names], "
-                    + "\"limit\": 1...\(maxLimit), \"partBytes\": \(partBytesRange)} (every key optional), "
+                    + "\"limit\": 1...\(maxLimit), \"offset\": 0...\(maxOffset), \"partBytes\": \(partBytesRange)} "
+                    + "(every key optional), "
                     + "found \(value.typeName)"))
         }
-        if let unknown = object.keys.first(where: { !["bbox", "layers", "limit", "partBytes"].contains($0) }) {
-            return problem("unknown key \"\(unknown)\" (expected \"bbox\", \"layers\", \"limit\" or \"partBytes\")")
+        if let unknown = object.keys.first(where: { !["bbox", "layers", "limit", "offset", "partBytes"].contains($0) }) {
+            return problem("unknown key \"\(unknown)\" (expected \"bbox\", \"layers\", \"limit\", \"offset\" or \"partBytes\")")
         }
         var query = FeaturesQuery()
         if let bbox = object["bbox"] {
@@ -94,21 +102,21 @@ public struct FeaturesQuery: Sendable, Equatable {
             }
             query.layers = names
         }
-        if let limit = object["limit"] {
-            guard case .number(let n) = limit, n == n.rounded(), n >= 1, n <= Double(maxLimit) else {
-                let found = limit.numberValue.map(text) ?? limit.typeName
-                return problem("\"limit\" needs an integer within 1...\(maxLimit), found \(found)")
+        /// The integer under `key` within `range`; nil when not given; a problem naming the key.
+        func integer(_ key: String, within range: ClosedRange<Int>) -> Result<Int?, QueryProblem> {
+            guard let value = object[key] else { return .success(nil) }
+            guard case .number(let n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
+                let found = value.numberValue.map(text) ?? value.typeName
+                return .failure(QueryProblem("\"features\": \"\(key)\" needs an integer within \(range), found \(found)"))
             }
-            query.limit = Int(n)
+            return .success(Int(n))
         }
-        if let partBytes = object["partBytes"] {
-            guard case .number(let n) = partBytes, n == n.rounded(), n >= Double(partBytesRange.lowerBound),
-                n <= Double(partBytesRange.upperBound)
-            else {
-                let found = partBytes.numberValue.map(text) ?? partBytes.typeName
-                return problem("\"partBytes\" needs an integer within \(partBytesRange), found \(found)")
-            }
-            query.partBytes = Int(n)
+        do throws(QueryProblem) {
+            if let limit = try integer("limit", within: 1...maxLimit).get() { query.limit = limit }
+            if let offset = try integer("offset", within: 0...maxOffset).get() { query.offset = offset }
+            query.partBytes = try integer("partBytes", within: partBytesRange).get()
+        } catch {
+            return .failure(error)
         }
         return .success(query)
     }

@@ -221,7 +221,7 @@ final class QueryService: Service, Sendable {
             }
             layers = Set(asked)
         }
-        let (numbers, more) = snapshot.fenceNumbers(meeting: query.bbox?.bounds, layers: layers, limit: query.limit)
+        let (numbers, more) = snapshot.fenceNumbers(meeting: query.bbox?.bounds, layers: layers, limit: query.limit, offset: query.offset)
         var truncated = more
         for f in numbers {
             let added = writer.append(snapshot.fences[f].fence, buffer: snapshot.largestBuffer(ofFence: f), triggers: snapshot.triggerNames(watchingFence: f))
