@@ -28,6 +28,14 @@ enum EngineBenchmark {
             events, then the cost of crossings (true against false), and then the memory of --idle idle monitors (default 100000): RSS growth, the
             struct's size and the persisted size. Target: >= 500,000 updates/s, <= 1 KB per idle device.
 
+            After building the first snapshot it prints its memory per fence by part (coordinates,
+            spatial index, prepared containment and distance structures, PreparedFence objects,
+            ids/names/properties, per-fence and per-watch tables, the layers' arrays), each counted
+            from the structures' capacities and element sizes with glibc malloc's block sizes, against
+            the resident growth around generating the fences and building the snapshot (before and
+            after malloc_trim); "other" is the growth not accounted for. The second snapshot (crossings
+            true) prepares every fence again: the peak RSS includes both.
+
             Last, decodes --messages feed payloads per format (default 300000, json and
             owntracks, made like the end-to-end load generator's) with the feed's LocationDecoder
             on one thread: messages per CPU second, best of 3 passes.
@@ -117,10 +125,21 @@ enum EngineBenchmark {
         #endif
 
         var random = SplitMix64(seed: 2026)  // every run sees the same fences
+        let rssBeforeFences = ResourceUsage.residentBytes()
         var started = ResourceUsage.now()
         let (layers, side) = self.layers(fenceCount: fenceCount, random: &random)
         let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers, zones: SystemTimeZones.source)
         print("snapshot: \(fenceCount) fences in \(layers.count) layers, 3 triggers, built in \(ms(ResourceUsage.now() - started))")
+        // Where the bytes went (after the timed build; the counting's own memory comes after the RSS readings).
+        let rssAfterFences = ResourceUsage.residentBytes()
+        ResourceUsage.trimHeap()
+        let rssTrimmed = ResourceUsage.residentBytes()
+        var memory = FenceMemory()
+        memory.add(snapshot)
+        memory.addArrays(of: layers)
+        print(
+            MemoryBreakdown.table(
+                memory, growth: rssAfterFences - rssBeforeFences, trimmedGrowth: rssTrimmed - rssBeforeFences))
 
         // The same walks twice: the triggers as they are, then with `crossings: true` on all three.
         var crossingTriggers: [JSONValue] = []

@@ -28,6 +28,13 @@ enum IndexBenchmark {
               plus N/20 buffered points and N/20 buffered lines (generated deterministically).
         Figures are per CPU second (the machine may be shared) and per wall-clock second.
 
+        Each data set also gets its memory per fence by part (coordinates, spatial index,
+        prepared containment and distance structures, PreparedFence objects, ids/names/properties,
+        the benchmark's per-fence arrays as "snapshot tables", the [Fence] array as "layer
+        arrays"), counted from the structures' capacities and element sizes with glibc malloc's
+        block sizes, against the resident growth from reading or generating the fences through
+        the index build (before and after malloc_trim); "other" is the growth not accounted for.
+
         Options:
           --taxi FILE    taxi zones GeoJSON (default Tests/Fixtures/geometry/nyc-taxi-zones.geojson)
           --fences N     synthetic polygons (default 10000)
@@ -51,6 +58,7 @@ enum IndexBenchmark {
         print("bench index: \(seconds) s per data set, \(pointCount) random points, one core")
 
         var random = SplitMix64(seed: 20_240_607)
+        var rssBeforeData = ResourceUsage.residentBytes()
         let taxi: [Fence]
         do {
             taxi = try loadTaxiZones(path: taxiPath)
@@ -59,18 +67,19 @@ enum IndexBenchmark {
         }
         try measure(
             "NYC taxi zones (\(taxiPath)): \(taxi.count) fences", fences: taxi, seconds: seconds,
-            pointCount: pointCount, random: &random)
+            pointCount: pointCount, rssBeforeData: rssBeforeData, random: &random)
 
+        rssBeforeData = ResourceUsage.residentBytes()
         let city = syntheticCity(polygons: polygonCount, random: &random)
         try measure(
             "synthetic city: \(polygonCount) polygons (50 vertices) + \(polygonCount / 20) buffered points + \(polygonCount / 20) buffered lines, 40 x 40 km",
-            fences: city, seconds: seconds, pointCount: pointCount, random: &random)
+            fences: city, seconds: seconds, pointCount: pointCount, rssBeforeData: rssBeforeData, random: &random)
         print("peak RSS \(megabytes(ResourceUsage.peakResidentBytes()))")
         return ExitStatus.ok
     }
 
     static func measure(
-        _ title: String, fences: [Fence], seconds: Double, pointCount: Int, random: inout SplitMix64
+        _ title: String, fences: [Fence], seconds: Double, pointCount: Int, rssBeforeData: Int, random: inout SplitMix64
     ) throws {
         print(title)
         let vertices = fences.reduce(0) { sum, fence in
@@ -96,6 +105,16 @@ enum IndexBenchmark {
             "  \(vertices) vertices; prepare fences \(format(prepareSeconds * 1000, 1)) ms, "
                 + "index build \(format(indexSeconds * 1000, 2)) ms; prepared fences \(megabytes(structures)), "
                 + "index \(megabytes(index.byteCount)), resident memory +\(megabytes(rssAfter - rssBefore))")
+        // Where the bytes went, from reading or generating the fences through the index (after
+        // the timed build, and the counting's own memory after the RSS readings).
+        ResourceUsage.trimHeap()
+        let rssTrimmed = ResourceUsage.residentBytes()
+        var memory = FenceMemory()
+        for p in prepared { memory.add(p) }
+        memory.add(index)
+        memory.tables += FenceMemory.array(prepared) + FenceMemory.array(buffers)
+        memory.layers += FenceMemory.array(fences)
+        print(MemoryBreakdown.table(memory, growth: rssAfter - rssBeforeData, trimmedGrowth: rssTrimmed - rssBeforeData))
 
         // Random points over the fences' area.
         var area = prepared[0].bounds

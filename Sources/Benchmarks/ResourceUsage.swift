@@ -37,3 +37,13 @@ enum ResourceUsage {
         return 0
     }
 }
+
+extension ResourceUsage {
+    /// Gives freed heap back to the system (glibc's `malloc_trim(0)`, looked up by name as the
+    /// gateway does after loading fences), so resident memory shows what is still held.
+    static func trimHeap() {
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+    }
+}
