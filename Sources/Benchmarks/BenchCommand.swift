@@ -15,7 +15,8 @@ package enum BenchCommand: Subcommand {
 
     /// Every benchmark, in the order `--help` lists them.
     static let benchmarks: [Benchmark] = [
-        IndexBenchmark.benchmark, EngineBenchmark.benchmark, StoreBenchmark.benchmark, EndToEndBenchmark.benchmark,
+        IndexBenchmark.benchmark, EngineBenchmark.benchmark, LoadBenchmark.benchmark, StoreBenchmark.benchmark,
+        EndToEndBenchmark.benchmark,
     ]
 
     package static var help: String {

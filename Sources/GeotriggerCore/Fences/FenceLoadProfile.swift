@@ -1,0 +1,97 @@
+/// Where the seconds of reading one fence layer go, for `geotrigger bench load`: the steps the
+/// parser takes for a file (``FenceLayerParser/parse(file:layer:maxVertices:reader:)`` with its
+/// ``FeatureCollector``) taken one by one with a clock between them. Only the benchmark uses it.
+package struct FenceLoadProfile: Sendable {
+    /// Seconds finding each feature's text in the stream and parsing it into a `JSONValue`
+    /// (the whole run less the steps below).
+    package var parse = 0.0
+    /// Seconds turning each feature's value into a ``Fence`` (``FeatureReader``), its
+    /// geometry checks included.
+    package var read = 0.0
+    /// Of ``read``: the ring checks (self-intersection, area), timed again on the valid
+    /// polygons' rings after the run (so this is an estimate, with warm caches).
+    package var validation = 0.0
+    /// Seconds checking ids for duplicates.
+    package var ids = 0.0
+    /// Seconds preparing the fences (``PreparedFence``: locator, chord pieces, grid).
+    package var prepare = 0.0
+    /// Seconds of the whole run.
+    package var total = 0.0
+
+    /// Reads `bytes` (the text of `file`) as layer `layer` in `chunkSize` pieces as the gateway
+    /// reads a file, timing each step with `clock` (seconds). Returns the layer (nil if the
+    /// file is not of the plain shape the gateway streams), its error count and the times.
+    package static func run(
+        _ bytes: [UInt8], file: String, layer: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices,
+        clock: () -> Double
+    ) -> (layer: FenceLayer?, errors: Int, profile: FenceLoadProfile) {
+        var profile = FenceLoadProfile()
+        var fences: [Fence] = []
+        var prepared: [PreparedFence] = []
+        var errors = 0
+        var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
+        var count = 0
+        var stream = FenceFileStream(reader: { offset, buffer throws(FenceError) in
+            let n = Swift.min(buffer.count, bytes.count - offset)
+            guard n > 0 else { return 0 }
+            bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)])) }
+            return n
+        })
+        let start = clock()
+        let root: JSONValue?
+        do {
+            root = try stream.read { value in
+                let index = count
+                count += 1
+                var t = clock()
+                var reader = FeatureReader(file: file, layer: layer, index: index, maxVertices: maxVertices)
+                let fence = reader.read(value)
+                var now = clock()
+                profile.read += now - t
+                t = now
+                if let id = reader.id {
+                    if firstFeatureWithID[id] != nil {
+                        reader.error("duplicate fence id")
+                    } else {
+                        firstFeatureWithID[id] = (index, reader.name)
+                    }
+                }
+                now = clock()
+                profile.ids += now - t
+                t = now
+                if let fence, reader.errors.isEmpty {
+                    if let p = try? PreparedFence(fence) {
+                        prepared.append(p)
+                        fences.append(fence)
+                    } else {
+                        errors += 1
+                    }
+                    profile.prepare += clock() - t
+                }
+                errors += reader.errors.count
+            }
+        } catch {
+            root = nil
+        }
+        profile.total = clock() - start
+        profile.parse = profile.total - profile.read - profile.ids - profile.prepare
+        guard root != nil else { return (nil, errors, profile) }
+
+        let t = clock()
+        var found = 0
+        for fence in fences {
+            guard case .polygons(let polygons) = fence.geometry else { continue }
+            for polygon in polygons {
+                let rings = [polygon.exterior] + polygon.holes
+                if RingIntersectionFinder.find(in: rings) != nil { found += 1 }
+                for ring in rings where FeatureReader.area(ring) == 0 { found += 1 }
+            }
+        }
+        profile.validation = clock() - t
+        precondition(found == 0, "a valid fence failed its checks when timed again")
+
+        var result = FenceLayer(name: layer, file: file, fences: fences)
+        result.prepared = prepared
+        return (result, errors, profile)
+    }
+}
