@@ -33,7 +33,8 @@ enum IndexBenchmark {
         the benchmark's per-fence arrays as "snapshot tables", the [Fence] array as "layer
         arrays"), counted from the structures' capacities and element sizes with glibc malloc's
         block sizes, against the resident growth from reading or generating the fences through
-        the index build (before and after malloc_trim); "other" is the growth not accounted for.
+        the index build (before and after malloc_trim); "other" is the growth not accounted for
+        (negative for the city when it reuses heap the taxi zones freed).
 
         Options:
           --taxi FILE    taxi zones GeoJSON (default Tests/Fixtures/geometry/nyc-taxi-zones.geojson)
@@ -113,8 +114,8 @@ enum IndexBenchmark {
         var memory = FenceMemory()
         for p in prepared { memory.add(p) }
         memory.add(index)
-        memory.tables += FenceMemory.array(prepared) + FenceMemory.array(buffers)
-        memory.layers += FenceMemory.array(fences)
+        memory.tables += memory.counted(prepared) + memory.counted(buffers)
+        memory.layers += memory.counted(fences)
         print(MemoryBreakdown.table(memory, growth: rssAfter - rssBeforeData, trimmedGrowth: rssTrimmed - rssBeforeData))
 
         // Random points over the fences' area.

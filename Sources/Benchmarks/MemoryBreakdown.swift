@@ -10,12 +10,12 @@ enum MemoryBreakdown {
         let n = Swift.max(1, memory.fences)
         func perFence(_ bytes: Int) -> String { IndexBenchmark.format(Double(bytes) / Double(n), 0) }
         func row(_ label: String, _ bytes: Int) -> String {
-            "    " + label.padding(toLength: 58) + perFence(bytes).leftPadded(to: 12) + IndexBenchmark.megabytes(bytes).leftPadded(to: 12)
+            "    " + label.padding(toLength: 60) + perFence(bytes).leftPadded(to: 12) + IndexBenchmark.megabytes(bytes).leftPadded(to: 12)
         }
         let vertices = IndexBenchmark.format(Double(memory.vertices) / Double(n), 1)
         return [
             "  memory per fence (\(IndexBenchmark.grouped(memory.fences)) fences, \(vertices) positions each):",
-            "    " + "part".padding(toLength: 58) + "bytes/fence".leftPadded(to: 12) + "total".leftPadded(to: 12),
+            "    " + "part".padding(toLength: 60) + "bytes/fence".leftPadded(to: 12) + "total".leftPadded(to: 12),
             row("coordinates as stored (\(perFence(memory.coordinateBytes)) of them lat/lon)", memory.coordinates),
             row("spatial index (FenceIndex, fence-number tables)", memory.index),
             row("prepared: containment (PolygonLocator cells, bands)", memory.containment),
@@ -26,6 +26,7 @@ enum MemoryBreakdown {
             row("snapshot per-fence / per-watch tables", memory.tables),
             row("layer arrays (Fence structs held by the layers)", memory.layers),
             row("accounted", memory.total),
+            row("  of it headers, spare capacity, malloc slack (\(IndexBenchmark.format(Double(memory.blocks) / Double(n), 1)) blocks)", memory.overhead),
             row("resident growth around the build (VmRSS)", growth),
             row("resident growth after malloc_trim", trimmedGrowth),
             row("other (growth after malloc_trim - accounted)", trimmedGrowth - memory.total),

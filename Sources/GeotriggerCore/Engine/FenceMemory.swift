@@ -55,6 +55,10 @@ package struct FenceMemory: Sendable {
     package var strings = 0
     package var tables = 0
     package var layers = 0
+    /// Heap blocks counted, and their bytes that are not payload: array, string and object
+    /// headers, unused capacity, malloc's rounding and chunk header, empty dictionary buckets.
+    package var blocks = 0
+    package var overhead = 0
     /// Addresses of string storage already counted.
     private var seenStrings: Set<Int> = []
 
@@ -77,6 +81,23 @@ package struct FenceMemory: Sendable {
     /// resident only when written: only the used part of such an array counts.
     static let largeBlock = 128 << 10
 
+    /// ``array(_:)``, its block and overhead tallied.
+    package mutating func counted<T>(_ a: [T]) -> Int {
+        let bytes = FenceMemory.array(a)
+        if bytes > 0 {
+            blocks += 1
+            overhead += bytes - a.count * MemoryLayout<T>.stride
+        }
+        return bytes
+    }
+
+    mutating func counted(_ c: CompactIndices) -> Int {
+        switch c.storage {
+        case .narrow(let values): counted(values)
+        case .wide(let values): counted(values)
+        }
+    }
+
     static func address<T>(_ a: [T]) -> UnsafeRawPointer? {
         a.withUnsafeBufferPointer { $0.baseAddress.map { UnsafeRawPointer($0) } }
     }
@@ -86,6 +107,15 @@ package struct FenceMemory: Sendable {
         case .narrow(let values): array(values)
         case .wide(let values): array(values)
         }
+    }
+
+    mutating func counted<K, V>(_ d: [K: V]) -> Int {
+        let bytes = FenceMemory.dictionary(d)
+        if bytes > 0 {
+            blocks += 1
+            overhead += bytes - d.count * (MemoryLayout<K>.stride + MemoryLayout<V>.stride)
+        }
+        return bytes
     }
 
     static func dictionary<K, V>(_ d: [K: V]) -> Int {
@@ -102,11 +132,13 @@ package struct FenceMemory: Sendable {
         var copy = s
         let storage = copy.withUTF8 { $0.baseAddress.map { Int(bitPattern: $0) } }
         if let storage, !seenStrings.insert(storage).inserted { return 0 }
+        blocks += 1
+        overhead += FenceMemory.block(32 + count + 1) - count
         return FenceMemory.block(32 + count + 1)
     }
 
     mutating func object(_ o: JSONObject) -> Int {
-        var bytes = FenceMemory.array(o.entries)
+        var bytes = counted(o.entries)
         for (key, value) in o.entries { bytes += string(key) + self.value(value) }
         return bytes
     }
@@ -115,7 +147,7 @@ package struct FenceMemory: Sendable {
         switch v {
         case .null, .bool, .number: 0
         case .string(let s): string(s)
-        case .array(let items): items.reduce(FenceMemory.array(items)) { $0 + value($1) }
+        case .array(let items): items.reduce(counted(items)) { $0 + value($1) }
         case .object(let o): object(o)
         }
     }
@@ -126,22 +158,22 @@ package struct FenceMemory: Sendable {
         strings += string(fence.id) + string(fence.layer) + (fence.name.map { string($0) } ?? 0) + object(fence.properties)
         switch fence.geometry {
         case .polygons(let polygons):
-            coordinates += FenceMemory.array(polygons)
+            coordinates += counted(polygons)
             for p in polygons {
                 for ring in [p.exterior] + p.holes { addPath(ring) }
-                coordinates += FenceMemory.array(p.holes)
+                coordinates += counted(p.holes)
             }
         case .points(let points):
             addPath(points)
         case .lines(let lines):
-            coordinates += FenceMemory.array(lines)
+            coordinates += counted(lines)
             for line in lines { addPath(line) }
         }
     }
 
     private mutating func addPath(_ path: [Coordinate]) {
         vertices += path.count
-        coordinates += FenceMemory.array(path)
+        coordinates += counted(path)
         coordinateBytes += path.count * MemoryLayout<Coordinate>.stride
     }
 
@@ -170,6 +202,8 @@ package struct FenceMemory: Sendable {
     package mutating func add(_ prepared: PreparedFence) {
         add(prepared.fence)
         objects += FenceMemory.block(16 + MemoryLayout<PreparedFields>.size)
+        blocks += 1
+        overhead += FenceMemory.block(16 + MemoryLayout<PreparedFields>.size) - MemoryLayout<PreparedFields>.size
         // Ring arrays the locator shares with the fence are the fence's coordinates.
         var own: Set<UnsafeRawPointer> = []
         if case .polygons(let polygons) = prepared.fence.geometry {
@@ -180,18 +214,18 @@ package struct FenceMemory: Sendable {
         let locator = prepared.locator, rings = locator.rings
         for ring in rings.several.isEmpty ? [rings.first] : rings.several {
             guard let a = FenceMemory.address(ring), !own.contains(a) else { continue }
-            coordinates += FenceMemory.array(ring)
+            coordinates += counted(ring)
         }
         containment +=
-            FenceMemory.array(locator.cells) + FenceMemory.indices(locator.bands.start) + FenceMemory.indices(locator.bands.edges)
-            + FenceMemory.array(rings.several) + FenceMemory.array(rings.starts) + FenceMemory.array(rings.owners)
+            counted(locator.cells) + counted(locator.bands.start) + counted(locator.bands.edges)
+            + counted(rings.several) + counted(rings.starts) + counted(rings.owners)
         let grid = prepared.grid
-        distance += FenceMemory.array(grid.points) + FenceMemory.indices(grid.cellStart) + FenceMemory.indices(grid.cellItems)
+        distance += counted(grid.points) + counted(grid.cellStart) + counted(grid.cellItems)
     }
 
     /// Adds an index's arrays.
     package mutating func add(_ index: FenceIndex) {
-        self.index += FenceMemory.array(index.boxes) + FenceMemory.array(index.children) + FenceMemory.array(index.ids)
+        self.index += counted(index.boxes) + counted(index.children) + counted(index.ids)
     }
 
     /// Adds a snapshot: its prepared fences, indexes, key dictionary and tables.
@@ -199,19 +233,19 @@ package struct FenceMemory: Sendable {
         for p in snapshot.fences { add(p) }
         add(snapshot.index)
         add(snapshot.unwatchedIndex)
-        index += FenceMemory.array(snapshot.indexedFences) + FenceMemory.array(snapshot.unwatchedFences)
-        strings += FenceMemory.dictionary(snapshot.fenceNumbers)
+        index += counted(snapshot.indexedFences) + counted(snapshot.unwatchedFences)
+        strings += counted(snapshot.fenceNumbers)
         for key in snapshot.fenceNumbers.keys { strings += string(key.layer) + string(key.id) }
         tables +=
-            FenceMemory.array(snapshot.fences) + FenceMemory.array(snapshot.fenceWatchStart)
-            + FenceMemory.array(snapshot.fenceWatches) + FenceMemory.array(snapshot.fenceReach)
-            + FenceMemory.array(snapshot.fenceFollows) + FenceMemory.array(snapshot.watches)
-            + FenceMemory.array(snapshot.rules) + FenceMemory.dictionary(snapshot.watchNumbers)
+            counted(snapshot.fences) + counted(snapshot.fenceWatchStart)
+            + counted(snapshot.fenceWatches) + counted(snapshot.fenceReach)
+            + counted(snapshot.fenceFollows) + counted(snapshot.watches)
+            + counted(snapshot.rules) + counted(snapshot.watchNumbers)
         for case let device? in snapshot.fenceFollows { tables += string(device) }
     }
 
     /// Adds the arrays of layers whose fences are counted elsewhere (in a snapshot).
     package mutating func addArrays(of layers: [FenceLayer]) {
-        for layer in layers { self.layers += FenceMemory.array(layer.fences) + FenceMemory.array(layer.prepared) }
+        for layer in layers { self.layers += counted(layer.fences) + counted(layer.prepared) }
     }
 }
