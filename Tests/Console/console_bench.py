@@ -13,7 +13,8 @@ headless Chromium:
 The page is read through `window.__console` (store, map, lists; set by app.js) and a small
 script added before the page's own (window.__bench). Same environment as console_test.py
 (GEOTRIGGER_BIN, default .build/release/geotrigger when built, else .build/debug/), plus
-BENCH_FENCES, BENCH_DEVICES, BENCH_RATE, BENCH_SECONDS.
+BENCH_FENCES, BENCH_DEVICES, BENCH_RATE, BENCH_SECONDS; BENCH_PROFILE=1 adds Chromium's CPU profile
+of the moving phase (the functions with the most self time).
 
     swift build -c release --product geotrigger && /usr/bin/python3 Tests/Console/console_bench.py
 """
@@ -33,6 +34,7 @@ from console_test import (ROOT, Processes, Publisher, browser, http_dir, retaine
 FENCES = int(os.environ.get('BENCH_FENCES', 10000))
 DEVICES = int(os.environ.get('BENCH_DEVICES', 10000))
 RATE = int(os.environ.get('BENCH_RATE', 5000))
+PROFILE = os.environ.get('BENCH_PROFILE') == '1'
 SECONDS = float(os.environ.get('BENCH_SECONDS', 10))
 PREFIX = 'bench'
 GATEWAY = 'bench-gw'
@@ -103,9 +105,9 @@ PROBE_JS = """
     };
     if (c.map) {
       const render = c.map.render;
-      c.map.render = function (s) {
+      c.map.render = function (s, ...rest) {
         const t = performance.now();
-        const r = render.call(this, s);
+        const r = render.call(this, s, ...rest);
         const now = performance.now();
         b.mapMs.push(now - t);
         if (b.fencesDrawnAt === null && s.featuresStatus.state !== 'none' && s.fences.size > 0) b.fencesDrawnAt = now;
@@ -122,9 +124,9 @@ PROBE_JS = """
       L.Canvas.prototype.__benched = true;
     }
     const lists = c.lists.render;
-    c.lists.render = function (s) {
+    c.lists.render = function (s, ...rest) {
       const t = performance.now();
-      const r = lists.call(this, s);
+      const r = lists.call(this, s, ...rest);
       const now = performance.now();
       b.listsMs.push(now - t);
       if (b.devicesListedAt === null && Number(this.parts.counts.devices.textContent) >= b.want) b.devicesListedAt = now;
@@ -133,6 +135,36 @@ PROBE_JS = """
   } });
 })();
 """
+
+
+def print_profile(profile, top=20):
+    """The functions with the most self time and with the most time including their callees,
+    from a CDP CPU profile (in samples)."""
+    nodes = {n['id']: n for n in profile['nodes']}
+    parent = {c: n['id'] for n in profile['nodes'] for c in n.get('children', [])}
+
+    def name(node_id):
+        frame = nodes[node_id]['callFrame']
+        return f"{frame['functionName'] or '(anonymous)'} {os.path.basename(frame['url'].split('?')[0])}:{frame['lineNumber'] + 1}"
+    counts = {}
+    for sample in profile.get('samples', []):
+        counts[sample] = counts.get(sample, 0) + 1
+    total = sum(counts.values()) or 1
+    own, inclusive = {}, {}
+    for node_id, count in counts.items():
+        own[name(node_id)] = own.get(name(node_id), 0) + count
+        seen = set()
+        at = node_id
+        while at is not None:
+            n = name(at)
+            if n not in seen:
+                seen.add(n)
+                inclusive[n] = inclusive.get(n, 0) + count
+            at = parent.get(at)
+    for title, table in (('self time', own), ('with callees', inclusive)):
+        print(f'        CPU profile, {title} ({total} samples):', flush=True)
+        for n, count in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
+            print(f'          {100 * count / total:5.1f} %  {n}', flush=True)
 
 
 def percentile(values, p):
@@ -221,6 +253,10 @@ def main():
         time.sleep(2)
 
         # 2. Moving devices at RATE a second.
+        if PROFILE:
+            driver.execute_cdp_cmd('Profiler.enable', {})
+            driver.execute_cdp_cmd('Profiler.setSamplingInterval', {'interval': 1000})
+            driver.execute_cdp_cmd('Profiler.start', {})
         driver.execute_script("""const b = window.__bench; b.frames = []; b.lags = []; b.lagAt = []; b.mapMs = []; b.listsMs = [];
             b.handleMs = 0; b.handled = 0; b.applied = 0; b.canvasMs = 0; b.recording = true; b.t0 = performance.now();""")
         ids = list(where)
@@ -256,6 +292,8 @@ def main():
                      handleMs: b.handleMs, handled: b.handled, t0: b.t0, canvasMs: b.canvasMs,
                      busy: b.frames.length > 1 ? b.frames[b.frames.length - 1] - b.frames[0] : 0 };""")
         publisher.close()
+        if PROFILE:
+            print_profile(driver.execute_cdp_cmd('Profiler.stop', {})['profile'])
         intervals = [b - a for a, b in zip(run['frames'], run['frames'][1:])]
         print(f'moving: {total} state messages in {published_in:.2f} s ({total / published_in:.0f}/s asked {RATE}/s; publisher at most {late * 1000:.0f} ms behind schedule)', flush=True)
         print(f'        applied by the store: {run["applied"]} of {total}; '

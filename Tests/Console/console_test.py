@@ -496,6 +496,18 @@ def main():
         print(f'     {sum(len(p) for p in paths.values())} updates from {len(paths)} devices, {len(truth)} events published', flush=True)
 
         check_page(r, driver, 'live', port, last, truth_events=list(truth))
+        # The map: every device's marker is painted on the devices' canvas where it stands.
+        painted = driver.execute_script('''
+            const layer = window.__console.map.deviceLayer, canvas = layer.canvas, ratio = layer.ratio;
+            const ctx = canvas.getContext('2d'), out = {};
+            for (const id of arguments[0]) {
+                const at = layer.pixelOf(id);
+                if (!at || at[0] < 0 || at[1] < 0 || at[0] >= canvas.width / ratio || at[1] >= canvas.height / ratio) { out[id] = 'out of view'; continue; }
+                out[id] = ctx.getImageData(Math.round(at[0] * ratio), Math.round(at[1] * ratio), 1, 1).data[3];
+            }
+            return out;''', list(last))
+        r.check('every device in view is painted on the map (its marker\'s pixel is opaque)',
+                all(v == 255 or v == 'out of view' for v in painted.values()) and any(v == 255 for v in painted.values()), str(painted))
         row = driver.find_elements(By.CSS_SELECTOR, '[data-event]')
         if row:
             row[-1].click()  # the oldest: the map flies there
@@ -672,13 +684,16 @@ def main():
                 wait_until(lambda: driver.find_element(By.ID, 'count-devices').text == str(before + 400), 15),
                 driver.find_element(By.ID, 'count-devices').text)
         in_page = len(driver.find_elements(By.CSS_SELECTOR, '#devices > li'))
-        r.check('the devices list renders only the rows in view (windowed)',
-                in_page < 100 and 'windowed' in driver.find_element(By.ID, 'devices').get_attribute('class'), f'{in_page} rows in the page')
-        driver.execute_script("const u = document.getElementById('devices'); u.scrollTop = u.scrollHeight;")
+        box = driver.execute_script("const b = document.getElementById('devices-box'); return [b.clientHeight, b.scrollHeight];")
+        r.check('the devices list renders only the rows in view (windowed), in a box that scrolls',
+                in_page < 100 and 'windowed' in driver.find_element(By.ID, 'devices').get_attribute('class')
+                and box[0] <= 360 and box[1] > 400 * 40, f'{in_page} rows in the page; box {box}')
+        driver.execute_script("const b = document.getElementById('devices-box'); b.scrollTop = b.scrollHeight;")
         last_row = wait_until(lambda: rows(driver, '[data-device="crowd-399"]', ['device', 'lat', 'lon']), 10)
-        r.check('scrolled to its end, the last device is listed with its position',
+        in_page = len(driver.find_elements(By.CSS_SELECTOR, '#devices > li'))
+        r.check('scrolled to its end, the last device is listed with its position (still windowed)',
                 bool(last_row) and abs(float(last_row[0]['lat']) - crowd['crowd-399'][0]) < 1e-6
-                and abs(float(last_row[0]['lon']) - crowd['crowd-399'][1]) < 1e-6, str(last_row))
+                and abs(float(last_row[0]['lon']) - crowd['crowd-399'][1]) < 1e-6 and in_page < 100, f'{last_row}; {in_page} rows')
         publisher.send([publisher.packet(f'{PREFIX}/devices/{d}/state', b'', retain=True) for d in crowd])
         publisher.sync()
         publisher.close()

@@ -32,8 +32,18 @@ function storedCredentials() {
     }
 }
 
-// Rendering: at most once per animation frame, whatever the message rate.
+// Rendering: at most once per animation frame, whatever the message rate, and never more than
+// half of the page's time: a frame that took T ms (script, style, layout, paint: measured up
+// to a task posted at its end) is followed by at least T ms without rendering, in which the
+// messages keep being applied. A busy page draws less often instead of falling behind.
 let frameAsked = false;
+let frameStart = 0;
+let quietUntil = 0;
+const afterFrame = new MessageChannel();
+afterFrame.port1.onmessage = () => {
+    const now = performance.now();
+    quietUntil = now + (now - frameStart);
+};
 let map = null;
 const answer = (text) => {
     const li = document.createElement('li');
@@ -43,12 +53,18 @@ const answer = (text) => {
 };
 function render() {
     frameAsked = false;
+    frameStart = performance.now();
     const changed = { devices: store.takeChanged('devices'), occupancy: store.takeChanged('occupancy') };
     if (map) map.render(store, changed);
     lists.render(store);
+    afterFrame.port2.postMessage(0);
 }
 function requestRender() {
-    if (!frameAsked) { frameAsked = true; requestAnimationFrame(render); }
+    if (frameAsked) return;
+    frameAsked = true;
+    const wait = quietUntil - performance.now();
+    if (wait > 1) setTimeout(() => requestAnimationFrame(render), wait);
+    else requestAnimationFrame(render);
 }
 store.subscribe(requestRender);
 

@@ -6,7 +6,7 @@
 (function () {
     'use strict';
     // Dependencies first: each module imports only modules listed before it.
-    var order = ['mqtt.js', 'store.js', 'map.js', 'lists.js', 'actions.js', 'app.js'];
+    var order = ['mqtt.js', 'store.js', 'devices-layer.js', 'map.js', 'lists.js', 'actions.js', 'app.js'];
 
     function fail(error) {
         var box = document.getElementById('connection');
@@ -25,7 +25,7 @@
         })).then(function (rest) {
             texts = texts.concat(rest);
             order.forEach(function (name, i) {
-                var source = texts[i].replace(/from\s+'\.\/([a-z]+\.js)'/g, function (all, dep) {
+                var source = texts[i].replace(/from\s+'\.\/([a-z-]+\.js)'/g, function (all, dep) {
                     if (!urls[dep]) throw new Error(name + ' imports ' + dep + ', which is not loaded before it');
                     return "from '" + urls[dep] + "'";
                 });

@@ -56,15 +56,16 @@ const ROW_HEIGHT = 42;
 const OVERSCAN = 10;
 
 /// syncRows for `keys` (in order), entry(key) -> [key, data, stamp]: all of them, or beyond
-/// WINDOWED_ROWS the ones in view, with padding standing in for the rows above and below.
-export function syncList(container, keys, entry, fill) {
+/// WINDOWED_ROWS the ones in `view` ({top, height}: the scroll position and height of the box
+/// the list scrolls in, read before the frame wrote anything, so that reading them forces no
+/// layout), with the list's padding standing in for the rows above and below.
+export function syncList(container, view, keys, entry, fill) {
     let first = 0, last = keys.length;
     const windowed = keys.length > WINDOWED_ROWS;
     container.classList.toggle('windowed', windowed);
     if (windowed) {
-        const view = container.clientHeight || 400;
-        first = Math.max(0, Math.floor(container.scrollTop / ROW_HEIGHT) - OVERSCAN);
-        last = Math.min(keys.length, Math.ceil((container.scrollTop + view) / ROW_HEIGHT) + OVERSCAN);
+        first = Math.max(0, Math.floor(view.top / ROW_HEIGHT) - OVERSCAN);
+        last = Math.min(keys.length, Math.ceil((view.top + (view.height || 400)) / ROW_HEIGHT) + OVERSCAN);
     }
     container.style.paddingTop = windowed ? `${first * ROW_HEIGHT}px` : '';
     container.style.paddingBottom = windowed ? `${(keys.length - last) * ROW_HEIGHT}px` : '';
@@ -89,6 +90,7 @@ export class Lists {
         this.requestRender = requestRender || (() => {});
         this.seen = {};
         this.scrolled = new Set(); // windowed lists scrolled since the last render
+        this.views = {};           // list -> {top, height} of its box, read at the start of a render
         this.sorted = { devices: [], devicesAt: -1, fences: [], fencesAt: '' };
         this.parts = {
             connection: root.querySelector('#connection'),
@@ -96,6 +98,8 @@ export class Lists {
             gateways: root.querySelector('#gateways'),
             devices: root.querySelector('#devices'),
             fences: root.querySelector('#fences'),
+            // The scrolling boxes around those two.
+            boxes: { devices: root.querySelector('#devices-box'), fences: root.querySelector('#fences-box') },
             fencesStatus: root.querySelector('#fences-status'),
             events: root.querySelector('#events'),
             expectations: root.querySelector('#expectations'),
@@ -107,7 +111,7 @@ export class Lists {
         };
         this.listenForFlights();
         for (const name of ['devices', 'fences']) {
-            this.parts[name].addEventListener('scroll', () => {
+            this.parts.boxes[name].addEventListener('scroll', () => {
                 if (!this.parts[name].classList.contains('windowed')) return;
                 this.scrolled.add(name);
                 this.requestRender();
@@ -136,6 +140,11 @@ export class Lists {
         if (this.due(store, 'notices')) this.notices(store);
         if (this.due(store, 'gateways')) this.gateways(store);
         const scrolled = (name) => this.scrolled.delete(name);
+        // Layout is read first, before this frame writes to the page.
+        for (const name of ['devices', 'fences']) {
+            const box = this.parts.boxes[name];
+            this.views[name] = { top: box.scrollTop, height: box.clientHeight };
+        }
         if (this.due(store, 'devices') | scrolled('devices')) this.devices(store);
         if (this.due(store, 'fences') | this.due(store, 'occupancy') | scrolled('fences')) this.fences(store);
         if (this.due(store, 'events')) this.events(store);
@@ -181,7 +190,7 @@ export class Lists {
             const d = store.devices.get(id);
             return [id, d, d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
         };
-        syncList(this.parts.devices, this.sorted.devices, entry, (row, d) => {
+        syncList(this.parts.devices, this.views.devices, this.sorted.devices, entry, (row, d) => {
             row.dataset.device = d.id;
             const p = d.position;
             if (p) {
@@ -214,7 +223,7 @@ export class Lists {
         }
         const keys = this.sorted.fences;
         const entry = (k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])];
-        syncList(this.parts.fences, keys, entry, (row, { key, fence, occupancy }) => {
+        syncList(this.parts.fences, this.views.fences, keys, entry, (row, { key, fence, occupancy }) => {
             row.dataset.fence = key;
             const name = fence ? fence.name : (occupancy[0] && occupancy[0][1].name) || '';
             append(row, [

@@ -1,7 +1,10 @@
 // The map: fences (buffers drawn), devices (accuracy circle, trail) on Leaflet's canvas
 // renderer, no basemap unless ?tiles= names one. Leaflet is the global L of leaflet/leaflet.js.
 // Fences and devices have a canvas each: a device that moves repaints the devices' canvas
-// only, and only the devices and fences that changed are touched in a frame.
+// only (devices-layer.js draws them all in a few paths), and only the devices and fences that
+// changed are touched in a frame.
+
+import { DeviceLayer } from './devices-layer.js';
 
 const L = globalThis.L;
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
@@ -39,15 +42,13 @@ export class MapView {
         this.map = L.map(element, { preferCanvas: true, renderer: this.renderer, zoomControl: true, attributionControl: !!tiles });
         // Above the fences' overlay pane (400), below tooltips (650).
         this.map.createPane('devices').style.zIndex = 450;
-        this.deviceRenderer = L.canvas({ padding: 0.5, pane: 'devices' });
+        this.deviceLayer = new DeviceLayer(this.map, { pane: 'devices' });
         this.map.setView([20, 0], 2);
         L.control.scale({ imperial: false }).addTo(this.map);
         if (tiles) L.tileLayer(tiles, { maxZoom: 20 }).addTo(this.map);
         this.fenceLayer = L.layerGroup().addTo(this.map);
-        this.deviceLayer = L.layerGroup().addTo(this.map);
         this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
         this.fences = new Map();   // "LAYER/ID" -> Leaflet group drawn for it
-        this.devices = new Map();  // id -> {marker, accuracy, trail}
         this.layerColours = new Map();
         this.seen = { fences: -1, occupancy: -1 };
         this.fitted = false;        // once to the fences
@@ -230,37 +231,13 @@ export class MapView {
         for (const id of changed) {
             const device = store.devices.get(id);
             const p = device && device.position;
-            let d = this.devices.get(id);
-            if (!p) {
-                if (d) {
-                    this.deviceLayer.removeLayer(d.group);
-                    this.devices.delete(id);
-                }
-                continue;
-            }
-            const at = [p.lat, p.lon];
-            if (!d) {
-                const group = L.layerGroup();
-                const renderer = this.deviceRenderer;
-                d = {
-                    group,
-                    trail: L.polyline([], { color: '#333', weight: 2, opacity: 0.6, dashArray: '4 4', renderer, interactive: false }).addTo(group),
-                    accuracy: L.circle(at, { radius: 1, color: '#0a58ca', weight: 1, fillOpacity: 0.1, renderer, interactive: false }).addTo(group),
-                    marker: L.circleMarker(at, { radius: 6, color: '#fff', weight: 2, fillColor: '#0a58ca', fillOpacity: 1, renderer }).addTo(group),
-                };
-                d.marker.bindTooltip(textElement([id]), { direction: 'top', offset: [0, -6] });
-                group.addTo(this.deviceLayer);
-                this.devices.set(id, d);
-            }
-            d.marker.setLatLng(at);
-            d.accuracy.setLatLng(at);
-            d.accuracy.setRadius(typeof p.accuracy === 'number' ? p.accuracy : 0);
-            d.trail.setLatLngs(device.trail);
-            bounds = bounds ? bounds.extend(at) : L.latLngBounds(at, at);
+            this.deviceLayer.set(id, p, device ? device.trail : []);
+            if (p) bounds = bounds ? bounds.extend([p.lat, p.lon]) : L.latLngBounds([p.lat, p.lon], [p.lat, p.lon]);
         }
         if (!this.fitted && !this.fittedDevices && bounds && store.fences.size === 0) {
             this.fittedDevices = true;
             this.map.fitBounds(bounds.pad(0.5), { maxZoom: 17 });
         }
+        this.deviceLayer.draw();
     }
 }

@@ -105,30 +105,34 @@ export function encodeDisconnect() { return Uint8Array.of(0xe0, 0x00); }
 /// Cuts a byte stream into packets: push() what arrived, then take packets while next()
 /// returns one. A WebSocket message may hold part of a packet or several.
 export class PacketReader {
-    constructor() { this.buffer = new Uint8Array(0); }
+    constructor() {
+        this.buffer = new Uint8Array(0);
+        this.start = 0; // where the next packet begins in buffer (the bytes before are read)
+    }
 
     push(bytes) {
-        this.buffer = this.buffer.length === 0 ? new Uint8Array(bytes) : concat([this.buffer, new Uint8Array(bytes)]);
+        const rest = this.buffer.subarray(this.start);
+        this.buffer = rest.length === 0 ? new Uint8Array(bytes) : concat([rest, new Uint8Array(bytes)]);
+        this.start = 0;
     }
 
     /// The next whole packet, decoded, or null when more bytes are needed.
     next() {
-        const b = this.buffer;
-        if (b.length < 2) return null;
-        let length = 0, multiplier = 1, at = 1;
+        const b = this.buffer, start = this.start;
+        if (b.length - start < 2) return null;
+        let length = 0, multiplier = 1, at = start + 1;
         for (;;) {
             if (at >= b.length) return null;
             const byte = b[at++];
             length += (byte & 0x7f) * multiplier;
             if ((byte & 0x80) === 0) break;
             multiplier *= 128;
-            if (at > 4) throw new Error('malformed Remaining Length');
+            if (at > start + 4) throw new Error('malformed Remaining Length');
         }
         if (b.length < at + length) return null;
-        const body = b.subarray(at, at + length);
-        const first = b[0];
-        this.buffer = b.slice(at + length);
-        return decodePacket(first, body);
+        this.start = at + length;
+        // A copy: the body outlives the buffer's next push.
+        return decodePacket(b[start], b.slice(at, at + length));
     }
 }
 
