@@ -45,6 +45,7 @@ private let chunkSizes = [1, 3, 64, 4096, FenceFileStream.defaultChunkSize]
         let shipped = String(fixturesFolder.dropLast("/Tests/Fixtures".count)) + "/fences"
         paths += ["fleet", "garden-poi", "garden-sections"].map { ("\(shipped)/\($0).geojson", $0) }
         paths.append(("\(fixturesFolder)/geometry/nyc-taxi-zones.geojson", "nyc"))
+        paths.append(("\(fixturesFolder)/geometry/synthetic.geojson", "synthetic"))
         for (path, layer) in paths where chunkSize > 1 || !path.hasSuffix("nyc-taxi-zones.geojson") {
             let bytes = try readFileBytes(path)
             let whole = FenceLayerParser.parse(bytes, file: path, layer: layer)

@@ -8,7 +8,10 @@ struct FeatureCollector {
     private(set) var fences: [Fence] = []
     private(set) var prepared: [PreparedFence] = []
     private(set) var errors: [FenceError] = []
-    private var count = 0
+    /// Features read so far.
+    private(set) var count = 0
+    /// Where ``FeatureTextParser`` collects positions (reused from feature to feature).
+    private var scratch: [Coordinate] = []
     private var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
 
     init(file: String, layer: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices) {
@@ -17,12 +20,30 @@ struct FeatureCollector {
         self.maxVertices = maxVertices
     }
 
+    /// Reads the next element of `features` from its text (exactly one value, 2 containers
+    /// deep in the file): the plain case straight from the text (``FeatureTextParser``), any
+    /// other through its value. False if the text is not valid JSON (nothing is added).
+    mutating func add(text: UnsafeBufferPointer<UInt8>) -> Bool {
+        if let (feature, geometry) = FeatureTextParser.parse(text, depth: 2, maxVertices: maxVertices, scratch: &scratch) {
+            add { $0.read(feature, geometry: geometry) }
+            return true
+        }
+        guard let value = JSONReader.parseFragment(text, depth: 2) else { return false }
+        add(value)
+        return true
+    }
+
     /// Reads the next element of `features`.
     mutating func add(_ value: JSONValue) {
+        add { $0.read(value) }
+    }
+
+    /// Adds the next feature, which `read` reads into a fence (or not) with the reader given.
+    private mutating func add(_ read: (inout FeatureReader) -> Fence?) {
         let index = count
         count += 1
         var reader = FeatureReader(file: file, layer: layer, index: index, maxVertices: maxVertices)
-        let fence = reader.read(value)
+        let fence = read(&reader)
         if let id = reader.id {
             if let first = firstFeatureWithID[id] {
                 var other = "feature \(first.index)"

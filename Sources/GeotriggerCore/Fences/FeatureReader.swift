@@ -30,6 +30,13 @@ struct FeatureReader {
             error("not a GeoJSON Feature (found \(value.typeName))")
             return nil
         }
+        return read(feature, geometry: nil)
+    }
+
+    /// Reads the feature `feature`; `parsed`: its geometry as ``FeatureTextParser`` read it
+    /// from the text (then `feature`'s `geometry` member is only a placeholder), else nil and
+    /// the geometry is read from `feature`. Either way the same checks run in the same order.
+    mutating func read(_ feature: JSONObject, geometry parsed: ParsedGeometry?) -> Fence? {
         var properties = JSONObject()
         switch feature["properties"] {
         case nil, .null?: break
@@ -59,6 +66,8 @@ struct FeatureReader {
 
         let geometry: FenceGeometry?
         switch feature["geometry"] {
+        case _ where parsed != nil:
+            geometry = readGeometry(parsed!)
         case nil:
             error("missing \"geometry\"")
             geometry = nil
@@ -153,6 +162,47 @@ struct FeatureReader {
             error("\(coordinateErrors - FeatureReader.shownCoordinateErrors) more coordinate errors not shown")
         }
         return errors.count == before ? geometry : nil
+    }
+
+    /// The geometry as ``FeatureTextParser`` read it: positions all valid, no list empty, at
+    /// most `maxVertices` of them; what remains are the checks of ``line(_:_:label:)`` and
+    /// ``polygon(_:_:label:)`` on the positions, with the same labels.
+    mutating func readGeometry(_ parsed: ParsedGeometry) -> FenceGeometry? {
+        let before = errors.count
+        let geometry: FenceGeometry?
+        switch parsed {
+        case .point(let position):
+            geometry = .points([position])
+        case .multiPoint(let points):
+            geometry = .points(points)
+        case .lineString(let points):
+            geometry = checkedLine(points, label: "LineString").map { .lines([$0]) }
+        case .multiLineString(let lines):
+            var out: [[Coordinate]] = []
+            out.reserveCapacity(lines.count)
+            for (i, points) in lines.enumerated() {
+                if let line = checkedLine(points, label: "MultiLineString line \(i)") { out.append(line) }
+            }
+            geometry = out.count == lines.count ? .lines(out) : nil
+        case .polygon(let rings):
+            geometry = polygon(rings: rings, label: "Polygon").map { .polygons([$0]) }
+        case .multiPolygon(let polygons):
+            var out: [Polygon] = []
+            out.reserveCapacity(polygons.count)
+            for (i, rings) in polygons.enumerated() {
+                if let polygon = polygon(rings: rings, label: "MultiPolygon polygon \(i)") { out.append(polygon) }
+            }
+            geometry = out.count == polygons.count ? .polygons(out) : nil
+        }
+        return errors.count == before ? geometry : nil
+    }
+
+    /// A polygon of rings already read (see ``polygon(_:_:label:)``).
+    mutating func polygon(rings: [[Coordinate]], label: String) -> Polygon? {
+        var ok = true
+        for (i, ring) in rings.enumerated() where !checkRing(ring, i, label: label) { ok = false }
+        guard ok else { return nil }
+        return checkedPolygon(rings, label: label)
     }
 
     static let shownCoordinateErrors = FenceLayerParser.coordinateErrorsShown
@@ -252,6 +302,11 @@ struct FeatureReader {
 
     mutating func line(_ value: JSONValue, _ path: String, label: String) -> [Coordinate]? {
         guard let points = positions(value, path) else { return nil }
+        return checkedLine(points, label: label)
+    }
+
+    /// A line's positions, if there are at least 2.
+    mutating func checkedLine(_ points: [Coordinate], label: String) -> [Coordinate]? {
         guard points.count >= 2 else {
             error("\(label) has \(points.count) position\(points.count == 1 ? "" : "s"), needs at least 2")
             return nil
@@ -276,17 +331,29 @@ struct FeatureReader {
                 ok = false
                 continue
             }
-            let name = "\(label) ring \(i)\(i > 0 ? " (a hole)" : "")"
-            if ring.count < 4 {
-                error("\(name) has \(ring.count) position\(ring.count == 1 ? "" : "s"), a ring needs at least 4 (the last repeating the first)")
-                ok = false
-            } else if ring.first != ring.last {
-                error("\(name) is not closed: its last position must repeat the first")
-                ok = false
-            }
+            if !checkRing(ring, i, label: label) { ok = false }
             rings.append(ring)
         }
         guard ok else { return nil }
+        return checkedPolygon(rings, label: label)
+    }
+
+    /// Ring `i` of a polygon has at least 4 positions and is closed.
+    mutating func checkRing(_ ring: [Coordinate], _ i: Int, label: String) -> Bool {
+        let name = "\(label) ring \(i)\(i > 0 ? " (a hole)" : "")"
+        if ring.count < 4 {
+            error("\(name) has \(ring.count) position\(ring.count == 1 ? "" : "s"), a ring needs at least 4 (the last repeating the first)")
+            return false
+        } else if ring.first != ring.last {
+            error("\(name) is not closed: its last position must repeat the first")
+            return false
+        }
+        return true
+    }
+
+    /// The polygon of `rings` (each passed ``checkRing(_:_:label:)``), if they neither cross
+    /// themselves or each other nor lack area.
+    mutating func checkedPolygon(_ rings: [[Coordinate]], label: String) -> Polygon? {
         // Crossings first: a bow tie has zero signed area too, but "intersects itself" says why.
         if let hit = RingIntersectionFinder.find(in: rings) {
             let near = "[\(FeatureReader.format(FeatureReader.round(hit.point.lon))), \(FeatureReader.format(FeatureReader.round(hit.point.lat)))]"

@@ -27,10 +27,12 @@ struct FenceFileStream {
         self.chunkSize = max(1, chunkSize)
     }
 
-    /// The file's top-level members, with the `features` array's elements handed to `element`
-    /// one at a time (its value in the result is an empty array); nil if the file is not of
-    /// the plain shape (see above). Throws what the reader throws.
-    mutating func read(element: (JSONValue) -> Void) throws(FenceError) -> JSONValue? {
+    /// The file's top-level members, with the text of each element of the `features` array
+    /// handed to `element` (exactly one value, 2 containers deep; valid only during the call),
+    /// one at a time (the array's value in the result is empty); nil if the file is not of the
+    /// plain shape (see above), or as soon as `element` returns false (the text is not valid
+    /// JSON). Throws what the reader throws.
+    mutating func read(element: (UnsafeBufferPointer<UInt8>) -> Bool) throws(FenceError) -> JSONValue? {
         try fill(3)
         if window.count >= 3, window[0] == 0xEF, window[1] == 0xBB, window[2] == 0xBF { cursor = 3 }
         guard try skipBlanks(), window[cursor] == UInt8(ascii: "{") else { return nil }
@@ -69,15 +71,22 @@ struct FenceFileStream {
 
     /// The elements of the `features` array (just after its `[`), through its `]`; false if
     /// the array is not well formed.
-    private mutating func elements(_ element: (JSONValue) -> Void) throws(FenceError) -> Bool {
+    private mutating func elements(_ element: (UnsafeBufferPointer<UInt8>) -> Bool) throws(FenceError) -> Bool {
         guard try skipBlanks() else { return false }
         if window[cursor] == UInt8(ascii: "]") {
             cursor += 1
             return true
         }
         while true {
-            guard try skipBlanks(), let value = try value(depth: 2) else { return false }
-            element(value)
+            guard try skipBlanks() else { return false }
+            dropConsumed()
+            guard let end = try valueEnd() else { return false }
+            let start = cursor
+            cursor = end
+            let valid = window.withUnsafeBufferPointer { bytes in
+                element(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+            }
+            guard valid else { return false }
             guard try skipBlanks() else { return false }
             let separator = window[cursor]
             cursor += 1

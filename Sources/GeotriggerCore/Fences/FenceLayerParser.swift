@@ -58,7 +58,7 @@ public enum FenceLayerParser {
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
         var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
         var stream = FenceFileStream(reader: reader, chunkSize: chunkSize)
-        if let root = try stream.read(element: { collector.add($0) }) {
+        if let root = try stream.read(element: { collector.add(text: $0) }) {
             return finish(root, collector: &collector, featuresStreamed: true)
         }
         // Not the plain shape: the whole text, for the exact messages.
