@@ -11,8 +11,15 @@ public enum FenceFolder {
     /// in messages as `folder/NAME.geojson`. Returns the layers (each with its valid fences) and
     /// every error of every file; a folder that cannot be read is one error.
     /// A fence with more than `maxVertices` positions is an error naming its file and feature.
+    /// `progress`: told how far the load is (it logs a long one).
     public static func load(
         _ folder: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices
+    ) -> (layers: [FenceLayer], errors: [FenceError]) {
+        load(folder, maxVertices: maxVertices, progress: nil)
+    }
+
+    static func load(
+        _ folder: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices, progress: FenceLoadProgress?
     ) -> (layers: [FenceLayer], errors: [FenceError]) {
         let names: [String]
         do {
@@ -22,6 +29,10 @@ public enum FenceFolder {
         }
         var layers: [FenceLayer] = []
         var errors: [FenceError] = []
+        if let progress {
+            progress.start(totalBytes: names.reduce(0) { $0 + fileSize(join(folder, $1)) })
+        }
+        defer { progress?.finish() }
         for name in names {
             let path = join(folder, name)
             let layerName = String(name.dropLast(".geojson".count))
@@ -31,9 +42,20 @@ public enum FenceFolder {
                 continue
             }
             defer { close(fd) }
+            var fileFeatures = 0, fileBytes = 0
+            defer { progress?.fileDone(features: fileFeatures, bytes: fileBytes) }
+            let update: ((Int, Int) -> Void)? = progress.map { progress in
+                { features, bytesRead in
+                    fileFeatures = features
+                    fileBytes = bytesRead
+                    progress.update(features: features, bytesRead: bytesRead)
+                }
+            }
             // Read in chunks as the parser asks (it never holds the whole text of a valid file).
             do {
-                let (layer, layerErrors) = try FenceLayerParser.parse(file: path, layer: layerName, maxVertices: maxVertices) { offset, buffer throws(FenceError) in
+                let (layer, layerErrors) = try FenceLayerParser.parse(
+                    file: path, layer: layerName, maxVertices: maxVertices, progress: update
+                ) { offset, buffer throws(FenceError) in
                     while true {
                         let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
                         if n >= 0 { return n }
@@ -65,6 +87,12 @@ public enum FenceFolder {
             }
         }
         return names.sorted()
+    }
+
+    /// The size of `path` in bytes (0 if it cannot be read).
+    static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// `folder/name`, without doubling a slash.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Gateway
 @testable import GeotriggerCore
 
@@ -17,6 +18,44 @@ import Testing
         }
         return #"{"type": "FeatureCollection", "geotrigger": {"buffer": 5}, "features": [\#n"#
             + features.joined(separator: ",\n") + "\n]}\n"
+    }
+
+    /// A load that takes a while (a clock that moves half a second at each reading) logs
+    /// `loading fences: ...` after a second and every 3 seconds, then `loaded fences: ...`.
+    @Test func aSlowLoadLogsItsProgress() throws {
+        let folder = try TemporaryDirectory(prefix: "fence-progress")
+        let a = try folder.write("a.geojson", Self.squares(3000))
+        let b = try folder.write("b.geojson", Self.squares(1000))
+        let total = FenceFolder.fileSize(a) + FenceFolder.fileSize(b)
+        var now = 0.0
+        var lines: [String] = []
+        let progress = FenceLoadProgress(firstAfter: 1, every: 3, clock: { now += 0.5; return now }, log: { lines.append($0) })
+        let (layers, errors) = FenceFolder.load(folder.path, progress: progress)
+        #expect(errors.isEmpty)
+        #expect(layers.map(\.fences.count) == [3000, 1000])
+        #expect(lines.count >= 3, "\(lines)")
+        var previous = 0
+        for line in lines.dropLast() {
+            let match = line.wholeMatch(of: /loading fences: (\d+) fences, ([\d.]+) MB of ([\d.]+) MB read/)
+            #expect(match != nil, "\(line)")
+            guard let match else { continue }
+            let fences = Int(match.output.1)!
+            #expect(fences > previous && fences <= 4000, "\(line)")
+            previous = fences
+            #expect(String(match.output.3) == FenceLoadProgress.megabytes(total).dropLast(3), "\(line)")
+        }
+        #expect(lines.last?.wholeMatch(of: /loaded fences: 4000 fences, [\d.]+ MB in [\d.]+ s/) != nil, "\(lines)")
+    }
+
+    /// A quick load (under a second) logs nothing.
+    @Test func aQuickLoadLogsNothing() throws {
+        let folder = try TemporaryDirectory(prefix: "fence-progress")
+        try folder.write("a.geojson", Self.squares(3000))
+        var lines: [String] = []
+        let progress = FenceLoadProgress(clock: { 100 }, log: { lines.append($0) })
+        let (layers, _) = FenceFolder.load(folder.path, progress: progress)
+        #expect(layers.first?.fences.count == 3000)
+        #expect(lines.isEmpty)
     }
 
     @Test func loadsLayersInChunksAsTheWholeTextWould() throws {

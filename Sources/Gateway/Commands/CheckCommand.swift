@@ -42,7 +42,9 @@ enum CheckCommand: Subcommand {
     /// no file and so are runtime layers: a misspelt layer name shows here), and a summary.
     static func check(configFile: String? = nil, fencesFolder: String?) -> (errors: [String], notes: [String], summary: String) {
         do {
-            let setup = try GatewaySetup.load(configFile: configFile, fencesOverride: fencesFolder)
+            // A long fence load says how far it is, on standard error.
+            let setup = try GatewaySetup.load(
+                configFile: configFile, fencesOverride: fencesFolder, progress: FenceLoadProgress(logger: Logger(label: "geotrigger")))
             let folder = fencesFolder ?? setup.config.resolve(setup.config.gateway.fences)
             let notes = setup.runtimeLayers.map {
                 "note: layer \"\($0)\" has no file in \(folder): it is a runtime layer, its fences arrive on \(setup.config.output.prefix)/fences/\($0)/FENCE_ID"

@@ -27,7 +27,7 @@ struct GatewayServer: Sendable {
     static func serve(configFile: String?, logger: Logger = Logger(label: "geotrigger")) async -> Int32 {
         let setup: GatewaySetup
         do {
-            setup = try GatewaySetup.load(configFile: configFile)
+            setup = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
         } catch {
             for problem in error.problems { logger.error(problem) }
             if let configFile, let config = (try? GatewayConfig.load(file: configFile)) ?? GatewayConfig.failedToStartTarget(file: configFile) {
@@ -169,7 +169,7 @@ struct GatewayServer: Sendable {
         let group = ServiceGroup(services: services.inStartOrder, logger: logger, signals: signals) {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
-                let fresh = try GatewaySetup.load(configFile: configFile)
+                let fresh = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
                 await runtimeFences.reload(fresh)
                 GatewaySetup.releaseFreedMemory()  // the previous fences, now dropped
                 warnings.clear("reload", resolved: "fences and triggers reloaded")

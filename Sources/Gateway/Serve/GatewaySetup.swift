@@ -20,8 +20,10 @@ struct GatewaySetup: Sendable {
     }
 
     /// Reads `configFile` (nil: defaults), the fence folder and the triggers. `fencesOverride`
-    /// replaces `gateway.fences` (the `--fences` option).
-    static func load(configFile: String?, fencesOverride: String? = nil) throws(Failure) -> GatewaySetup {
+    /// replaces `gateway.fences` (the `--fences` option). `progress` logs a long fence load.
+    static func load(
+        configFile: String?, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil
+    ) throws(Failure) -> GatewaySetup {
         let config: GatewayConfig
         if let configFile {
             do {
@@ -34,7 +36,7 @@ struct GatewaySetup: Sendable {
         }
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
-        var (layers, fenceErrors) = FenceFolder.load(folder, maxVertices: config.fences.maxVertices)
+        var (layers, fenceErrors) = FenceFolder.load(folder, maxVertices: config.fences.maxVertices, progress: progress)
         problems += fenceErrors.map(\.description)
         // A layer name in a trigger's `fences` that no file has is a runtime layer (fences
         // published over MQTT, see RuntimeFences): it starts empty.

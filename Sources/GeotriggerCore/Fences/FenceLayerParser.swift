@@ -44,21 +44,43 @@ public enum FenceLayerParser {
     ///
     /// `reader(offset, buffer)` reads up to `buffer.count` bytes at `offset` (0 at the end of
     /// the file) or throws the error to report for the file (which this rethrows).
+    ///
+    /// `progress(features, bytesRead)`, if given, is called every ``progressInterval`` features
+    /// read and once at the end of the streamed read, with the features read so far and how
+    /// far into the file the reads went (for a log of a long load).
     public static func parse(
         file: String, layer: String, maxVertices: Int = defaultMaxVertices,
+        progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
-        try parse(file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, reader: reader)
+        try parse(
+            file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, progress: progress,
+            reader: reader)
     }
+
+    /// Features between two calls of a parse's `progress`.
+    public static let progressInterval = 256
 
     /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
     static func parse(
         file: String, layer: String, chunkSize: Int, maxVertices: Int = defaultMaxVertices,
+        progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
         var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
-        var stream = FenceFileStream(reader: reader, chunkSize: chunkSize)
-        if let root = try stream.read(element: { collector.add(text: $0) }) {
+        var bytesRead = 0
+        var stream = FenceFileStream(reader: { offset, buffer throws(FenceError) in
+            let n = try reader(offset, buffer)
+            bytesRead = max(bytesRead, offset + max(0, n))
+            return n
+        }, chunkSize: chunkSize)
+        let root = try stream.read { text in
+            guard collector.add(text: text) else { return false }
+            if let progress, collector.count % progressInterval == 0 { progress(collector.count, bytesRead) }
+            return true
+        }
+        if let root {
+            progress?(collector.count, bytesRead)
             return finish(root, collector: &collector, featuresStreamed: true)
         }
         // Not the plain shape: the whole text, for the exact messages.
