@@ -54,7 +54,7 @@ public enum FenceFolder {
             // Read in chunks as the parser asks (it never holds the whole text of a valid file).
             do {
                 let (layer, layerErrors) = try FenceLayerParser.parse(
-                    file: path, layer: layerName, maxVertices: maxVertices, progress: update
+                    file: path, layer: layerName, maxVertices: maxVertices, fileSize: fileSize(path), progress: update
                 ) { offset, buffer throws(FenceError) in
                     while true {
                         let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))

@@ -134,6 +134,7 @@ public final class EngineSnapshot: Sendable {
         var prepared: [PreparedFence] = []
         var fenceLayerIndex: [Int] = []
         var fenceNumbers: [FenceKey: Int32] = [:]
+        fenceNumbers.reserveCapacity(layers.reduce(0) { $0 + $1.fences.count })
         for (layerIndex, layer) in layers.enumerated() {
             for (fenceIndex, fence) in layer.fences.enumerated() {
                 let key = FenceKey(layer: layer.name, id: fence.id)

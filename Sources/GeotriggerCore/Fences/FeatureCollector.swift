@@ -20,6 +20,26 @@ struct FeatureCollector {
         self.maxVertices = maxVertices
     }
 
+    /// Makes room for about `features` features in all (an estimate).
+    mutating func reserveCapacity(_ features: Int) {
+        firstFeatureWithID.reserveCapacity(features)
+        fences.reserveCapacity(features)
+        prepared.reserveCapacity(features)
+    }
+
+    /// Records feature `index` (named `name`) as the first with `id`, unless one came before:
+    /// then returns that one. One hash of `id` either way (the lookup inserts in place).
+    static func claim(
+        _ id: String, index: Int, name: String?, in firstFeatureWithID: inout [String: (index: Int, name: String?)]
+    ) -> (index: Int, name: String?)? {
+        var earlier: (index: Int, name: String?)?
+        func take(_ entry: inout (index: Int, name: String?)) {
+            if entry.index < 0 { entry = (index, name) } else { earlier = entry }
+        }
+        take(&firstFeatureWithID[id, default: (-1, nil)])
+        return earlier
+    }
+
     /// Reads the next element of `features` from its text (exactly one value, 2 containers
     /// deep in the file): the plain case straight from the text (``FeatureTextParser``), any
     /// other through its value. False if the text is not valid JSON (nothing is added).
@@ -44,14 +64,10 @@ struct FeatureCollector {
         count += 1
         var reader = FeatureReader(file: file, layer: layer, index: index, maxVertices: maxVertices)
         let fence = read(&reader)
-        if let id = reader.id {
-            if let first = firstFeatureWithID[id] {
-                var other = "feature \(first.index)"
-                if let name = first.name { other += " (\"\(name)\")" }
-                reader.error("duplicate fence id \"\(id)\" (\(other) has it too)")
-            } else {
-                firstFeatureWithID[id] = (index, reader.name)
-            }
+        if let id = reader.id, let first = Self.claim(id, index: index, name: reader.name, in: &firstFeatureWithID) {
+            var other = "feature \(first.index)"
+            if let name = first.name { other += " (\"\(name)\")" }
+            reader.error("duplicate fence id \"\(id)\" (\(other) has it too)")
         }
         if let fence, reader.errors.isEmpty {
             do {

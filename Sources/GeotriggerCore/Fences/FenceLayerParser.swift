@@ -48,22 +48,28 @@ public enum FenceLayerParser {
     /// `progress(features, bytesRead)`, if given, is called every ``progressInterval`` features
     /// read and once at the end of the streamed read, with the features read so far and how
     /// far into the file the reads went (for a log of a long load).
+    ///
+    /// `fileSize`, if known, sizes the layer's arrays and the id table once a few thousand
+    /// features tell how large a feature is (rather than letting them grow by doubling).
     public static func parse(
-        file: String, layer: String, maxVertices: Int = defaultMaxVertices,
+        file: String, layer: String, maxVertices: Int = defaultMaxVertices, fileSize: Int? = nil,
         progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
         try parse(
-            file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, progress: progress,
-            reader: reader)
+            file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, fileSize: fileSize,
+            progress: progress, reader: reader)
     }
+
+    /// Features read before the layer is sized from `fileSize`.
+    static let sizingSample = 4096
 
     /// Features between two calls of a parse's `progress`.
     public static let progressInterval = 256
 
     /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
     static func parse(
-        file: String, layer: String, chunkSize: Int, maxVertices: Int = defaultMaxVertices,
+        file: String, layer: String, chunkSize: Int, maxVertices: Int = defaultMaxVertices, fileSize: Int? = nil,
         progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
@@ -74,8 +80,13 @@ public enum FenceLayerParser {
             bytesRead = max(bytesRead, offset + max(0, n))
             return n
         }, chunkSize: chunkSize)
+        var featureBytes = 0
         let root = try stream.read { text in
             guard collector.add(text: text) else { return false }
+            featureBytes += text.count + 2  // and its separator, about
+            if collector.count == sizingSample, let fileSize {
+                collector.reserveCapacity(Int(Double(fileSize) / Double(featureBytes) * Double(sizingSample) * 1.05))
+            }
             if let progress, collector.count % progressInterval == 0 { progress(collector.count, bytesRead) }
             return true
         }

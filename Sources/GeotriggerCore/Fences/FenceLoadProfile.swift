@@ -32,6 +32,7 @@ package struct FenceLoadProfile: Sendable {
         var errors = 0
         var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
         var count = 0
+        var featureBytes = 0
         var scratch: [Coordinate] = []
         var stream = FenceFileStream(reader: { offset, buffer throws(FenceError) in
             let n = Swift.min(buffer.count, bytes.count - offset)
@@ -45,6 +46,14 @@ package struct FenceLoadProfile: Sendable {
             root = try stream.read { text in
                 let index = count
                 count += 1
+                // Sized as the parser sizes a layer from its file size.
+                featureBytes += text.count + 2
+                if count == FenceLayerParser.sizingSample {
+                    let features = Int(Double(bytes.count) / Double(featureBytes) * Double(count) * 1.05)
+                    firstFeatureWithID.reserveCapacity(features)
+                    fences.reserveCapacity(features)
+                    prepared.reserveCapacity(features)
+                }
                 // The parse as ``FeatureCollector/add(text:)`` does it (counted in `parse`).
                 let parsed = FeatureTextParser.parse(text, depth: 2, maxVertices: maxVertices, scratch: &scratch)
                 var value: JSONValue?
@@ -58,12 +67,8 @@ package struct FenceLoadProfile: Sendable {
                 var now = clock()
                 profile.read += now - t
                 t = now
-                if let id = reader.id {
-                    if firstFeatureWithID[id] != nil {
-                        reader.error("duplicate fence id")
-                    } else {
-                        firstFeatureWithID[id] = (index, reader.name)
-                    }
+                if let id = reader.id, FeatureCollector.claim(id, index: index, name: reader.name, in: &firstFeatureWithID) != nil {
+                    reader.error("duplicate fence id")
                 }
                 now = clock()
                 profile.ids += now - t
