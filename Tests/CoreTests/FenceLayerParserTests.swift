@@ -298,9 +298,20 @@ private func parseLayer(_ text: String, layer: String = "test") -> (layer: Fence
             }
             var brute = false
             for i in 0..<n { for j in (i + 1)..<n where RingIntersectionFinder.intersection(edges[i], edges[j]) != nil { brute = true } }
-            let grid = RingIntersectionFinder.find(in: [ring]) != nil
+            let grid = RingIntersectionFinder.findInGrid(in: [ring]) != nil
             #expect(grid == brute, "trial \(trial)")
             if brute { crossing += 1 }
+            // Small polygons are checked pair by pair: the same intersection as the grid's,
+            // also with a hole that may cross the exterior or touch it.
+            var rings = [ring]
+            if trial % 2 == 0 {
+                let cx = random() - 0.5, cy = random() - 0.5, size = 0.1 + random() * 0.6
+                let hole = [(0.0, 0.0), (size, 0.0), (size, size), (0.0, size), (0.0, 0.0)].map { Coordinate(lat: cy + $0.1, lon: cx + $0.0) }
+                rings.append(hole)
+            }
+            let positions = rings.reduce(0) { $0 + $1.count }
+            #expect(RingIntersectionFinder.findPairwise(in: rings, positions: positions) == RingIntersectionFinder.findInGrid(in: rings), "trial \(trial)")
+            #expect(RingIntersectionFinder.find(in: rings) == RingIntersectionFinder.findInGrid(in: rings), "trial \(trial)")
         }
         #expect(crossing > 30 && crossing < 270)
     }

@@ -29,8 +29,53 @@ enum RingIntersectionFinder {
         var ax: Double, ay: Double, bx: Double, by: Double
     }
 
+    /// Rings of at most this many positions in all are checked pair by pair, edges on the
+    /// stack: for the small polygons most fence files hold, quicker than building the grid.
+    static let pairwiseLimit = 32
+
     /// The first intersection found among `rings` (closed rings, each with >= 4 positions), or nil.
     static func find(in rings: [[Coordinate]]) -> Intersection? {
+        var positions = 0
+        for ring in rings { positions += ring.count }
+        if positions <= pairwiseLimit { return findPairwise(in: rings, positions: positions) }
+        return findInGrid(in: rings)
+    }
+
+    /// As ``find(in:)``, every pair of edges compared (the same pairs in the same order as the
+    /// grid compares those sharing a cell, so the same intersection is reported).
+    static func findPairwise(in rings: [[Coordinate]], positions: Int) -> Intersection? {
+        withUnsafeTemporaryAllocation(of: Edge.self, capacity: positions) { edges in
+            var count = 0
+            for (r, ring) in rings.enumerated() {
+                let first = count
+                var ordinal: Int32 = 0
+                for i in 0..<(ring.count - 1) where ring[i] != ring[i + 1] {
+                    edges.initializeElement(
+                        at: count,
+                        to: Edge(
+                            ring: Int32(r), position: Int32(i), ordinal: ordinal, ringEdges: 0,
+                            ax: ring[i].lon, ay: ring[i].lat, bx: ring[i + 1].lon, by: ring[i + 1].lat))
+                    count += 1
+                    ordinal += 1
+                }
+                for k in first..<count { edges[k].ringEdges = ordinal }
+            }
+            var best: Intersection?
+            if count >= 2 {
+                for i in 0..<(count - 1) {
+                    let a = edges[i]
+                    for j in (i + 1)..<count {
+                        if let hit = intersection(a, edges[j]), best == nil || isEarlier(hit, than: best!) { best = hit }
+                    }
+                }
+            }
+            _ = edges.prefix(count).deinitialize()
+            return best
+        }
+    }
+
+    /// As ``find(in:)``, with the edges bucketed in a grid.
+    static func findInGrid(in rings: [[Coordinate]]) -> Intersection? {
         var edges: [Edge] = []
         for (r, ring) in rings.enumerated() {
             let first = edges.count
