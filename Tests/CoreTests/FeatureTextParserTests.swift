@@ -104,6 +104,26 @@ import Testing
         for text in Self.other { #expect(!quick(text), "\(text)") }
     }
 
+    /// In place in the stream's window a feature may be followed by more text, or cut short
+    /// by the window's end: a cut feature is never read (the stream reads on and asks again).
+    @Test func aFeatureIsReadInPlaceOnlyWhenWhole() {
+        var scratch: [Coordinate] = []
+        for text in Self.plain {
+            let bytes = Array(text.utf8)
+            let followed = bytes + Array(",\n{\"type\": \"Feature\"}]}".utf8)
+            let length = followed.withUnsafeBufferPointer {
+                FeatureTextParser.parse(prefixOf: $0, depth: 2, maxVertices: 16, scratch: &scratch)?.length
+            }
+            #expect(length == bytes.count, "\(text)")
+            for cut in 0..<bytes.count {
+                let read = bytes.withUnsafeBufferPointer {
+                    FeatureTextParser.parse(prefixOf: UnsafeBufferPointer(rebasing: $0[..<cut]), depth: 2, maxVertices: 16, scratch: &scratch)
+                }
+                #expect(read == nil, "\(text) cut at \(cut)")
+            }
+        }
+    }
+
     @Test func positionsAreReadExactly() {
         var scratch: [Coordinate] = []
         let text = #"{"type": "Feature", "id": "a", "geometry": {"type": "Polygon", "coordinates": [[[13.4050001, 52.5200002], [13.4060003, -52.5200004], [1e-7, 12345678901234567890e-18], [13.4050001, 52.5200002]], [[1, 2], [3, 4]]]}}"#

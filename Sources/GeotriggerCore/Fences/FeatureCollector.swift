@@ -40,6 +40,17 @@ struct FeatureCollector {
         return earlier
     }
 
+    /// Reads the next element of `features` as ``FenceFileStream/Element`` says (`whole`
+    /// false: only the plain case, in place; true: any, from its exact text).
+    mutating func add(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool) -> Int? {
+        if whole { return add(text: bytes) ? bytes.count : nil }
+        guard let (feature, geometry, length) = FeatureTextParser.parse(
+            prefixOf: bytes, depth: 2, maxVertices: maxVertices, scratch: &scratch)
+        else { return nil }
+        add { $0.read(feature, geometry: geometry) }
+        return length
+    }
+
     /// Reads the next element of `features` from its text (exactly one value, 2 containers
     /// deep in the file): the plain case straight from the text (``FeatureTextParser``), any
     /// other through its value. False if the text is not valid JSON (nothing is added).

@@ -28,13 +28,25 @@ enum FeatureTextParser {
     static func parse(
         _ bytes: UnsafeBufferPointer<UInt8>, depth: Int, maxVertices: Int, scratch: inout [Coordinate]
     ) -> (feature: JSONObject, geometry: ParsedGeometry?)? {
+        guard let (feature, geometry, length) = parse(prefixOf: bytes, depth: depth, maxVertices: maxVertices, scratch: &scratch)
+        else { return nil }
+        var rest = JSONParser(bytes: bytes, file: "", json5: false, recordsNodes: false)
+        rest.position = length
+        guard (try? rest.skipWhitespace()) != nil, rest.position == bytes.count else { return nil }
+        return (feature, geometry)
+    }
+
+    /// As above, for a feature at the start of `bytes` that may go on after it (or be cut
+    /// short: then nil): also returns the feature's length, up to and with its `}`.
+    static func parse(
+        prefixOf bytes: UnsafeBufferPointer<UInt8>, depth: Int, maxVertices: Int, scratch: inout [Coordinate]
+    ) -> (feature: JSONObject, geometry: ParsedGeometry?, length: Int)? {
         guard bytes.first == UInt8(ascii: "{") else { return nil }
         var parser = JSONParser(bytes: bytes, file: "", json5: false, recordsNodes: false)
         parser.depth = depth
         do throws(JSONSyntaxError) {
-            guard let feature = try parser.plainFeature(maxVertices: maxVertices, scratch: &scratch) else { return nil }
-            try parser.skipWhitespace()
-            return parser.position == bytes.count ? feature : nil
+            guard let (feature, geometry) = try parser.plainFeature(maxVertices: maxVertices, scratch: &scratch) else { return nil }
+            return (feature, geometry, parser.position)
         } catch {
             return nil
         }

@@ -27,12 +27,19 @@ struct FenceFileStream {
         self.chunkSize = max(1, chunkSize)
     }
 
-    /// The file's top-level members, with the text of each element of the `features` array
-    /// handed to `element` (exactly one value, 2 containers deep; valid only during the call),
-    /// one at a time (the array's value in the result is empty); nil if the file is not of the
-    /// plain shape (see above), or as soon as `element` returns false (the text is not valid
-    /// JSON). Throws what the reader throws.
-    mutating func read(element: (UnsafeBufferPointer<UInt8>) -> Bool) throws(FenceError) -> JSONValue? {
+    /// Reads one element of the `features` array (2 containers deep) from `bytes` (valid only
+    /// during the call). `whole` false: `bytes` are what the window holds from the element's
+    /// start on (it may go on past it, or be cut short); returns the element's length if it was
+    /// read, else nil (nothing read: the stream finds the element's end and asks again).
+    /// `whole` true: `bytes` are exactly the element; returns `bytes.count`, or nil if they are
+    /// not valid JSON.
+    typealias Element = (_ bytes: UnsafeBufferPointer<UInt8>, _ whole: Bool) -> Int?
+
+    /// The file's top-level members, with each element of the `features` array handed to
+    /// `element` (see ``Element``), one at a time (the array's value in the result is empty);
+    /// nil if the file is not of the plain shape (see above), or as soon as `element` finds an
+    /// element is not valid JSON. Throws what the reader throws.
+    mutating func read(element: Element) throws(FenceError) -> JSONValue? {
         try fill(3)
         if window.count >= 3, window[0] == 0xEF, window[1] == 0xBB, window[2] == 0xBF { cursor = 3 }
         guard try skipBlanks(), window[cursor] == UInt8(ascii: "{") else { return nil }
@@ -71,7 +78,7 @@ struct FenceFileStream {
 
     /// The elements of the `features` array (just after its `[`), through its `]`; false if
     /// the array is not well formed.
-    private mutating func elements(_ element: (UnsafeBufferPointer<UInt8>) -> Bool) throws(FenceError) -> Bool {
+    private mutating func elements(_ element: Element) throws(FenceError) -> Bool {
         guard try skipBlanks() else { return false }
         if window[cursor] == UInt8(ascii: "]") {
             cursor += 1
@@ -80,13 +87,19 @@ struct FenceFileStream {
         while true {
             guard try skipBlanks() else { return false }
             dropConsumed()
-            guard let end = try valueEnd() else { return false }
+            // Read in place from the window if it can be (one pass over the text); else (cut
+            // by the window's end, or not read that way) find its end and hand it over whole.
             let start = cursor
-            cursor = end
-            let valid = window.withUnsafeBufferPointer { bytes in
-                element(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+            if let length = window.withUnsafeBufferPointer({ element(UnsafeBufferPointer(rebasing: $0[start...]), false) }) {
+                cursor += length
+            } else {
+                guard let end = try valueEnd() else { return false }
+                cursor = end
+                let valid = window.withUnsafeBufferPointer { bytes in
+                    element(UnsafeBufferPointer(rebasing: bytes[start..<end]), true) != nil
+                }
+                guard valid else { return false }
             }
-            guard valid else { return false }
             guard try skipBlanks() else { return false }
             let separator = window[cursor]
             cursor += 1

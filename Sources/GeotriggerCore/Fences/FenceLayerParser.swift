@@ -81,14 +81,14 @@ public enum FenceLayerParser {
             return n
         }, chunkSize: chunkSize)
         var featureBytes = 0
-        let root = try stream.read { text in
-            guard collector.add(text: text) else { return false }
-            featureBytes += text.count + 2  // and its separator, about
+        let root = try stream.read { bytes, whole in
+            guard let length = collector.add(bytes, whole: whole) else { return nil }
+            featureBytes += length + 2  // and its separator, about
             if collector.count == sizingSample, let fileSize {
                 collector.reserveCapacity(Int(Double(fileSize) / Double(featureBytes) * Double(sizingSample) * 1.05))
             }
             if let progress, collector.count % progressInterval == 0 { progress(collector.count, bytesRead) }
-            return true
+            return length
         }
         if let root {
             progress?(collector.count, bytesRead)

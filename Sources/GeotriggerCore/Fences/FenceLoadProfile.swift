@@ -43,23 +43,33 @@ package struct FenceLoadProfile: Sendable {
         let start = clock()
         let root: JSONValue?
         do {
-            root = try stream.read { text in
+            root = try stream.read { text, whole in
+                // The parse as ``FeatureCollector/add(_:whole:)`` does it (counted in `parse`).
+                var parsed: (feature: JSONObject, geometry: ParsedGeometry?)?
+                var value: JSONValue?
+                let length: Int
+                if whole {
+                    parsed = FeatureTextParser.parse(text, depth: 2, maxVertices: maxVertices, scratch: &scratch)
+                    if parsed == nil {
+                        value = JSONReader.parseFragment(text, depth: 2)
+                        if value == nil { return nil }
+                    }
+                    length = text.count
+                } else {
+                    guard let p = FeatureTextParser.parse(prefixOf: text, depth: 2, maxVertices: maxVertices, scratch: &scratch)
+                    else { return nil }
+                    parsed = (p.feature, p.geometry)
+                    length = p.length
+                }
                 let index = count
                 count += 1
                 // Sized as the parser sizes a layer from its file size.
-                featureBytes += text.count + 2
+                featureBytes += length + 2
                 if count == FenceLayerParser.sizingSample {
                     let features = Int(Double(bytes.count) / Double(featureBytes) * Double(count) * 1.05)
                     firstFeatureWithID.reserveCapacity(features)
                     fences.reserveCapacity(features)
                     prepared.reserveCapacity(features)
-                }
-                // The parse as ``FeatureCollector/add(text:)`` does it (counted in `parse`).
-                let parsed = FeatureTextParser.parse(text, depth: 2, maxVertices: maxVertices, scratch: &scratch)
-                var value: JSONValue?
-                if parsed == nil {
-                    value = JSONReader.parseFragment(text, depth: 2)
-                    if value == nil { return false }
                 }
                 var t = clock()
                 var reader = FeatureReader(file: file, layer: layer, index: index, maxVertices: maxVertices)
@@ -83,7 +93,7 @@ package struct FenceLoadProfile: Sendable {
                     profile.prepare += clock() - t
                 }
                 errors += reader.errors.count
-                return true
+                return length
             }
         } catch {
             root = nil
