@@ -1,13 +1,26 @@
-// The GeoJSON fence parser with geometry preparation: a layer file is parsed (each valid
-// feature prepared by the parser), an `EngineSnapshot` is built from it with the default
-// trigger (the layer's own `geotrigger` defaults, Arcade messages included), every prepared
-// fence answers containment and distance queries, and one device monitor takes two updates.
+// The GeoJSON fence parser with geometry preparation: a layer file is parsed whole and
+// streamed, the two agreeing (each valid feature prepared by the parser), an `EngineSnapshot`
+// is built from it with the default trigger (the layer's own `geotrigger` defaults, Arcade
+// messages included), every prepared fence answers containment and distance queries, and one
+// device monitor takes two updates.
 import GeotriggerCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFences(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = fuzzBytes(data, size)
-    let (layer, _) = FenceLayerParser.parse(bytes, file: "fuzz.geojson", layer: "fuzz")
+    let (layer, errors) = FenceLayerParser.parse(bytes, file: "fuzz.geojson", layer: "fuzz")
+
+    // Read as the gateway reads a file (streamed, each plain feature parsed in place), in short
+    // reads of 1 to 13 bytes so that features are cut by the window's end anywhere: the same
+    // layer and the same messages as the whole text.
+    let step = 1 + Int(bytes.first ?? 0) % 13
+    let streamed = try? FenceLayerParser.parse(file: "fuzz.geojson", layer: "fuzz") { offset, buffer throws(FenceError) in
+        let n = max(0, min(buffer.count, step, bytes.count - offset))
+        for i in 0..<n { buffer[i] = bytes[offset + i] }
+        return n
+    }
+    fuzzCheck(streamed?.layer == layer, "streamed layer differs from the whole text's")
+    fuzzCheck(streamed?.errors.map(\.description) == errors.map(\.description), "streamed messages differ: \(streamed?.errors.map(\.description) ?? []) vs \(errors.map(\.description))")
     guard !layer.fences.isEmpty, let snapshot = try? EngineSnapshot(layers: [layer], configTriggers: nil) else { return 0 }
 
     var probes: [Coordinate] = []
