@@ -26,7 +26,8 @@ mkdir -p "$out/lib" "$out/bin" "$out/logs"
 # -sanitize=fuzzer on a compile that does not link only instruments (coverage + ASan); the
 # libFuzzer runtime and its main come in at each target's link. lld ships with the toolchain
 # (gold warns about every ASan symbol).
-flags=(-swift-version 6 -parse-as-library -O -sanitize=fuzzer,address)
+# -package-name: the core has `package` declarations (for the benchmarks), which need one.
+flags=(-swift-version 6 -parse-as-library -O -sanitize=fuzzer,address -package-name geotrigger)
 link_flags=(-use-ld=lld)
 
 stamp() { { printf '%s\n' "$@"; cat "${@:2}"; } | sha256sum | cut -d' ' -f1; }
