@@ -10,26 +10,34 @@ import Musl
 /// Positions are exact Earth-centred positions, only rotated and shifted, so 3D distances in
 /// this frame are true chord lengths; dropping `up` (looking straight down) can only shorten
 /// a distance, which makes east/north distances safe lower bounds for pruning.
+///
+/// The axes are kept as the sines and cosines of the centre's latitude and longitude (they
+/// follow from those four numbers with a few products), 56 bytes rather than three axis
+/// vectors and the origin at 128.
 struct LocalFrame: Sendable {
-    let origin: SIMD3<Double>
-    let east: SIMD3<Double>
-    let north: SIMD3<Double>
-    let up: SIMD3<Double>
+    let originX: Double, originY: Double, originZ: Double
+    let sinPhi: Double, cosPhi: Double, sinLambda: Double, cosLambda: Double
 
     init(lat: Double, lon: Double) {
-        origin = Earth.cartesian(lat: lat, lon: lon)
+        let origin = Earth.cartesian(lat: lat, lon: lon)
+        originX = origin.x
+        originY = origin.y
+        originZ = origin.z
         let phi = lat * .pi / 180, lambda = lon * .pi / 180
-        let sinPhi = sin(phi), cosPhi = cos(phi), sinLambda = sin(lambda), cosLambda = cos(lambda)
-        east = SIMD3(-sinLambda, cosLambda, 0)
-        north = SIMD3(-sinPhi * cosLambda, -sinPhi * sinLambda, cosPhi)
-        up = SIMD3(cosPhi * cosLambda, cosPhi * sinLambda, sinPhi)
+        sinPhi = sin(phi)
+        cosPhi = cos(phi)
+        sinLambda = sin(lambda)
+        cosLambda = cos(lambda)
     }
 
-    /// `cartesian` (Earth-centred) in this frame: (east, north, up) metres.
+    /// `cartesian` (Earth-centred) in this frame: (east, north, up) metres. East is
+    /// (-sin λ, cos λ, 0), north (-sin φ cos λ, -sin φ sin λ, cos φ), up (cos φ cos λ,
+    /// cos φ sin λ, sin φ).
     @inline(__always)
     func local(_ cartesian: SIMD3<Double>) -> SIMD3<Double> {
-        let d = cartesian - origin
-        return SIMD3((d * east).sum(), (d * north).sum(), (d * up).sum())
+        let dx = cartesian.x - originX, dy = cartesian.y - originY, dz = cartesian.z - originZ
+        let outward = cosLambda * dx + sinLambda * dy
+        return SIMD3(cosLambda * dy - sinLambda * dx, cosPhi * dz - sinPhi * outward, cosPhi * outward + sinPhi * dz)
     }
 
     func local(lat: Double, lon: Double) -> SIMD3<Double> {
