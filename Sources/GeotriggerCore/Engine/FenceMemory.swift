@@ -30,9 +30,11 @@
 ///   within them, without headers.
 /// - ``index``: the ``FenceIndex`` arrays (boxes, children, ids), and for a snapshot both of
 ///   its indexes with their fence-number tables.
-/// - ``containment``: each ``PolygonLocator``'s cell states, latitude bands and ring tables
-///   (without the ring arrays, which are ``coordinates``).
-/// - ``distance``: each ``SegmentGrid``'s chord points and cell lists.
+/// - ``containment``: each ``PolygonLocator``'s ring tables (without the ring arrays, which are
+///   ``coordinates``) and, for a fence large enough to have them, its cell states and latitude
+///   bands with the object holding them.
+/// - ``distance``: each ``SegmentGrid``'s chord points and, for a fence large enough to have
+///   them, its cell lists with the object holding them.
 /// - ``objects``: each ``PreparedFence`` instance (header and fields, with its `Fence` struct,
 ///   locator and grid structs inline).
 /// - ``strings``: fence ids, layer names and `name`s beyond the small form, the `properties`
@@ -189,6 +191,23 @@ package struct FenceMemory: Sendable {
         var radius: Double
     }
 
+    /// The stored fields of a ``PolygonLocator/Cells`` instance, in its order.
+    private struct LocatorCellsFields {
+        var columns: Int, rows: Int
+        var cellScaleX: Double, cellScaleY: Double
+        var cells: [UInt8]
+        var bands: PolygonLocator.Bands
+    }
+
+    /// The stored fields of a ``SegmentGrid/Cells`` instance, in its order.
+    private struct GridCellsFields {
+        var minE: Double, minN: Double, maxE: Double, maxN: Double
+        var cellSize: Double
+        var columns: Int, rows: Int
+        var cellStart: CompactIndices
+        var cellItems: CompactIndices
+    }
+
     /// The heap block of a ``PreparedFence`` instance and the sizes of its largest fields.
     package static var preparedFenceLayout: [(name: String, bytes: Int)] {
         [
@@ -216,11 +235,25 @@ package struct FenceMemory: Sendable {
             guard let a = FenceMemory.address(ring), !own.contains(a) else { continue }
             coordinates += counted(ring)
         }
-        containment +=
-            counted(locator.cells) + counted(locator.bands.start) + counted(locator.bands.edges)
-            + counted(rings.several) + counted(rings.starts) + counted(rings.owners)
+        containment += counted(rings.several) + counted(rings.starts) + counted(rings.owners)
+        if let cells = locator.grid {
+            containment +=
+                counted(cells.cells) + counted(cells.bands.start) + counted(cells.bands.edges)
+                + object(MemoryLayout<LocatorCellsFields>.size)
+        }
         let grid = prepared.grid
-        distance += counted(grid.points) + counted(grid.cellStart) + counted(grid.cellItems)
+        distance += counted(grid.points)
+        if let cells = grid.cells {
+            distance += counted(cells.cellStart) + counted(cells.cellItems) + object(MemoryLayout<GridCellsFields>.size)
+        }
+    }
+
+    /// The heap block of a class instance whose stored fields take `fields` bytes, tallied.
+    private mutating func object(_ fields: Int) -> Int {
+        let bytes = FenceMemory.block(16 + fields)
+        blocks += 1
+        overhead += bytes - fields
+        return bytes
     }
 
     /// Adds an index's arrays.

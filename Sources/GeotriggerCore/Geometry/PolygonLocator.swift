@@ -8,7 +8,9 @@ import Musl
 ///
 /// The answer is the even-odd crossing rule per polygon (a horizontal ray towards larger
 /// longitudes; an edge counts if one end is above the ray and the other is not), and "inside"
-/// means inside some polygon. Two structures make it fast:
+/// means inside some polygon. A polygon of at most ``scanLimit`` edges (most fences) is
+/// answered by testing every edge, which costs about what a cell lookup does at that size;
+/// it has no ``Cells`` at all. For larger ones, two structures make it fast:
 /// - a grid of cells over the bounds, each marked outside, inside or boundary; a cell that no
 ///   edge touches is inside or outside as a whole, decided once at build time;
 /// - latitude bands, each listing the edges whose latitude range meets it, so a point in a
@@ -171,14 +173,38 @@ struct PolygonLocator: Sendable {
 
     enum CellState: UInt8 { case outside, inside, boundary }
 
+    /// The cells and bands of a polygon of more than ``scanLimit`` edges (a class, so that a
+    /// small fence holds a nil reference rather than their fields).
+    final class Cells: Sendable {
+        let columns: Int, rows: Int
+        let cellScaleX: Double, cellScaleY: Double
+        /// The cells' states, four to a byte (cell `i` in bits `2 * (i % 4)` of byte `i / 4`).
+        let cells: [UInt8]
+        let bands: Bands
+
+        init(columns: Int, rows: Int, cellScaleX: Double, cellScaleY: Double, cells: [UInt8], bands: Bands) {
+            self.columns = columns
+            self.rows = rows
+            self.cellScaleX = cellScaleX
+            self.cellScaleY = cellScaleY
+            self.cells = cells
+            self.bands = bands
+        }
+    }
+
+    /// Rings of at most this many edges in all are answered by testing every edge, without
+    /// cells or bands. Measured with `geotrigger bench index` (see docs/performance.md): up
+    /// to here the scan is no slower than a cell lookup.
+    static let scanLimit = 32
+
     let minX: Double, minY: Double, maxX: Double, maxY: Double
-    let columns: Int, rows: Int
-    let cellScaleX: Double, cellScaleY: Double
-    /// The cells' states, four to a byte (cell `i` in bits `2 * (i % 4)` of byte `i / 4`).
-    let cells: [UInt8]
-    let bands: Bands
     /// The vertices; the bands never list an edge whose first vertex ends its ring.
     let rings: Rings
+    /// Cells and bands; nil when every edge is tested (at most ``scanLimit`` edges).
+    let grid: Cells?
+
+    /// The latitude bands (one empty band without ``grid``).
+    var bands: Bands { grid?.bands ?? Bands([], minY: minY, height: 1) }
 
     /// `rings[i]` is a closed ring of (lat, lon) belonging to polygon `polygon[i]`; longitudes
     /// are unwrapped into `westLimit ..< westLimit + 360` (x = unwrapped lon, y = lat).
@@ -186,6 +212,8 @@ struct PolygonLocator: Sendable {
         let rings = Rings(fenceRings, polygon: polygon, westLimit: westLimit)
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
         var edges: [(first: Int32, a: Double, b: Double)] = []
+        let edgeCount = rings.all.reduce(0) { $0 + Swift.max(0, $1.count - 1) }
+        edges.reserveCapacity(edgeCount)
         var first = 0
         for ring in rings.all {
             for (k, (c, d)) in zip(ring, ring.dropFirst()).enumerated() {
@@ -203,9 +231,12 @@ struct PolygonLocator: Sendable {
         minY = lo.y
         maxX = hi.x
         maxY = hi.y
+        guard edgeCount > PolygonLocator.scanLimit else {
+            grid = nil
+            return
+        }
         let height = Swift.max(maxY - minY, 1e-12), width = Swift.max(maxX - minX, 1e-12)
         let bands = Bands(edges, minY: lo.y, height: height)
-        self.bands = bands
 
         // Cells: about four per edge, roughly square in metres.
         let aspect = width * Swift.max(0.05, cos((minY + maxY) / 2 * .pi / 180)) / height
@@ -213,10 +244,6 @@ struct PolygonLocator: Sendable {
         let cols = Swift.max(1, Swift.min(2048, Int((target * aspect).squareRoot().rounded())))
         let rowCount = Swift.max(1, Swift.min(2048, Int((target / Double(cols)).rounded())))
         let scaleX = Double(cols) / width, scaleY = Double(rowCount) / height
-        columns = cols
-        rows = rowCount
-        cellScaleX = scaleX
-        cellScaleY = scaleY
         var state = [CellState](repeating: .outside, count: cols * rowCount)
         let cellW = width / Double(cols), cellH = height / Double(rowCount)
         let epsX = cellW * 1e-6, epsY = cellH * 1e-6
@@ -252,26 +279,49 @@ struct PolygonLocator: Sendable {
         }
         var packed = [UInt8](repeating: 0, count: (state.count + 3) / 4)
         for (i, s) in state.enumerated() { packed[i >> 2] |= s.rawValue << UInt8((i & 3) * 2) }
-        cells = packed
+        grid = Cells(columns: cols, rows: rowCount, cellScaleX: scaleX, cellScaleY: scaleY, cells: packed, bands: bands)
     }
 
     /// Approximate bytes held beyond the fence's own arrays (vertices only where copied).
     var byteCount: Int {
-        cells.count + bands.start.byteCount + bands.edges.byteCount + rings.byteCount
+        (grid.map { $0.cells.count + $0.bands.start.byteCount + $0.bands.edges.byteCount } ?? 0) + rings.byteCount
     }
 
     /// True if (x, y) is inside some polygon (not in one of its holes).
     @inline(__always)
     func contains(x: Double, y: Double) -> Bool {
         guard y >= minY, y <= maxY, x >= minX, x <= maxX else { return false }
-        let c = Swift.min(columns - 1, Int((x - minX) * cellScaleX))
-        let r = Swift.min(rows - 1, Int((y - minY) * cellScaleY))
-        let i = r * columns + c
-        switch (cells[i >> 2] >> UInt8((i & 3) * 2)) & 3 {
+        guard let grid else { return scannedCrossingTest(x: x, y: y) }
+        let c = Swift.min(grid.columns - 1, Int((x - minX) * grid.cellScaleX))
+        let r = Swift.min(grid.rows - 1, Int((y - minY) * grid.cellScaleY))
+        let i = r * grid.columns + c
+        switch (grid.cells[i >> 2] >> UInt8((i & 3) * 2)) & 3 {
         case CellState.outside.rawValue: return false
         case CellState.inside.rawValue: return true
-        default: return crossingTest(x: x, y: y)
+        default: return PolygonLocator.crossingTest(x: x, y: y, bands: grid.bands, rings: rings)
         }
+    }
+
+    /// The crossing test over every edge of every ring (for a locator without cells).
+    @inline(__always)
+    func scannedCrossingTest(x: Double, y: Double) -> Bool {
+        func odd(_ ring: [Coordinate]) -> Bool {
+            ring.withUnsafeBufferPointer { vertices in
+                var odd = false
+                var k = 1
+                while k < vertices.count {
+                    if PolygonLocator.crosses(vertices[k - 1], vertices[k], x: x, y: y) { odd.toggle() }
+                    k += 1
+                }
+                return odd
+            }
+        }
+        guard !rings.several.isEmpty else { return odd(rings.first) }
+        var parity: UInt64 = 0
+        for (r, ring) in rings.several.enumerated() where odd(ring) {
+            parity ^= rings.owners.isEmpty ? 1 : 1 << UInt64(rings.owners[r])
+        }
+        return parity != 0
     }
 
     /// The crossing test over the edges of (x, y)'s latitude band.
@@ -279,11 +329,6 @@ struct PolygonLocator: Sendable {
     /// For an edge with lower end `p` and upper end `q` it counts `lo <= y < hi` and
     /// `x < p.x + (y - p.y) * slope` with `slope = (q.x - p.x) / (q.y - p.y)`: the same
     /// operations in the same order as when each band held a copy of (lo, hi, x0, slope).
-    @inline(__always)
-    func crossingTest(x: Double, y: Double) -> Bool {
-        PolygonLocator.crossingTest(x: x, y: y, bands: bands, rings: rings)
-    }
-
     static func crossingTest(x: Double, y: Double, bands: Bands, rings: Rings) -> Bool {
         let band = bands.band(y)
         let listed = bands.start[band]..<bands.start[band + 1]

@@ -24,12 +24,15 @@ import Musl
 /// asks, is one region: the seam between the parts is not a boundary, and distances and
 /// containment work across ±180. A fence within 1 km of a pole is refused.
 ///
-/// How: containment uses a ``PolygonLocator`` (cells plus latitude bands) in lon/lat with
-/// longitudes unwrapped around the fence. Distances use the edges as straight 3D chords
-/// between Earth-centred positions, each edge cut into pieces until a piece strays less than
-/// 5 mm from the true lon/lat-straight edge, searched with a ``SegmentGrid``; the nearest
-/// chord is then turned into the arc over the surface. The pieces' ends are stored in 32 bits
-/// around the fence's centre, which moves them by at most 1.5 mm in a fence 50 km across.
+/// How: containment uses a ``PolygonLocator`` in lon/lat with longitudes unwrapped around the
+/// fence. Distances use the edges as straight 3D chords between Earth-centred positions, each
+/// edge cut into pieces until a piece strays less than 5 mm from the true lon/lat-straight
+/// edge, searched with a ``SegmentGrid``; the nearest chord is then turned into the arc over
+/// the surface. The pieces' ends are stored in 32 bits around the fence's centre, which moves
+/// them by at most 1.5 mm in a fence 50 km across. A small fence (at most 32 edges, or one
+/// path of at most 32 chord pieces: nearly every fence, and every point) has no cells: its
+/// edges and pieces are all tested, as fast at that size and without the cells' memory; a
+/// larger one gets cells and latitude bands for containment and a grid of cells for distances.
 /// Memory is linear in the vertices for any fence: the locator lists at most eight band
 /// entries per edge, the chord pieces are at most 2^18 or eight per edge (a fence of very many
 /// long edges, beyond that, has its edges cut less finely), and the grid lists at most four
@@ -42,10 +45,11 @@ public final class PreparedFence: Sendable {
 
     /// Longitudes are unwrapped into `westLimit ..< westLimit + 360` around the fence.
     let westLimit: Double
-    /// Containment; empty (and unused) for points and lines.
+    /// Containment; empty (and unused) for points and lines; without cells for a small polygon.
     let locator: PolygonLocator
     let isPolygon: Bool
     let frame: LocalFrame
+    /// Distances: the chord pieces; without cells for one path of a few pieces.
     let grid: SegmentGrid
     /// The radius of the sphere fitting the ellipsoid at the fence, for chords to arcs.
     let radius: Double

@@ -1,13 +1,18 @@
-/// Straight 3D segments in a fence's ``LocalFrame`` with a uniform east/north grid, for the
-/// nearest-segment search (bounded or not).
+/// Straight 3D segments in a fence's ``LocalFrame``, for the nearest-segment search (bounded
+/// or not): scanned one by one for a fence of a few segments, else through a uniform
+/// east/north grid of cells.
 ///
 /// The segments come as paths: consecutive points of a path are joined, so a point shared by
 /// two segments is stored once and a segment is named by the index of its first point. A
 /// segment is listed in every cell its east/north box meets; the last point of a path starts
 /// no segment and is never listed.
 ///
-/// The search visits rings of cells outwards from the query point and stops once the
-/// east/north distance to every cell not yet visited exceeds the best chord found (or the
+/// One path of at most ``scanLimit`` segments (a small polygon's ring, a point, a short line)
+/// has no cells (``cells`` is nil): the search measures every segment, which costs about what
+/// a cell lookup does at that size and saves the cells' arrays and their building.
+///
+/// With cells, the search visits rings of cells outwards from the query point and stops once
+/// the east/north distance to every cell not yet visited exceeds the best chord found (or the
 /// caller's limit): looking straight down only shortens distances, so that bound is safe and
 /// the answer is the exact minimum chord to the stored segments.
 ///
@@ -24,17 +29,47 @@ struct SegmentGrid: Sendable {
         var double: SIMD3<Double> { SIMD3(Double(x), Double(y), Double(z)) }
     }
 
+    /// The grid of cells over the points of a fence with more than a few segments (a class, so
+    /// that a fence without one holds a nil reference rather than its fields).
+    final class Cells: Sendable {
+        /// Box of the stored points, relative to ``SegmentGrid/origin``.
+        let minE: Double, minN: Double, maxE: Double, maxN: Double
+        let cellSize: Double
+        let columns: Int, rows: Int
+        /// Cell `c` lists `cellItems[cellStart[c] ..< cellStart[c + 1]]`.
+        let cellStart: CompactIndices
+        /// First-point indices of the segments listed in each cell.
+        let cellItems: CompactIndices
+
+        init(
+            minE: Double, minN: Double, maxE: Double, maxN: Double, cellSize: Double, columns: Int, rows: Int,
+            cellStart: CompactIndices, cellItems: CompactIndices
+        ) {
+            self.minE = minE
+            self.minN = minN
+            self.maxE = maxE
+            self.maxN = maxN
+            self.cellSize = cellSize
+            self.columns = columns
+            self.rows = rows
+            self.cellStart = cellStart
+            self.cellItems = cellItems
+        }
+    }
+
+    /// One path of at most this many segments is scanned without cells. Measured with
+    /// `geotrigger bench index` (see docs/performance.md): up to here the scan is no slower
+    /// than a cell lookup.
+    static let scanLimit = 32
+
     /// Local-frame position of the point stored as (0, 0, 0).
     let origin: SIMD3<Double>
     let points: [Point]
-    /// Box of the stored points, relative to ``origin``.
-    let minE: Double, minN: Double, maxE: Double, maxN: Double
-    let cellSize: Double
-    let columns: Int, rows: Int
-    /// Cell `c` lists `cellItems[cellStart[c] ..< cellStart[c + 1]]`.
-    let cellStart: CompactIndices
-    /// First-point indices of the segments listed in each cell.
-    let cellItems: CompactIndices
+    /// The cells; nil when every segment is scanned (one path of at most ``scanLimit``).
+    let cells: Cells?
+
+    /// The cells' entries (empty without cells).
+    var cellItems: CompactIndices { cells?.cellItems ?? CompactIndices([]) }
 
     /// The segments joining consecutive points of every path (local-frame positions). A path of
     /// one point stands for that point: a segment of length zero.
@@ -60,6 +95,11 @@ struct SegmentGrid: Sendable {
             starts.append(contentsOf: first..<(points.count - 1))
         }
         self.points = points
+        // One path: its points are its segments' ends, one after another.
+        if starts.count == points.count - 1, starts.count <= SegmentGrid.scanLimit {
+            cells = nil
+            return
+        }
 
         // The grid, over the points as stored.
         var low = SIMD2<Double>(repeating: .infinity), high = SIMD2<Double>(repeating: -.infinity)
@@ -69,10 +109,6 @@ struct SegmentGrid: Sendable {
             high = pointwiseMax(high, q)
         }
         if points.isEmpty { low = .zero; high = .zero }
-        minE = low.x
-        minN = low.y
-        maxE = high.x
-        maxN = high.y
         let width = high.x - low.x, height = high.y - low.y
         // About one cell per segment: a segment then meets ~1.7 cells on average.
         let target = Double(Swift.max(1, Swift.min(1 << 20, starts.count)))
@@ -84,11 +120,8 @@ struct SegmentGrid: Sendable {
         while SegmentGrid.entryCount(points: points, starts: starts, low: low, width: width, height: height, size: size) > limit {
             size *= 1.5
         }
-        cellSize = size
         let cols = Swift.max(1, Int((width / size).rounded(.up)))
         let rowCount = Swift.max(1, Int((height / size).rounded(.up)))
-        columns = cols
-        rows = rowCount
         func column(_ e: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((e - low.x) / size))) }
         func row(_ n: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((n - low.y) / size))) }
         func forEachCell(_ k: Int, _ body: (Int) -> Void) {
@@ -109,8 +142,9 @@ struct SegmentGrid: Sendable {
                 fill[cell] += 1
             }
         }
-        cellStart = CompactIndices(counts)
-        cellItems = CompactIndices(items)
+        cells = Cells(
+            minE: low.x, minN: low.y, maxE: high.x, maxN: high.y, cellSize: size, columns: cols, rows: rowCount,
+            cellStart: CompactIndices(counts), cellItems: CompactIndices(items))
     }
 
     /// At most this many cell entries per segment, whatever the geometry.
@@ -136,23 +170,46 @@ struct SegmentGrid: Sendable {
 
     /// Approximate bytes held by the arrays.
     var byteCount: Int {
-        points.count * MemoryLayout<Point>.stride + cellStart.byteCount + cellItems.byteCount
+        points.count * MemoryLayout<Point>.stride + (cells.map { $0.cellStart.byteCount + $0.cellItems.byteCount } ?? 0)
     }
 
     /// The smallest squared chord from `p` (a local-frame position) to a segment, if some chord
     /// is at most `limitSquared`^0.5; nil if every segment is farther than that.
     func nearestChordSquared(to position: SIMD3<Double>, limitSquared: Double) -> Double? {
         guard !points.isEmpty else { return nil }
-        switch cellItems.storage {
-        case .narrow(let items): return nearestChordSquared(to: position - origin, limitSquared: limitSquared, items: items)
-        case .wide(let items): return nearestChordSquared(to: position - origin, limitSquared: limitSquared, items: items)
+        guard let cells else { return scannedChordSquared(to: position - origin, limitSquared: limitSquared) }
+        switch cells.cellItems.storage {
+        case .narrow(let items): return cells.nearestChordSquared(to: position - origin, limitSquared: limitSquared, points: points, items: items)
+        case .wide(let items): return cells.nearestChordSquared(to: position - origin, limitSquared: limitSquared, points: points, items: items)
         }
     }
 
-    /// The search, for `p` relative to ``origin``, with the cells' items in their stored width.
+    /// The search without cells, for `p` relative to ``origin``: every segment of the one path.
+    @inline(__always)
+    func scannedChordSquared(to p: SIMD3<Double>, limitSquared: Double) -> Double? {
+        var best = limitSquared
+        var found = false
+        points.withUnsafeBufferPointer { points in
+            var a = points[0].double
+            for i in 1..<points.count {
+                let b = points[i].double
+                let d2 = SegmentGrid.chordSquared(p, a, b)
+                if d2 <= best {
+                    best = d2
+                    found = true
+                }
+                a = b
+            }
+        }
+        return found ? best : nil
+    }
+}
+
+extension SegmentGrid.Cells {
+    /// The search, for `p` relative to the grid's origin, with the cells' items in their stored width.
     @inline(__always)
     func nearestChordSquared<Index: FixedWidthInteger>(
-        to p: SIMD3<Double>, limitSquared: Double, items: [Index]
+        to p: SIMD3<Double>, limitSquared: Double, points: [SegmentGrid.Point], items: [Index]
     ) -> Double? {
         let fx = Swift.min(Swift.max((p.x - minE) / cellSize, -1e9), 1e9)
         let fy = Swift.min(Swift.max((p.y - minN) / cellSize, -1e9), 1e9)
@@ -210,7 +267,9 @@ struct SegmentGrid: Sendable {
         }
         return found ? best : nil
     }
+}
 
+extension SegmentGrid {
     /// Squared distance from `p` to the segment a-b (a point when a == b).
     @inline(__always)
     static func chordSquared(_ p: SIMD3<Double>, _ a: SIMD3<Double>, _ b: SIMD3<Double>) -> Double {
