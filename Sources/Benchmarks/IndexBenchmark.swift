@@ -18,13 +18,13 @@ enum IndexBenchmark {
         help: help, run: { try run($0) })
 
     static let help = """
-        Usage: geotrigger bench index [--taxi FILE] [--fences N] [--seconds S] [--points N]
+        Usage: geotrigger bench index [--taxi FILE] [--fences N] [--vertices V] [--seconds S] [--points N]
 
         Point evaluations per second on one core (index query + exact test of every candidate:
         inside the polygon, or within the buffer by the bounded signed distance), index build
         time and memory, for random points over the area of:
           (a) the NYC taxi zones (263 real polygons, up to 7,814 vertices);
-          (b) a synthetic city: N polygons of 50 vertices, 60 to 250 m across, over 40 x 40 km,
+          (b) a synthetic city: N polygons of V vertices, 60 to 250 m across, over 40 x 40 km,
               plus N/20 buffered points and N/20 buffered lines (generated deterministically).
         Figures are per CPU second (the machine may be shared) and per wall-clock second.
 
@@ -39,20 +39,24 @@ enum IndexBenchmark {
         Options:
           --taxi FILE    taxi zones GeoJSON (default Tests/Fixtures/geometry/nyc-taxi-zones.geojson)
           --fences N     synthetic polygons (default 10000)
+          --vertices V   vertices of each synthetic polygon (default 50; 3 or more): fences of
+                         up to 32 edges are tested edge by edge, larger ones through cells
           --seconds S    time spent evaluating per data set (default 3)
           --points N     distinct random query points per data set (default 200000)
         Build with `swift build -c release` and run .build/release/geotrigger.
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let args = try Arguments(arguments, valued: ["taxi", "fences", "seconds", "points"], flags: [])
+        let args = try Arguments(arguments, valued: ["taxi", "fences", "vertices", "seconds", "points"], flags: [])
         let taxiPath = args["taxi"] ?? "Tests/Fixtures/geometry/nyc-taxi-zones.geojson"
         let polygonCount = Int(try args.number("fences") ?? 10_000)
+        let vertexCount = Int(try args.number("vertices") ?? 50)
         let seconds = try args.number("seconds") ?? 3
         let pointCount = Int(try args.number("points") ?? 200_000)
         guard polygonCount >= 0, seconds > 0, pointCount > 0 else {
             throw UsageError("--fences, --seconds and --points must be positive")
         }
+        guard vertexCount >= 3 else { throw UsageError("--vertices must be 3 or more") }
         #if DEBUG
         print("warning: debug build; figures are far below a release build (swift build -c release)")
         #endif
@@ -72,9 +76,9 @@ enum IndexBenchmark {
 
         ResourceUsage.trimHeap()  // what the taxi zones freed, so that the city's growth is its own
         rssBeforeData = ResourceUsage.residentBytes()
-        let city = syntheticCity(polygons: polygonCount, random: &random)
+        let city = syntheticCity(polygons: polygonCount, vertices: vertexCount, random: &random)
         try measure(
-            "synthetic city: \(polygonCount) polygons (50 vertices) + \(polygonCount / 20) buffered points + \(polygonCount / 20) buffered lines, 40 x 40 km",
+            "synthetic city: \(polygonCount) polygons (\(vertexCount) vertices) + \(polygonCount / 20) buffered points + \(polygonCount / 20) buffered lines, 40 x 40 km",
             fences: city, seconds: seconds, pointCount: pointCount, rssBeforeData: rssBeforeData, random: &random)
         print("peak RSS \(megabytes(ResourceUsage.peakResidentBytes()))")
         return ExitStatus.ok
@@ -165,8 +169,8 @@ enum IndexBenchmark {
 
     // MARK: Data
 
-    /// Star-shaped polygons of 50 vertices, buffered points and buffered lines around New York.
-    static func syntheticCity(polygons: Int, random: inout SplitMix64) -> [Fence] {
+    /// Star-shaped polygons of `vertices` vertices, buffered points and buffered lines around New York.
+    static func syntheticCity(polygons: Int, vertices: Int = 50, random: inout SplitMix64) -> [Fence] {
         let centre = Coordinate(lat: 40.73, lon: -73.95)
         let metresPerDegreeLat = 111_000.0
         let metresPerDegreeLon = 111_000.0 * cos(centre.lat * .pi / 180)
@@ -181,8 +185,8 @@ enum IndexBenchmark {
             let c = anywhere()
             let radius = 30 + random.nextUnit() * 95
             var ring: [Coordinate] = []
-            for k in 0..<50 {
-                let angle = Double(k) / 50 * 2 * .pi
+            for k in 0..<vertices {
+                let angle = Double(k) / Double(vertices) * 2 * .pi
                 let r = radius * (0.7 + 0.6 * random.nextUnit())
                 ring.append(offset(c, east: r * cos(angle), north: r * sin(angle)))
             }
