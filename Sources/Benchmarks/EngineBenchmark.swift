@@ -33,8 +33,9 @@ enum EngineBenchmark {
             ids/names/properties, per-fence and per-watch tables, the layers' arrays), each counted
             from the structures' capacities and element sizes with glibc malloc's block sizes, against
             the resident growth around generating the fences and building the snapshot (before and
-            after malloc_trim); "other" is the growth not accounted for. The second snapshot (crossings
-            true) prepares every fence again: the peak RSS includes both.
+            after malloc_trim); "other" is the growth not accounted for. The layers hold the fences
+            prepared, as the gateway's do after reading the fence files, and both snapshots (crossings
+            false and true) take those prepared fences.
 
             Last, decodes --messages feed payloads per format (default 300000, json and
             owntracks, made like the end-to-end load generator's) with the feed's LocationDecoder
@@ -89,6 +90,21 @@ enum EngineBenchmark {
         )
     }
 
+    /// ``layers(fenceCount:random:)`` as the gateway holds them after reading the files: each
+    /// fence prepared once, held in its prepared form only (``FenceLayer/init(name:file:prepared:defaults:)``),
+    /// and every snapshot built from the layers takes those prepared fences.
+    static func preparedLayers(fenceCount: Int, random: inout SplitMix64) throws -> (layers: [FenceLayer], side: Double) {
+        let (plain, side) = layers(fenceCount: fenceCount, random: &random)
+        var layers: [FenceLayer] = []
+        for layer in plain {
+            var prepared: [PreparedFence] = []
+            prepared.reserveCapacity(layer.fenceCount)
+            for i in 0..<layer.fenceCount { prepared.append(try PreparedFence(layer.fence(at: i))) }
+            layers.append(FenceLayer(name: layer.name, file: layer.file, prepared: prepared, defaults: layer.defaults))
+        }
+        return (layers, side)
+    }
+
     static let triggers: JSONValue = .array([
         .object(["name": .string("plain")]),
         .object([
@@ -127,7 +143,7 @@ enum EngineBenchmark {
         var random = SplitMix64(seed: 2026)  // every run sees the same fences
         let rssBeforeFences = ResourceUsage.residentBytes()
         var started = ResourceUsage.now()
-        let (layers, side) = self.layers(fenceCount: fenceCount, random: &random)
+        let (layers, side) = try preparedLayers(fenceCount: fenceCount, random: &random)
         let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers, zones: SystemTimeZones.source)
         print("snapshot: \(fenceCount) fences in \(layers.count) layers, 3 triggers, built in \(ms(ResourceUsage.now() - started))")
         // Where the bytes went (after the timed build; the counting's own memory comes after the RSS readings).

@@ -136,7 +136,8 @@ public final class EngineSnapshot: Sendable {
         var fenceNumbers: [FenceKey: Int32] = [:]
         fenceNumbers.reserveCapacity(layers.reduce(0) { $0 + $1.fences.count })
         for (layerIndex, layer) in layers.enumerated() {
-            for (fenceIndex, fence) in layer.fences.enumerated() {
+            for fenceIndex in 0..<layer.fenceCount {
+                let fence = layer.fence(at: fenceIndex)
                 let key = FenceKey(layer: layer.name, id: fence.id)
                 let subject = (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.label
                 let origin = TriggerIssue.Origin.layer(name: layer.name, file: layer.file)

@@ -43,8 +43,10 @@
 ///   starts, (watch, buffer) entries, reaches, `follow` devices, and the watch and rule
 ///   arrays (the triggers' settings and compiled expressions are not counted: a few per
 ///   trigger, not per fence).
-/// - ``layers``: arrays of `Fence` structs (and prepared-fence references) held by
-///   ``FenceLayer``s besides the snapshot (the structs' arrays and strings are the snapshot's).
+/// - ``layers``: arrays of prepared-fence references held by ``FenceLayer``s besides the
+///   snapshot, and of `Fence` structs for a layer built from plain fences (a parser's layer
+///   holds each fence only inside its prepared form; the structs' arrays and strings are the
+///   snapshot's).
 package struct FenceMemory: Sendable {
     package var fences = 0
     package var vertices = 0
@@ -279,6 +281,6 @@ package struct FenceMemory: Sendable {
 
     /// Adds the arrays of layers whose fences are counted elsewhere (in a snapshot).
     package mutating func addArrays(of layers: [FenceLayer]) {
-        for layer in layers { self.layers += counted(layer.fences) + counted(layer.prepared) }
+        for layer in layers { self.layers += (layer.own.map { counted($0) } ?? 0) + counted(layer.prepared) }
     }
 }

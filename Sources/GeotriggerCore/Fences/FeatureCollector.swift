@@ -5,7 +5,7 @@ struct FeatureCollector {
     let layer: String
     /// `fences.maxVertices` (see ``FeatureReader/maxVertices``).
     let maxVertices: Int
-    private(set) var fences: [Fence] = []
+    /// The valid fences, prepared (each holds its ``Fence``: no second array of them).
     private(set) var prepared: [PreparedFence] = []
     private(set) var errors: [FenceError] = []
     /// Features read so far.
@@ -83,7 +83,6 @@ struct FeatureCollector {
         if let fence, reader.errors.isEmpty {
             do {
                 prepared.append(try PreparedFence(fence))
-                fences.append(fence)
             } catch {
                 reader.error(error.message)
             }

@@ -165,8 +165,7 @@ public enum FenceLayerParser {
         if !featuresStreamed {
             for feature in features { collector.add(feature) }
         }
-        result.fences = collector.fences
-        result.prepared = collector.prepared
+        result = FenceLayer(name: result.name, file: result.file, prepared: collector.prepared, defaults: result.defaults)
         return (result, errors + collector.errors)
     }
 }

@@ -115,8 +115,7 @@ package struct FenceLoadProfile: Sendable {
         profile.validation = clock() - t
         precondition(found == 0, "a valid fence failed its checks when timed again")
 
-        var result = FenceLayer(name: layer, file: file, fences: fences)
-        result.prepared = prepared
+        let result = FenceLayer(name: layer, file: file, prepared: prepared)
         return (result, errors, profile)
     }
 }
