@@ -131,10 +131,14 @@ public final class EngineSnapshot: Sendable {
             }
         }
         // Fences.
+        // Sized for every fence up front: a million fences would otherwise regrow (and rehash) them ~20 times.
+        let fenceCount = layers.reduce(0) { $0 + $1.fenceCount }
         var prepared: [PreparedFence] = []
+        prepared.reserveCapacity(fenceCount)
         var fenceLayerIndex: [Int] = []
+        fenceLayerIndex.reserveCapacity(fenceCount)
         var fenceNumbers: [FenceKey: Int32] = [:]
-        fenceNumbers.reserveCapacity(layers.reduce(0) { $0 + $1.fences.count })
+        fenceNumbers.reserveCapacity(fenceCount)
         for (layerIndex, layer) in layers.enumerated() {
             for fenceIndex in 0..<layer.fenceCount {
                 let fence = layer.fence(at: fenceIndex)
@@ -196,6 +200,12 @@ public final class EngineSnapshot: Sendable {
         var unwatchedBounds: [GeoBounds] = []
         var reach: [Double] = []
         var fenceReach: [Double] = []
+        fenceWatchStart.reserveCapacity(prepared.count + 1)
+        fenceWatches.reserveCapacity(prepared.count)
+        fenceReach.reserveCapacity(prepared.count)
+        indexed.reserveCapacity(prepared.count)
+        bounds.reserveCapacity(prepared.count)
+        reach.reserveCapacity(prepared.count)
         for (f, fence) in prepared.enumerated() {
             var farthest = 0.0
             var any = false
