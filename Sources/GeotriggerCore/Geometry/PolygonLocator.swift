@@ -210,20 +210,16 @@ struct PolygonLocator: Sendable {
     /// are unwrapped into `westLimit ..< westLimit + 360` (x = unwrapped lon, y = lat).
     init(rings fenceRings: [[Coordinate]], polygon: [Int], westLimit: Double) {
         let rings = Rings(fenceRings, polygon: polygon, westLimit: westLimit)
+        let all = rings.all
         var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
-        var edges: [(first: Int32, a: Double, b: Double)] = []
-        let edgeCount = rings.all.reduce(0) { $0 + Swift.max(0, $1.count - 1) }
-        edges.reserveCapacity(edgeCount)
-        var first = 0
-        for ring in rings.all {
-            for (k, (c, d)) in zip(ring, ring.dropFirst()).enumerated() {
-                let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
-                lo = pointwiseMin(lo, pointwiseMin(a, b))
-                hi = pointwiseMax(hi, pointwiseMax(a, b))
-                guard a.y != b.y else { continue }  // horizontal edges never straddle a ray
-                edges.append((Int32(first + k), a.y, b.y))
+        var edgeCount = 0
+        for ring in all {
+            for c in ring {
+                let a = SIMD2(c.lon, c.lat)
+                lo = pointwiseMin(lo, a)
+                hi = pointwiseMax(hi, a)
             }
-            first += ring.count
+            edgeCount += Swift.max(0, ring.count - 1)
         }
         self.rings = rings
         if lo.x > hi.x { lo = .zero; hi = .zero }
@@ -234,6 +230,16 @@ struct PolygonLocator: Sendable {
         guard edgeCount > PolygonLocator.scanLimit else {
             grid = nil
             return
+        }
+        var edges: [(first: Int32, a: Double, b: Double)] = []
+        edges.reserveCapacity(edgeCount)
+        var first = 0
+        for ring in all {
+            for (k, (c, d)) in zip(ring, ring.dropFirst()).enumerated() where c.lat != d.lat {
+                // Horizontal edges never straddle a ray: they are not listed.
+                edges.append((Int32(first + k), c.lat, d.lat))
+            }
+            first += ring.count
         }
         let height = Swift.max(maxY - minY, 1e-12), width = Swift.max(maxX - minX, 1e-12)
         let bands = Bands(edges, minY: lo.y, height: height)
@@ -250,7 +256,7 @@ struct PolygonLocator: Sendable {
         func column(_ x: Double) -> Int { Swift.min(cols - 1, Swift.max(0, Int((x - lo.x) * scaleX))) }
         func row(_ y: Double) -> Int { Swift.min(rowCount - 1, Swift.max(0, Int((y - lo.y) * scaleY))) }
         // Mark every cell an edge (horizontal ones too) may touch, with a small margin.
-        for ring in rings.all {
+        for ring in all {
             for (c, d) in zip(ring, ring.dropFirst()) {
                 let a = SIMD2(c.lon, c.lat), b = SIMD2(d.lon, d.lat)
                 let bottom = Swift.min(a.y, b.y), top = Swift.max(a.y, b.y)

@@ -82,15 +82,22 @@ public final class PreparedFence: Sendable {
         }
 
         // Unwrap longitudes around the fence: the shorter of the spans read as -180...180 or 0...360.
-        let lons = paths.joined().map(\.lon)
-        let rawSpan = lons.max()! - lons.min()!
-        let shifted = lons.map { $0 < 0 ? $0 + 360 : $0 }
+        var low = Double.infinity, high = -Double.infinity, shiftedLow = Double.infinity, shiftedHigh = -Double.infinity
+        for path in paths {
+            for c in path {
+                low = Swift.min(low, c.lon)
+                high = Swift.max(high, c.lon)
+                let shifted = c.lon < 0 ? c.lon + 360 : c.lon
+                shiftedLow = Swift.min(shiftedLow, shifted)
+                shiftedHigh = Swift.max(shiftedHigh, shifted)
+            }
+        }
         let reference: Double
-        if shifted.max()! - shifted.min()! < rawSpan {
-            let middle = (shifted.max()! + shifted.min()!) / 2
+        if shiftedHigh - shiftedLow < high - low {
+            let middle = (shiftedHigh + shiftedLow) / 2
             reference = middle >= 180 ? middle - 360 : middle
         } else {
-            reference = (lons.max()! + lons.min()!) / 2
+            reference = (high + low) / 2
         }
         let westLimit = reference - 180
         self.westLimit = westLimit
@@ -116,23 +123,21 @@ public final class PreparedFence: Sendable {
         var edges: [(SIMD2<Double>, SIMD2<Double>)] = []
         switch fence.geometry {
         case .polygons(let polygons):
-            var fenceRings: [[Coordinate]] = []
-            var rings: [[SIMD2<Double>]] = []
+            // `paths` are the rings, polygon by polygon (exterior, then holes), and `unwrapped`
+            // the same with longitudes unwrapped.
             var owners: [Int] = []
+            owners.reserveCapacity(paths.count)
             for (k, polygon) in polygons.enumerated() {
-                for ring in [polygon.exterior] + polygon.holes {
-                    fenceRings.append(ring)
-                    rings.append(ring.map { SIMD2(unwrap($0.lon), $0.lat) })
-                    owners.append(k)
-                }
+                owners.append(contentsOf: repeatElement(k, count: 1 + polygon.holes.count))
             }
             // The locator reads the fence's own ring arrays (copying only rings unwrapping moves).
-            locator = PolygonLocator(rings: fenceRings, polygon: owners, westLimit: westLimit)
+            locator = PolygonLocator(rings: paths, polygon: owners, westLimit: westLimit)
             isPolygon = true
-            edges = PreparedFence.boundaryEdges(rings: rings, owners: owners, seam: unwrap(180))
+            edges = PreparedFence.boundaryEdges(rings: unwrapped, owners: owners, seam: unwrap(180))
         case .points, .lines:
             locator = PolygonLocator(rings: [], polygon: [], westLimit: westLimit)
             isPolygon = false
+            edges.reserveCapacity(unwrapped.reduce(0) { $0 + $1.count })
             for path in unwrapped {
                 if path.count == 1 { edges.append((path[0], path[0])) }
                 for (a, b) in zip(path, path.dropFirst()) { edges.append((a, b)) }
@@ -212,6 +217,7 @@ public final class PreparedFence: Sendable {
             }
         }
         var edges: [(SIMD2<Double>, SIMD2<Double>)] = []
+        edges.reserveCapacity(rings.reduce(0) { $0 + $1.count })
         for (ring, owner) in zip(rings, owners) {
             for (a, b) in zip(ring, ring.dropFirst()) {
                 guard onSeam(a, b), spans.contains(where: { $0.owner != owner }) else {

@@ -86,12 +86,14 @@ struct SegmentGrid: Sendable {
         var points: [Point] = []
         points.reserveCapacity(paths.reduce(0) { $0 + Swift.max(2, $1.count) })
         var starts: [Int] = []
+        starts.reserveCapacity(points.capacity)
         for path in paths where !path.isEmpty {
             let first = points.count
-            for p in path.count == 1 ? [path[0], path[0]] : path {
+            for p in path {
                 let d = p - origin
                 points.append(Point(x: Float(d.x), y: Float(d.y), z: Float(d.z)))
             }
+            if path.count == 1 { points.append(points[first]) }
             starts.append(contentsOf: first..<(points.count - 1))
         }
         self.points = points
