@@ -71,6 +71,7 @@ enum EngineBenchmark {
             let vertices = Int(random.nextUniform(6, 13))
             let radius = random.nextUniform(10, 30)
             var ring: [Coordinate] = []
+            ring.reserveCapacity(vertices + 1)  // as the fence file reader sizes its rings
             for v in 0..<vertices {
                 let angle = Double(v) / Double(vertices) * 2 * .pi
                 let r = radius * random.nextUniform(0.7, 1.3)
