@@ -84,7 +84,7 @@ enum StoreBenchmark {
         let drive = makeDrive(layers: layers, devices: deviceCount, updates: updatesPerDevice, dwell: dwell)
         let shards = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         print("bench store: \(deviceCount) devices x \(updatesPerDevice) updates = \(IndexBenchmark.grouped(drive.count)) updates, "
-              + "\(layers.reduce(0) { $0 + $1.fences.count }) fences in \(layers.count) layers, \(shards) shards, mean stay \(dwell) updates, "
+              + "\(layers.reduce(0) { $0 + $1.fenceCount }) fences in \(layers.count) layers, \(shards) shards, mean stay \(dwell) updates, "
               + "durability \(durability.rawValue)")
 
         var best: [Bool: Figures] = [:]

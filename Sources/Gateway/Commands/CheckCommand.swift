@@ -50,7 +50,7 @@ enum CheckCommand: Subcommand {
                 "note: layer \"\($0)\" has no file in \(folder): it is a runtime layer, its fences arrive on \(setup.config.output.prefix)/fences/\($0)/FENCE_ID"
             }
             let fileLayers = setup.layers.count - setup.runtimeLayers.count
-            let fences = setup.layers.reduce(0) { $0 + $1.fences.count }
+            let fences = setup.layers.reduce(0) { $0 + $1.fenceCount }
             let triggers = Set(setup.snapshot.settings.map(\.trigger)).count
             return ([], notes, "\(folder): \(plural(fileLayers, "layer")), \(plural(fences, "fence")), \(plural(triggers, "trigger")), no errors")
         } catch {

@@ -173,7 +173,7 @@ struct GatewayServer: Sendable {
                 await runtimeFences.reload(fresh)
                 GatewaySetup.releaseFreedMemory()  // the previous fences, now dropped
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
-                logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fences.count })"])
+                logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fenceCount })"])
             } catch let error as GatewaySetup.Failure {
                 warnings.set("reload", "reload failed, the previous fences and triggers stay: " + error.problems.joined(separator: "; "))
             } catch {
@@ -216,7 +216,7 @@ struct GatewayServer: Sendable {
     func run() async throws {
         try local.start()
         try remote?.start()
-        logger.notice("serving", ["gateway.id": setup.config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fences.count })",
+        logger.notice("serving", ["gateway.id": setup.config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fenceCount })",
                                   "devices.saved": "\(pool.savedCount)", "version": GatewayVersion.current])
         do {
             try await group.run()
