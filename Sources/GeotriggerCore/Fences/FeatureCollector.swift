@@ -23,7 +23,6 @@ struct FeatureCollector {
     /// Makes room for about `features` features in all (an estimate).
     mutating func reserveCapacity(_ features: Int) {
         firstFeatureWithID.reserveCapacity(features)
-        fences.reserveCapacity(features)
         prepared.reserveCapacity(features)
     }
 
