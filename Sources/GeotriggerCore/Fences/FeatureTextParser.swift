@@ -192,7 +192,9 @@ extension JSONParser {
     }
 
     /// A non-empty array of positions, collected in `scratch` and returned as an array of its
-    /// own; nil if not plain.
+    /// own, of exactly their count (`Array(scratch)`, or of all of it as a slice, would share
+    /// scratch's buffer, with all its spare capacity, for as long as the fence lives); nil if
+    /// not plain.
     private mutating func plainPositions(vertices: inout Int, scratch: inout [Coordinate]) throws(JSONSyntaxError) -> [Coordinate]? {
         guard bytes[position] == UInt8(ascii: "[") else { return nil }
         try enterContainer()
@@ -207,7 +209,9 @@ extension JSONParser {
         }
         depth -= 1
         vertices += scratch.count
-        return Array(scratch)
+        return [Coordinate](unsafeUninitializedCapacity: scratch.count) { buffer, count in
+            count = buffer.initialize(fromContentsOf: scratch)
+        }
     }
 
     /// A position `[longitude, latitude, ...]` of numbers only, in range; nil if not plain.
