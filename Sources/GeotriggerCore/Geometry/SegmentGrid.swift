@@ -57,12 +57,9 @@ struct SegmentGrid: Sendable {
         }
     }
 
-    /// One path of at most this many segments is scanned without cells.
-    /// Measured with `geotrigger bench index --vertices V` (containment of random points in
-    /// 10,000 polygons, buffered distances to points and lines): at 12 to 32 edges the scan
-    /// answered 5-20 % more points per CPU second than the cells, and at 64 about as many; 32
-    /// leaves a margin for the distance scan, which the engine runs for polygons too.
-    static let scanLimit = 32
+    /// One path of at most this many segments is scanned without cells: the limit of
+    /// ``PolygonLocator/scanLimit``, measured for both.
+    static let scanLimit = PolygonLocator.scanLimit
 
     /// Local-frame position of the point stored as (0, 0, 0).
     let origin: SIMD3<Double>
