@@ -11,6 +11,11 @@ const MARKER_RADIUS = 6;
 const SMALLEST_ACCURACY = 3;
 const HOVER_PIXELS = 8;
 
+/// Metres per screen pixel at a latitude and zoom (Web Mercator, 256-pixel tiles).
+export function metresPerPixel(lat, zoom) {
+    return 40075016.686 * Math.cos(lat * Math.PI / 180) / Math.pow(2, zoom + 8);
+}
+
 export class DeviceLayer {
     constructor(map, { pane = 'devices' } = {}) {
         this.map = map;
@@ -106,7 +111,7 @@ export class DeviceLayer {
         const origin = map.getPixelBounds().min; // zoom-level pixel of the container's top left
         const margin = MARKER_RADIUS * 2;
         const inView = (p) => p.x >= -margin && p.y >= -margin && p.x <= size.x + margin && p.y <= size.y + margin;
-        const metresPerPixel = 40075016.686 * Math.cos(map.getCenter().lat * Math.PI / 180) / Math.pow(2, zoom + 8);
+        const scale = metresPerPixel(map.getCenter().lat, zoom);
         const shown = [];
         const trails = new Path2D();
         const circles = new Path2D();
@@ -120,7 +125,7 @@ export class DeviceLayer {
             }
             if (!inView({ x, y })) continue;
             shown.push([x, y, id]);
-            const radius = d.accuracy / metresPerPixel;
+            const radius = d.accuracy / scale;
             if (radius >= SMALLEST_ACCURACY) {
                 circles.moveTo(x + radius, y);
                 circles.arc(x, y, radius, 0, 2 * Math.PI);

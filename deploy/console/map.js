@@ -4,15 +4,11 @@
 // only (devices-layer.js draws them all in a few paths), and only the devices and fences that
 // changed are touched in a frame.
 
-import { DeviceLayer } from './devices-layer.js';
+import { DeviceLayer, metresPerPixel } from './devices-layer.js';
 
 const L = globalThis.L;
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
 
-/// Metres per screen pixel at a latitude and zoom (Web Mercator, 256-pixel tiles).
-function metresPerPixel(lat, zoom) {
-    return 40075016.686 * Math.cos(lat * Math.PI / 180) / Math.pow(2, zoom + 8);
-}
 
 function round7(x) { return Math.round(x * 1e7) / 1e7; }
 
