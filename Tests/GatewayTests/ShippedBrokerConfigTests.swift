@@ -12,7 +12,7 @@ extension ServeTests {
         static let folder = repositoryRoot + "/deploy/mosquitto"
         static let gatewayUser = "geotrigger-gw-1"
         static let users = [gatewayUser: "gw-secret", gatewayUser + "-failed": "gw-secret", "dispatch": "dispatch-secret", "v17": "v17-secret",
-                            "alice": "alice-secret"]
+                            "alice": "alice-secret", "bob": "bob-secret"]
         static let outside = (lat: 34.4570, lon: -119.7125)
         static let meadow = (lat: 34.4573, lon: -119.7102)
 

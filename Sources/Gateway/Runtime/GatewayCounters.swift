@@ -23,8 +23,48 @@ public final class GatewayCounters: Sendable {
     /// Events per trigger and type (the metrics file's `geotrigger_events_total`), counted
     /// per commit, not per update.
     private let eventsByKind = LeveledMutex<[EventKind: Int]>([:], level: .counters)
+    /// The OwnTracks phones' regions and transitions (docs/phones.md).
+    private let phones = LeveledMutex<PhoneCounts?>(nil, level: .counters)
 
     public init() {}
+
+    /// `counters.phones`: per trigger with `phones` on, the `setWaypoints` pushes and the
+    /// phones' transitions that agreed or disagreed with the gateway; and the transitions no
+    /// trigger could judge: for a region the gateway never gave (`unknownRegion`), or of a
+    /// device it holds no monitor for (`unknownDevice`); and the pushes whose triggers together
+    /// gave more than 100 regions, cut to the nearest 100 (`regionsCapped`).
+    public struct PhoneCounts: Sendable, Equatable {
+        public struct Tally: Sendable, Equatable {
+            public var pushes = 0
+            public var agree = 0
+            public var disagree = 0
+        }
+
+        public var triggers: [String: Tally] = [:]
+        public var unknownRegion = 0
+        public var unknownDevice = 0
+        public var regionsCapped = 0
+    }
+
+    /// Shows `counters.phones` with a zero tally for each of `triggers` (those with `phones`
+    /// on; a reload may add some); nothing when there is none and nothing was counted.
+    public func phoneTriggers(_ triggers: [String]) {
+        phones.withLock { counts in
+            if counts == nil && triggers.isEmpty { return }
+            var c = counts ?? PhoneCounts()
+            for trigger in triggers where c.triggers[trigger] == nil { c.triggers[trigger] = PhoneCounts.Tally() }
+            counts = c
+        }
+    }
+
+    /// Counts under one lock.
+    public func countPhones(_ body: (inout PhoneCounts) -> Void) {
+        phones.withLock { counts in
+            var c = counts ?? PhoneCounts()
+            body(&c)
+            counts = c
+        }
+    }
 
     /// What an event is counted by in the metrics: its trigger and its type (`enter`, `exit`,
     /// `dwell`); never its device.
@@ -52,6 +92,8 @@ public final class GatewayCounters: Sendable {
         public var eventRateLimited = 0
         /// Only the kinds seen so far.
         public var eventsByKind: [EventKind: Int] = [:]
+        /// nil when no trigger has `phones` on.
+        public var phones: PhoneCounts?
     }
 
     /// Counts one event per element of `kinds` (its trigger and type), under one lock for a
@@ -74,6 +116,7 @@ public final class GatewayCounters: Sendable {
         v.eventRateLimited = eventRateLimited.load(ordering: .relaxed)
         v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
         v.eventsByKind = eventsByKind.withLock { $0 }
+        v.phones = phones.withLock { $0 }
         return v
     }
 
@@ -95,12 +138,22 @@ public final class GatewayCounters: Sendable {
     public static func json(_ values: Values, queueDepth: Int, devices: Int, outboxLocal: Int, outboxRemote: Int) -> JSONValue {
         let drops = JSONObject(DropReason.allCases.map { (key: $0.rawValue, value: JSONValue.number(Double(values.dropped[$0] ?? 0))) })
         func n(_ a: Int) -> JSONValue { .number(Double(a)) }
-        return .object([
+        var object: JSONObject = [
             "received": n(values.received), "accepted": n(values.accepted), "dropped": .object(drops), "events": n(values.events),
             "acked": n(values.acked), "queueDepth": .number(Double(queueDepth)), "devices": .number(Double(devices)),
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
             "outsideSchedule": n(values.outsideSchedule), "undeliverable": n(values.undeliverable),
             "eventRateLimited": n(values.eventRateLimited),
-        ])
+        ]
+        if let phones = values.phones {
+            let triggers = phones.triggers.sorted { $0.key < $1.key }.map { trigger, tally in
+                (key: trigger, value: JSONValue.object(["pushes": n(tally.pushes), "agree": n(tally.agree), "disagree": n(tally.disagree)]))
+            }
+            object["phones"] = .object([
+                "triggers": .object(JSONObject(triggers)), "unknownRegion": n(phones.unknownRegion),
+                "unknownDevice": n(phones.unknownDevice), "regionsCapped": n(phones.regionsCapped),
+            ])
+        }
+        return .object(object)
     }
 }

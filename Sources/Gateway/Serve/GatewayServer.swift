@@ -140,7 +140,7 @@ struct GatewayServer: Sendable {
         let localLink = LocalBrokerLink(
             connection: localConnection, feeds: feeds, pool: pool, committer: committer, statePublisher: statePublisher,
             outbox: publishers[.local], control: control, status: status, counters: counters, logger: logger, ownEchoTopics: ownEcho)
-        try localLink.install()
+        try localLink.install(phoneEvents: runtimeFences.snapshot.pushesPhoneRegions)
         try control.subscribe()
         // Added by role; the group gets them in ``ServiceRole``'s order (why that order: there).
         var services = ServiceList()
@@ -171,6 +171,7 @@ struct GatewayServer: Sendable {
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
                 await runtimeFences.reload(fresh)
+                if runtimeFences.snapshot.pushesPhoneRegions { try localLink.subscribePhoneEvents() }
                 GatewaySetup.releaseFreedMemory()  // the previous fences, now dropped
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fenceCount })"])

@@ -1,8 +1,13 @@
+import Synchronization
+
 /// Everything the monitors need to decide, compiled once and shared by every device: the
 /// prepared fences, the spatial index, and for each fence the triggers that watch it with their
 /// effective buffers. Immutable; a reload builds a new one and each monitor adopts it
 /// (``DeviceMonitor/adopt(_:now:)``). A fence's identity across snapshots is (layer, fence id).
 public final class EngineSnapshot: Sendable {
+    /// Numbers each snapshot built in this process, so a holder can tell a new one from the
+    /// one it saw without keeping the old one alive.
+    private static let generations = Atomic<UInt64>(0)
     /// One (trigger, layer) pair: the settings that trigger applies to that layer's fences.
     struct Watch: Sendable {
         var settings: TriggerSettings
@@ -58,6 +63,10 @@ public final class EngineSnapshot: Sendable {
         var id: String
     }
 
+    /// This snapshot's number, larger than every earlier one's in this process.
+    public let generation: UInt64
+    /// The triggers with `phones` on (docs/phones.md).
+    let phoneTriggers: [PhoneTrigger]
     /// The layers this snapshot was built from, by name (fences are in ``fences``).
     public let layerNames: [String]
     /// Every fence of every layer, prepared, in layer then file order.
@@ -276,6 +285,8 @@ public final class EngineSnapshot: Sendable {
         }
         self.hasFollowingFences = fenceFollows.contains { $0 != nil }
         self.crossingMaxGap = watches.filter(\.settings.crossings).map(\.settings.crossingMaxGap).max()
+        self.phoneTriggers = PhoneTrigger.of(watches.map(\.settings))
+        self.generation = Self.generations.add(1, ordering: .relaxed).newValue
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.

@@ -27,6 +27,9 @@ public struct TriggerOptions: Sendable, Equatable {
     public var crossings: Bool?
     /// `crossingMaxGap`: seconds; fixes further apart are never interpolated.
     public var crossingMaxGap: Double?
+    /// `phones: {regions: N}`: the N fences nearest to each OwnTracks phone are pushed to it as
+    /// regions (docs/phones.md); nil: off.
+    public var phoneRegions: Int?
 
     public init() {}
 
@@ -35,7 +38,7 @@ public struct TriggerOptions: Sendable, Equatable {
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",
         "staleAfter", "message", "delivery", "schedule",
-        "crossings", "crossingMaxGap",
+        "crossings", "crossingMaxGap", "phones",
     ]
 
     /// Reads every key of `object` except `name` and `fences` (the caller reads those, and
@@ -94,6 +97,7 @@ public struct TriggerOptions: Sendable, Equatable {
                 } else {
                     fail("expected a number of seconds > 0, found \(describe(value))")
                 }
+            case "phones": options.phoneRegions = phoneRegions(value, at: path, report)
             case "name", "fences":
                 fail("not allowed here: a layer's defaults apply to the trigger named after the layer")
             default:
@@ -101,6 +105,33 @@ public struct TriggerOptions: Sendable, Equatable {
             }
         }
         return options
+    }
+
+    /// The most regions a phone is given (Android watches at most 100 per app), and the default.
+    public static let maximumPhoneRegions = 100
+    public static let defaultPhoneRegions = 20
+
+    /// `phones`: `{regions: N}` with N in 1...100 (default 20).
+    private static func phoneRegions(
+        _ value: JSONValue, at path: [JSONPathComponent], _ report: (_ path: [JSONPathComponent], _ message: String) -> Void
+    ) -> Int? {
+        guard case .object(let object) = value else {
+            report(path, "expected an object {regions: N} (or null for off), found \(describe(value))")
+            return nil
+        }
+        var regions = defaultPhoneRegions
+        for (key, item) in object.entries {
+            guard key == "regions" else {
+                report(path + [.key(key)], "unknown key; expected regions")
+                continue
+            }
+            guard case .number(let n) = item, n.rounded() == n, n >= 1, n <= Double(maximumPhoneRegions) else {
+                report(path + [.key(key)], "expected a whole number of regions from 1 to \(maximumPhoneRegions), found \(describe(item))")
+                return nil
+            }
+            regions = Int(n)
+        }
+        return regions
     }
 
     private static func string(_ value: JSONValue, _ fail: (String) -> Void) -> String? {
@@ -163,6 +194,7 @@ public struct TriggerOptions: Sendable, Equatable {
         o.schedule = schedule ?? fallback.schedule
         o.crossings = crossings ?? fallback.crossings
         o.crossingMaxGap = crossingMaxGap ?? fallback.crossingMaxGap
+        o.phoneRegions = phoneRegions ?? fallback.phoneRegions
         return o
     }
 }

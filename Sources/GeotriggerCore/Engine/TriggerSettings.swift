@@ -25,6 +25,9 @@ public struct TriggerSettings: Sendable, Equatable {
     /// apart (default 300).
     public var crossings: Bool
     public var crossingMaxGap: Double
+    /// `phones.regions`: how many of the nearest fences each OwnTracks phone is given as
+    /// regions; nil: no regions are pushed.
+    public var phoneRegions: Int?
 
     /// Merges `trigger`'s options over `layerDefaults` and the built-in defaults.
     public init(trigger: Trigger, layer: String, layerDefaults: TriggerOptions) {
@@ -49,6 +52,7 @@ public struct TriggerSettings: Sendable, Equatable {
         schedule = o.schedule
         crossings = o.crossings ?? false
         crossingMaxGap = o.crossingMaxGap ?? 300
+        phoneRegions = o.phoneRegions
     }
 
     /// True if the trigger applies to `device` (no `devices` key: every device).

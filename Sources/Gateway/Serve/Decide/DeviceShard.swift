@@ -51,6 +51,9 @@ package final class DeviceShard: Sendable {
         /// What its steps emit: saved state, publications, events within
         /// `input.maxEventsPerDevice`.
         var emission = OutcomeEmission()
+        /// An OwnTracks phone's regions and transitions, while a trigger with `phones` on
+        /// applies to it (nil otherwise).
+        var phone: PhoneSlot?
     }
 
     /// What the shard's lock guards.
@@ -182,6 +185,7 @@ package final class DeviceShard: Sendable {
                     for device in Array(s.slots.keys) {
                         var changed = false
                         let notes = s.slots[device]!.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
+                        s.slots[device]!.phone?.adopt(newSnapshot, device: device)
                         handOver(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
                     }
                 }
@@ -287,6 +291,10 @@ package final class DeviceShard: Sendable {
     private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, slot: inout Slot) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
+        let snapshot = slot.monitor.snapshot
+        if owntracks, slot.phone == nil, snapshot.pushesPhoneRegions, !snapshot.phoneTriggerNames(applyingTo: update.device).isEmpty {
+            slot.phone = PhoneSlot(device: update.device, stays: slot.monitor.stays, snapshot: snapshot)
+        }
         let outcome = slot.monitor.handle(update, receivedAt: now)
         switch outcome.disposition {
         case .accepted:
@@ -305,7 +313,69 @@ package final class DeviceShard: Sendable {
             return nil
         }
         if outcome.positionChanged { slot.emission.positionChanged() }
-        return item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        let result = item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        guard let phone = slot.phone,
+              let push = phone.plan.observe(update.coordinate, time: update.time, device: update.device, snapshot: snapshot)
+        else { return result }
+        return pushed(push, to: update.device, at: update.time, with: result)
+    }
+
+    /// `item` with the `setWaypoints` command of `push` for `device`'s phone in its outbox: a
+    /// message like an event's, committed before it goes out and delivered in order, QoS 1,
+    /// not retained, on `owntracks/DEVICE/cmd`.
+    private func pushed(_ push: PhonePush, to device: String, at time: Double, with item: EventCommitter.Item?) -> EventCommitter.Item {
+        var item = item ?? EventCommitter.Item()
+        item.outbox.append(OutboxMessage(
+            destination: .local, eventID: "setWaypoints/\(device)/\(time)",
+            topic: "owntracks/\(device)/cmd", payload: push.commandJSON.serializedBytes(), qos: 1))
+        context.counters.countPhones { counts in
+            for trigger in push.triggers { counts.triggers[trigger, default: .init()].pushes += 1 }
+            if push.capped { counts.regionsCapped += 1 }
+        }
+        return item
+    }
+
+    /// A phone's transition (``PhoneTransition``), judged against the gateway's own decisions
+    /// for its device (``PhoneTransitionLedger``) and counted; `now`: the gateway clock.
+    func phoneSaid(_ transition: PhoneTransition, device: String, now: Double) {
+        state.withLock { s in
+            guard let phone = s.slots[device]?.phone, let snapshot = s.slots[device]?.monitor.snapshot else {
+                context.counters.countPhones { $0.unknownDevice += 1 }
+                context.warnings.set(
+                    "phoneUnknownDevice", "a phone's transition came from \(device), which has no region from this gateway",
+                    origin: .client)
+                return
+            }
+            guard let rid = phone.region(of: transition), let triggers = phoneTriggers(giving: rid, phone: phone, snapshot: snapshot),
+                  !triggers.isEmpty
+            else {
+                context.counters.countPhones { $0.unknownRegion += 1 }
+                context.warnings.set(
+                    "phoneUnknownRegion",
+                    "\(device) reported a transition for a region the gateway did not give it (\(transition.rid ?? transition.desc ?? "no rid"))",
+                    origin: .client)
+                return
+            }
+            count(phone.ledger.phoneSaid(rid: rid, enter: transition.enter, time: transition.time, triggers: triggers, now: now))
+        }
+    }
+
+    /// The triggers of `phone` that watch fence `rid` (`LAYER/FENCE`), or nil if it is no fence.
+    private func phoneTriggers(giving rid: String, phone: PhoneSlot, snapshot: EngineSnapshot) -> [String]? {
+        guard let slash = rid.firstIndex(of: "/") else { return nil }
+        let triggers = snapshot.triggerNames(watching: String(rid[..<slash]), fence: String(rid[rid.index(after: slash)...]))
+        return triggers?.filter { phone.triggers.contains($0) }
+    }
+
+    /// Counts a ledger's verdicts per trigger.
+    private func count(_ verdicts: [PhoneTransitionLedger.Verdict]) {
+        guard !verdicts.isEmpty else { return }
+        context.counters.countPhones { counts in
+            for verdict in verdicts {
+                if verdict.agrees { counts.triggers[verdict.trigger, default: .init()].agree += 1 }
+                else { counts.triggers[verdict.trigger, default: .init()].disagree += 1 }
+            }
+        }
     }
 
     /// Gateway clock tick at `now`: each slot's deadlines, its held-back position's trailing
@@ -328,6 +398,7 @@ package final class DeviceShard: Sendable {
             if s.slots.values[index].emission.publishesHeldBack(now: now, stateInterval: stateInterval) {
                 handOver(item([], changed: false, now: now, slot: &s.slots.values[index], forcePublish: true), mustWait: &mustWait)
             }
+            if let phone = s.slots.values[index].phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
             let slot = s.slots.values[index]
             let fate = retention.fate(
                 lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
@@ -394,6 +465,7 @@ package final class DeviceShard: Sendable {
             item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
             let current = slot.monitor.stays
             stays = current
+            if let phone = slot.phone { count(phone.ledger.gatewayStays(phone.keys(current), time: slot.monitor.lastFixTime ?? now)) }
             context.expectations?.observe(device: device, notes: notes, stays: current, into: &item)
         }
         let publish = slot.emission.publishes(stays: stays, now: now, stateInterval: context.config.output.stateInterval, force: forcePublish)

@@ -52,7 +52,7 @@ package struct EventBuilder: Sendable {
             "event": .string(note.type == .enter ? "enter" : "leave"),
             "desc": .string(note.fenceName ?? note.fenceID),
             "rid": .string(rid),
-            "wtst": .number(Double(StableHash.of(rid) % 1_000_000_000)),
+            "wtst": .number(PhoneTransition.gatewayWaypointTime(rid: rid)),
             "tst": .number(note.position.time.rounded(.down)),
             "lat": .number(note.position.lat),
             "lon": .number(note.position.lon),

@@ -36,6 +36,8 @@ package final class MonitorPool: Service, Sendable {
     private let snapshots: AsyncStream<EngineSnapshot>?
     /// Questions about one device for its shard (``Expectations`` yields them).
     private let questions: AsyncStream<DeviceShard.DeviceQuestion>?
+    /// The current snapshot has a trigger with `phones` on (phones' transitions are judged).
+    private let phonesOn: Atomic<Bool>
 
     package init(
         context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
@@ -58,6 +60,8 @@ package final class MonitorPool: Service, Sendable {
         }
         self.committer = context.committer
         self.initial = Mutex((initialStates, lastReports))
+        self.phonesOn = Atomic(snapshot.pushesPhoneRegions)
+        context.counters.phoneTriggers(snapshot.phoneTriggerNames)
         self.savedCount = initialStates.count
         self.tickInterval = tickInterval
         (connectionChanges, connectionContinuation) = AsyncStream.makeStream(of: DeviceShard.Work.self)
@@ -97,6 +101,12 @@ package final class MonitorPool: Service, Sendable {
         }
     }
 
+    /// A phone's transition message for `device` (docs/phones.md): judged and counted by its
+    /// shard right here, never an event.
+    func phoneSaid(_ transition: PhoneTransition, device: String, now: Double) {
+        shard(for: device).phoneSaid(transition, device: device, now: now)
+    }
+
     /// The feeds' broker connection went down: every device's gateway clocks (`staleAfter`,
     /// silence) stop (README "Timing"). Callable from any thread, without waiting; the
     /// shards take the changes in the order they were reported.
@@ -128,8 +138,13 @@ package final class MonitorPool: Service, Sendable {
 
     /// Swaps in a new fence/trigger snapshot (fenceRemoved exits follow).
     func adopt(_ newSnapshot: EngineSnapshot) async {
+        phonesOn.store(newSnapshot.pushesPhoneRegions, ordering: .relaxed)
+        context.counters.phoneTriggers(newSnapshot.phoneTriggerNames)
         await broadcast(.adopt(newSnapshot, MonotonicClock.now()))
     }
+
+    /// Some trigger has `phones` on.
+    var pushesPhoneRegions: Bool { phonesOn.load(ordering: .relaxed) }
 
     /// Returns once every shard handled everything sent before the call.
     package func barrier() async {

@@ -1,5 +1,6 @@
 import GeotriggerCore
 import MQTT
+import Synchronization
 
 /// The owner of what runs on the main broker's network thread (libmosquitto's, see
 /// ``MQTTClientDelegate``): installed on the client once, before it starts.
@@ -45,6 +46,7 @@ final class LocalBrokerLink: MQTTClientDelegate {
     /// The topics the gateway republishes its own position to: never ingested back.
     let ownEchoTopics: Set<String>
     private let limiter = LogLimiter(interval: 60)
+    private let phoneEventsSubscribed = Atomic<Bool>(false)
     /// Feed payloads up to this size are copied out of libmosquitto (`input.maxPayload`).
     private let feedPayloadLimit: Int
     /// Control payloads up to this size are copied: anything a v5 broker delivers under the
@@ -72,10 +74,20 @@ final class LocalBrokerLink: MQTTClientDelegate {
     var client: MQTTClient { connection.client }
 
     /// Subscribes every feed's filter (the client subscribes again after each reconnect) and
-    /// takes the client's network thread from now on.
-    func install() throws {
+    /// takes the client's network thread from now on; `phoneEvents`: also the phones'
+    /// transitions (``subscribePhoneEvents()``).
+    func install(phoneEvents: Bool) throws {
         client.setDelegate(self)
         for feed in feeds { try client.subscribe(feed.filter, qos: .atLeastOnce) }
+        if phoneEvents { try subscribePhoneEvents() }
+    }
+
+    /// Subscribes `FILTER/event` of every `owntracks` feed, once: the phones' transitions, read
+    /// while a trigger has `phones` on (docs/phones.md). Not before: a broker whose ACL does not
+    /// let the gateway read them would refuse it with a warning.
+    func subscribePhoneEvents() throws {
+        guard !phoneEventsSubscribed.exchange(true, ordering: .relaxed) else { return }
+        for feed in feeds where feed.owntracks { try client.subscribe(feed.filter + "/event", qos: .atLeastOnce) }
     }
 
     // MARK: On the network thread
@@ -102,6 +114,10 @@ final class LocalBrokerLink: MQTTClientDelegate {
                 logger.warning("dropped an oversize control message (logged at most once a minute)",
                                ["mqtt.topic": message.topic, "bytes": "\(message.payloadSize)", "limit": "\(controlPayloadLimit)"])
             }
+            return true
+        }
+        if let device = phoneEventDevice(message.topic) {
+            phoneSaid(message, device: device)
             return true
         }
         counters.received.add(1, ordering: .relaxed)
@@ -138,6 +154,40 @@ final class LocalBrokerLink: MQTTClientDelegate {
                 outbox?.connected()
             case nil:
                 break
+            }
+        }
+    }
+
+    /// The phone whose `transition` topic (`FEED/event` of an `owntracks` feed) `topic` is.
+    private func phoneEventDevice(_ topic: String) -> String? {
+        guard topic.hasSuffix("/event") else { return nil }
+        let base = String(topic.dropLast("/event".count))
+        for feed in feeds where feed.owntracks {
+            if let device = feed.decoder.topicFilter.deviceID(in: base) { return device }
+        }
+        return nil
+    }
+
+    /// A phone's transition (docs/phones.md): judged by its device's shard when some trigger
+    /// has `phones` on, else ignored; never an update. A broken one is dropped like a broken
+    /// update; the gateway's own transitions (`output.owntracks`) come back here and are
+    /// dropped as `ownEcho`.
+    private func phoneSaid(_ message: MQTTMessage, device: String) {
+        guard pool.pushesPhoneRegions else { return }
+        counters.received.add(1, ordering: .relaxed)
+        let now = WallClock.coarse()
+        switch PhoneTransition.decode(message.payload) {
+        case .success(let transition):
+            if transition.isGatewaysOwn {
+                counters.drop(.ownEcho)
+            } else {
+                pool.phoneSaid(transition, device: device, now: MonotonicClock.now())
+            }
+        case .failure(let failure):
+            counters.drop(failure.reason)
+            if limiter.allow(failure.reason.rawValue, now: now) {
+                logger.warning("dropped a phone's transition (logged at most once a minute per reason)",
+                               ["mqtt.topic": message.topic, "reason": failure.reason.rawValue, "detail": failure.detail])
             }
         }
     }
