@@ -111,6 +111,30 @@ import Testing
         #expect(Self.observe(&plan, east: 250, time: 1_400, far) == nil)
     }
 
+    @Test func aMovedFenceIsPushedWithItsNewCircle() throws {
+        var plan = PhoneRegionPlan()
+        let first = try Self.push(&plan, east: 250, time: 1_000, try Self.snapshot())
+        var moved = Self.row
+        moved[1] = Kit.box("f1", name: "Fence 1", west: 230, east: 270, south: -20, north: 20)
+        let push = try Self.push(&plan, east: 250, time: 1_100, try Self.snapshot(moved))
+        #expect(push.regions.map(\.rid) == first.regions.map(\.rid) && push.removed.isEmpty)
+        #expect(push.regions[1].lon > first.regions[1].lon && push.regions[1].tst == first.regions[1].tst)
+    }
+
+    @Test func triggersTogetherGiveAtMostAHundredRegions() throws {
+        // Layer "zones": 150 squares eastwards, one every 50 m; layer "more": 60 westwards.
+        let zones = (0..<150).map { i in Kit.box("m\(i)", west: Double(i) * 50, east: Double(i) * 50 + 10, south: 0, north: 10) }
+        let more = (1...60).map { i in Kit.box("w\(i)", layer: "more", west: Double(-i) * 50, east: Double(-i) * 50 + 10, south: 0, north: 10) }
+        let layers = [FenceLayer(name: "zones", file: "", fences: zones), FenceLayer(name: "more", file: "", fences: more)]
+        let snapshot = try EngineSnapshot(
+            layers: layers, configTriggers: try Kit.json5("[{name: 'a', fences: ['more'], phones: {regions: 80}}, {name: 'b', fences: ['zones'], phones: {regions: 100}}]"))
+        var plan = PhoneRegionPlan()
+        let push = try Self.push(&plan, east: 0, time: 0, snapshot)
+        #expect(push.capped && push.regions.count == 100 && Set(push.triggers) == ["a", "b"])
+        // The nearest hundred of the 160 given: 50 each way (m0 is under the phone).
+        #expect(Set(push.regions.map(\.rid)) == Set((0..<50).map { "zones/m\($0)" } + (1...50).map { "more/w\($0)" }))
+    }
+
     @Test func onlyTheTriggersThatApplyToTheDeviceGiveRegions() throws {
         let snapshot = try Self.snapshot(triggers: "[{name: 'vans', devices: ['vans/*'], phones: {regions: 2}}, {name: 'all'}]")
         var plan = PhoneRegionPlan()

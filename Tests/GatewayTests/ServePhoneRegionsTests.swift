@@ -115,6 +115,8 @@ extension ServeTests {
             try said("alice/phone", #""event":"enter","rid":"garden-poi/entrance","wtst":\#(Int(first.regions[1].tst)),"tst":\#(Int(t0 + 2)),"acc":5,"t":"c","desc":"Entrance Gate","lat":34.45487,"lon":-119.71022"#)
             try said("alice/phone", #""event":"leave","rid":"garden-poi/library","wtst":1000002,"tst":\#(Int(t0 + 10)),"acc":5,"t":"c""#)
             try said("alice/phone", #""event":"enter","rid":"home","wtst":1610104395,"tst":\#(Int(t0 + 11)),"acc":5,"t":"c","desc":"Home""#)
+            // carol's phone never reported a position: nothing to judge against.
+            try said("carol/phone", #""event":"enter","rid":"garden-poi/entrance","wtst":1000000,"tst":\#(Int(t0 + 3)),"acc":5"#)
             try said("bob/phone", #""event":"enter","wtst":\#(Int(oakSlot)),"tst":\#(Int(t0 + 1)),"acc":3,"t":"c","desc":"Oak Grove Picnic Tables""#)
 
             // The parcel is picked up: alice's next fix, though only jitter, gets a set without it.
@@ -152,13 +154,15 @@ extension ServeTests {
             #expect(late.messages.all.isEmpty)
 
             // The verdicts: alice's entrance and bob's two agree; alice's library claim disagrees
-            // (judged once her fixes passed its minute); "home" is no region of the gateway's.
+            // (judged once her fixes passed its minute); "home" is no region of the gateway's, and
+            // carol's is no device it knows.
             // The gateway's own transitions (output.owntracks) came back and were not judged.
             let counted = await watcher.waitStatus(h.statusTopic) { status in
                 let phones = status.counters?["phones"]?.objectValue
                 let nearby = phones?["triggers"]?.objectValue?["nearby"]?.objectValue
                 return nearby?["agree"]?.numberValue == 3 && nearby?["disagree"]?.numberValue == 1
-                    && phones?["unknownRegion"]?.numberValue == 1 && nearby?["pushes"]?.numberValue == 5
+                    && phones?["unknownRegion"]?.numberValue == 1 && phones?["unknownDevice"]?.numberValue == 1
+                    && nearby?["pushes"]?.numberValue == 5
             }
             #expect(counted.ok, "\(counted.status?.description ?? "no status")\n\(tail(gateway.log))")
             #expect((counted.status?.dropped("ownEcho") ?? 0) >= 2, "the gateway's own transitions come back as ownEcho")

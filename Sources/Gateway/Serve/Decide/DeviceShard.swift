@@ -332,6 +332,11 @@ package final class DeviceShard: Sendable {
             for trigger in push.triggers { counts.triggers[trigger, default: .init()].pushes += 1 }
             if push.capped { counts.regionsCapped += 1 }
         }
+        if push.capped {
+            context.warnings.set(
+                "phoneRegionsCapped",
+                "the triggers with phones on give \(device) more than \(TriggerOptions.maximumPhoneRegions) regions: the nearest \(TriggerOptions.maximumPhoneRegions) are pushed")
+        }
         return item
     }
 
