@@ -57,6 +57,10 @@ func metricsLines(_ text: String) -> [MetricsLine] {
             values.eventsByKind[.init(trigger: t, type: "enter")] = 2
             values.eventsByKind[.init(trigger: t, type: "exit")] = 1
         }
+        var phones = GatewayCounters.PhoneCounts()
+        for t in triggers { phones.triggers[t] = .init(pushes: 4, agree: 3, disagree: 1) }
+        phones.unknownRegion = 2
+        values.phones = phones
         return StatusSample(counters: values, queueDepth: 4, devices: 7, outbox: OutboxCounts(local: 5, remote: 0),
                             brokers: [.init(name: "local", connected: true), .init(name: "remote", connected: false)],
                             version: "1.2.3-test")
@@ -96,6 +100,8 @@ func metricsLines(_ text: String) -> [MetricsLine] {
             ("geotrigger_updates_dropped_total", "counter"), ("geotrigger_events_total", "counter"),
             ("geotrigger_devices", "gauge"), ("geotrigger_queue_depth", "gauge"), ("geotrigger_outbox_messages", "gauge"),
             ("geotrigger_broker_connected", "gauge"), ("geotrigger_build_info", "gauge"),
+            ("geotrigger_phone_pushes_total", "counter"), ("geotrigger_phone_transitions_total", "counter"),
+            ("geotrigger_phone_transitions_unjudged_total", "counter"),
         ]
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for (name, type) in families {
@@ -118,6 +124,9 @@ func metricsLines(_ text: String) -> [MetricsLine] {
         #expect(value[#"geotrigger_outbox_messages{destination="local"}"#] == 5)
         #expect(value[#"geotrigger_broker_connected{broker="local"}"#] == 1 && value[#"geotrigger_broker_connected{broker="remote"}"#] == 0)
         #expect(value[#"geotrigger_build_info{version="1.2.3-test"}"#] == 1)
+        #expect(value[#"geotrigger_phone_pushes_total{trigger="café/ü"}"#] == 4)
+        #expect(value[#"geotrigger_phone_transitions_total{trigger="garden",verdict="disagree"}"#] == 1)
+        #expect(value[#"geotrigger_phone_transitions_unjudged_total{reason="unknownRegion"}"#] == 2)
 
         let check = try promtoolCheck(text)
         print("promtool check metrics: exit \(check.status), output: \(check.output.isEmpty ? "(none)" : check.output)")

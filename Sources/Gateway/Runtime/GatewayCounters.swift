@@ -38,7 +38,13 @@ public final class GatewayCounters: Sendable {
             public var pushes = 0
             public var agree = 0
             public var disagree = 0
+
+            public init(pushes: Int = 0, agree: Int = 0, disagree: Int = 0) {
+                (self.pushes, self.agree, self.disagree) = (pushes, agree, disagree)
+            }
         }
+
+        public init() {}
 
         public var triggers: [String: Tally] = [:]
         public var unknownRegion = 0

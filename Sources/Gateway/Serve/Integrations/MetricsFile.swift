@@ -50,6 +50,19 @@ final class MetricsFile: Sendable {
                  c.eventsByKind.map { .init($0.value, labels: [("trigger", $0.key.trigger), ("type", $0.key.type)]) })
         e.family("geotrigger_events_undeliverable_total", .counter, help: "Events no broker would take (too large, say): kept in the journal, not published.", [.init(c.undeliverable)])
         e.family("geotrigger_events_rate_limited_total", .counter, help: "Events past input.maxEventsPerDevice in a minute of their device's fix time: neither journaled nor published.", [.init(c.eventRateLimited)])
+        if let phones = c.phones {
+            e.family("geotrigger_phone_pushes_total", .counter, help: "setWaypoints commands pushed to OwnTracks phones, by trigger with phones on.",
+                     phones.triggers.map { .init($0.value.pushes, labels: [("trigger", $0.key)]) })
+            e.family("geotrigger_phone_transitions_total", .counter,
+                     help: "OwnTracks phones' transitions judged against the gateway's decisions, by trigger and verdict (agree, disagree).",
+                     phones.triggers.flatMap { trigger, tally in
+                         [MetricsExposition.Series(tally.agree, labels: [("trigger", trigger), ("verdict", "agree")]),
+                          MetricsExposition.Series(tally.disagree, labels: [("trigger", trigger), ("verdict", "disagree")])]
+                     })
+            e.family("geotrigger_phone_transitions_unjudged_total", .counter,
+                     help: "OwnTracks phones' transitions for a region the gateway did not give (unknownRegion) or of a device it does not track (unknownDevice).",
+                     [.init(phones.unknownRegion, labels: [("reason", "unknownRegion")]), .init(phones.unknownDevice, labels: [("reason", "unknownDevice")])])
+        }
         e.family("geotrigger_devices", .gauge, help: "Devices tracked (in memory or hibernated).", [.init(sample.devices)])
         e.family("geotrigger_queue_depth", .gauge, help: "Location updates waiting to be handled.", [.init(sample.queueDepth)])
         e.family("geotrigger_outbox_messages", .gauge, help: "Events in the outbox not yet acknowledged by the broker, by destination.",
