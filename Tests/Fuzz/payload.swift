@@ -1,5 +1,6 @@
-// Feed payload decoding (`LocationDecoder.decode`) for the `json` and `owntracks` formats, on
-// the bytes as the MQTT callback hands them over (no copy). The first byte picks the format
+// Feed payload decoding (`LocationDecoder.decode`) for the `json` and `owntracks` formats, and
+// for `owntracks` a phone's transition (`PhoneTransition.decode`), on the bytes as the MQTT
+// callback hands them over (no copy). The first byte picks the format
 // (bit 0) and, with bit 1 set, takes the topic from the input up to its first newline.
 import GeotriggerCore
 
@@ -20,6 +21,12 @@ public func fuzzPayload(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         start = min(end + 1, size)
     }
     let payload = UnsafeRawBufferPointer(start: data + start, count: size - start)
+    // An OwnTracks phone's transition (docs/phones.md), read from the same hostile bytes.
+    if selector & 1 == 1, case .success(let t) = PhoneTransition.decode(Array(payload.bindMemory(to: UInt8.self))) {
+        fuzzCheck(t.time.isFinite && t.time >= 0, "transition time out of range: \(t)")
+        fuzzCheck((t.rid?.utf8.count ?? 0) <= 1024 && (t.desc?.utf8.count ?? 0) <= PhoneRegion.maximumDescriptionBytes, "unbounded text: \(t)")
+        fuzzCheck(t.wtst.map(\.isFinite) ?? true, "wtst not finite: \(t)")
+    }
     guard case .success(let decoded) = decoder.decode(topic: topic, payload: payload, now: fuzzNow) else { return 0 }
 
     // The decoder's contract (README "Inputs"): what it accepts is in range.
