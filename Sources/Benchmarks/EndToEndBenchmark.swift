@@ -44,7 +44,8 @@ enum EndToEndBenchmark {
         the broker's own latency from publish to the raw subscriber (with one publisher), both
         for the updates published after the first second (warm-up: every device is new to the
         gateway then; the first second's events are reported apart); the
-        gateway's CPU time (/proc/PID/stat), idle and peak RSS (VmRSS before the load, VmHWM).
+        gateway's CPU time (/proc/PID/stat), idle, peak and final RSS (VmRSS before the load,
+        VmHWM, VmRSS once every update was taken).
         While each phase publishes it profiles where the CPU time goes: how busy the cores are
         (/proc/stat), and how long the broker, the gateway's network thread and its other
         threads run and wait runnable for a core (/proc/PID/task/*/schedstat), in cores' worth.
@@ -241,6 +242,7 @@ enum EndToEndBenchmark {
         gateway.startupSeconds = child.startupSeconds
         gateway.idleResidentBytes = child.idleResidentBytes
         gateway.peakResidentBytes = child.process.peakResidentBytes
+        gateway.endResidentBytes = child.process.residentBytes
         let rounds = o.rounds > 1 ? gateways.indices.map { (raw: raws.indices.contains($0) ? raws[$0].rate : nil, gateway: gateways[$0].rate) } : []
         let report = Report(options: o, fenceCount: fences.count, raw: raws.isEmpty ? nil : PhaseResult(pooling: raws), gateway: gateway,
                             rounds: rounds, loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage())
@@ -298,6 +300,8 @@ enum EndToEndBenchmark {
         var idleResidentBytes = 0
         var startupSeconds = 0.0
         var peakResidentBytes = 0
+        /// VmRSS once the load is over (the devices tracked, the queues drained).
+        var endResidentBytes = 0
         /// Where the CPU time went while the updates were published.
         var profile: LoadProfile?
 

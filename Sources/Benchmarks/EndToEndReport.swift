@@ -140,7 +140,7 @@ extension EndToEndBenchmark {
             }
             lines.append(
                 "gateway memory: idle RSS \(f(megabytes(gateway.idleResidentBytes), 1)) MB (after start, \(f(gateway.startupSeconds, 2)) s to started), "
-                    + "peak RSS \(f(megabytes(gateway.peakResidentBytes), 1)) MB")
+                    + "peak RSS \(f(megabytes(gateway.peakResidentBytes), 1)) MB, RSS after the load \(f(megabytes(gateway.endResidentBytes), 1)) MB")
             lines.append("targets:")
             for t in targets {
                 lines.append(
@@ -185,6 +185,7 @@ extension EndToEndBenchmark {
             gw["cpuSeconds"] = .number(gateway.cpuSeconds)
             gw["idleRSSMB"] = .number(megabytes(gateway.idleResidentBytes))
             gw["peakRSSMB"] = .number(megabytes(gateway.peakResidentBytes))
+            gw["endRSSMB"] = .number(megabytes(gateway.endResidentBytes))
             gw["startupSeconds"] = .number(gateway.startupSeconds)
             let summary: JSONObject = [
                 "devices": .number(Double(options.devices)), "fences": .number(Double(fenceCount)),
