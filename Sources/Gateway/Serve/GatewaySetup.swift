@@ -24,16 +24,26 @@ struct GatewaySetup: Sendable {
     static func load(
         configFile: String?, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil
     ) throws(Failure) -> GatewaySetup {
-        let config: GatewayConfig
-        if let configFile {
-            do {
-                config = try GatewayConfig.load(file: configFile)
-            } catch {
-                throw Failure(problems: error.errors.map(\.description))
-            }
-        } else {
-            config = GatewayConfig()
+        try load(config: loadConfig(configFile: configFile), fencesOverride: fencesOverride, progress: progress)
+    }
+
+    /// Reads `configFile` (nil: defaults) alone: the cheap first half of
+    /// ``load(configFile:fencesOverride:progress:)``, which `serve` runs before the fence load
+    /// to know where to say `starting`.
+    static func loadConfig(configFile: String?) throws(Failure) -> GatewayConfig {
+        guard let configFile else { return GatewayConfig() }
+        do {
+            return try GatewayConfig.load(file: configFile)
+        } catch {
+            throw Failure(problems: error.errors.map(\.description))
         }
+    }
+
+    /// Reads the fence folder of `config` (or `fencesOverride`) and compiles its triggers: the
+    /// second half of ``load(configFile:fencesOverride:progress:)``.
+    static func load(
+        config: GatewayConfig, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil
+    ) throws(Failure) -> GatewaySetup {
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
         var (layers, fenceErrors) = FenceFolder.load(folder, maxVertices: config.fences.maxVertices, progress: progress)
@@ -66,7 +76,7 @@ struct GatewaySetup: Sendable {
     /// Gives the heap freed since start (or since the last call) back to the system. Loading
     /// fences frees much more than it keeps (the file's text, its features' values) and glibc
     /// keeps freed memory for reuse, so without this a gateway idles with its peak. Called at
-    /// the end of ``load(configFile:fencesOverride:)`` and after a SIGHUP reload is adopted.
+    /// the end of ``load(config:fencesOverride:progress:)`` and after a SIGHUP reload is adopted.
     ///
     /// `malloc_trim` is declared in `<malloc.h>`, which the Glibc module does not include: it is
     /// looked up by name (and absent on a C library without it, where this does nothing).
