@@ -24,19 +24,36 @@ struct GatewayServer: Sendable {
     let logger: Logger
 
     /// Runs the gateway with the config file `configFile` (nil: defaults); returns the exit status.
+    ///
+    /// The config is read first; if it is good, ``StartupStatusClient`` says `starting` on
+    /// the broker while the fences load (never holding the load up), and is gone, its
+    /// `starting` acknowledged or abandoned, before the gateway's own client connects and
+    /// says `started`. A failed load says `failedToStart` through it.
     static func serve(configFile: String?, logger: Logger = Logger(label: "geotrigger")) async -> Int32 {
-        let setup: GatewaySetup
+        let config: GatewayConfig
         do {
-            setup = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
+            config = try GatewaySetup.loadConfig(configFile: configFile)
         } catch {
             for problem in error.problems { logger.error(problem) }
-            if let configFile, let config = (try? GatewayConfig.load(file: configFile)) ?? GatewayConfig.failedToStartTarget(file: configFile) {
+            if let configFile, let config = GatewayConfig.failedToStartTarget(file: configFile) {
                 await publishFailedToStart(config, problems: error.problems, logger: logger)
-            } else if configFile == nil {
-                await publishFailedToStart(GatewayConfig(), problems: error.problems, logger: logger)
             }
             return ExitStatus.usage
         }
+        let startup = StartupStatusClient.begin(config, logger: logger)
+        let setup: GatewaySetup
+        do {
+            setup = try GatewaySetup.load(config: config, progress: FenceLoadProgress(logger: logger))
+        } catch {
+            for problem in error.problems { logger.error(problem) }
+            if let startup {
+                await startup.finishFailed(problems: error.problems)
+            } else {
+                await publishFailedToStart(config, problems: error.problems, logger: logger)
+            }
+            return ExitStatus.usage
+        }
+        await startup?.finishBeforeStart()
         // Taken from here on: a SIGTERM while the gateway starts stops it in order once it runs.
         let signals = SignalStream.gateway()
         do {
@@ -261,10 +278,7 @@ struct GatewayServer: Sendable {
                           ["mqtt.clientId": configuration.clientId ?? "", "mqtt.username": configuration.username ?? ""])
             return
         }
-        let payload = JSONValue.object([
-            "status": .string("failedToStart"), "warnings": .array(problems.map { .string($0) }),
-            "since": .string(ISO8601Time.format(WallClock.now(), milliseconds: true)), "version": .string(GatewayVersion.current),
-        ]).serializedBytes()
+        let payload = StartupStatusClient.payload("failedToStart", problems: problems)
         _ = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
         try? await Task.sleep(for: .milliseconds(300))
         logger.notice("published failedToStart to the broker")
