@@ -140,17 +140,21 @@ extension ServeTests {
             let first = try h.startGateway(config: config)
             #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
             #expect(first.terminate() == 0)
+            #expect(await watcher.waitStatus(status) { $0.status == "stopped" }.ok)
 
             // While it is down: v17 drives into the meadow (queued in the gateway's session).
             let t0 = fixTimeBase()
             try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0), qos: .atLeastOnce)
             try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10), qos: .atLeastOnce)
             _ = try h.write("fences/broken.geojson", "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}")
+            let mark = watcher.received(on: status).count
             let failed = try h.startGateway(config: config, log: "failed.log")
             #expect(failed.waitForExit(timeout: 30) == 2, "\(tail(failed.log))")
             let reported = await watcher.waitStatus(status) { $0.status == "failedToStart" }
             #expect(reported.ok, "\(reported.status?.description ?? "no status")\n\(tail(failed.log))\n\(tail(h.brokerLog))")
             #expect(reported.status?.warnings.contains { $0.contains("broken.geojson") } == true)
+            // Both from the `-failed` user: `starting` while the fences loaded, then the failure.
+            #expect(watcher.statuses(on: status).dropFirst(mark).compactMap(\.status) == ["starting", "failedToStart"])
 
             try FileManager.default.removeItem(atPath: fences + "/broken.geojson")
             let again = try h.startGateway(config: config, log: "again.log")
@@ -161,6 +165,60 @@ extension ServeTests {
             print("failed start: the updates queued while the gateway was down -> \(handled) handled at the next good start; enter \(entered ? "published" : "never published")")
             #expect(entered, "the updates queued before the failed start were lost\n\(tail(again.log))\n\(tail(h.brokerLog))")
             #expect(handled == 2)
+            #expect(again.terminate() == 0)
+        }
+
+        /// A good start says `starting` as the `-failed` user while the fences load, and that
+        /// client is gone before the gateway's own connects: the updates queued in the
+        /// gateway's session while it was down are handled after the start, and `started` is
+        /// what stays retained.
+        @Test func startingComesFromTheFailedUserAndLeavesTheQueuedUpdates() async throws {
+            var options = try Self.options()
+            options.persistence = true
+            let h = try ServeHarness("startingshipped", broker: options)
+            defer { h.close() }
+            let config = try Self.gatewayConfig(h)
+            let watcher = try await h.probe("watcher", subscribe: ["geotriggers/#"], configure: Self.credentials("dispatch"))
+            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+            let status = GatewayStatus.topic(gatewayID: h.gatewayID)
+            let first = try h.startGateway(config: config)
+            #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
+            #expect(first.terminate() == 0)
+            #expect(await watcher.waitStatus(status) { $0.status == "stopped" }.ok)
+
+            // While it is down: v17 drives into the meadow (queued in the gateway's session).
+            let t0 = fixTimeBase()
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0), qos: .atLeastOnce)
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            let mark = watcher.received(on: status).count
+            let logMark = h.brokerLog.count
+            let again = try h.startGateway(config: config, log: "again.log")
+            let entered = await poll(timeout: .seconds(30)) {
+                receivedEvents(watcher, prefix: "geotriggers").contains { eventKey($0.event) == "sections v17 garden-sections/meadow enter" }
+            }
+            let handled = await watcher.waitStatus(status) { $0.status == "started" && $0.counter("accepted") >= 2 }.status?.counter("accepted") ?? -1
+            let seen = watcher.statuses(on: status).dropFirst(mark).compactMap(\.status)
+            // The broker's log of this start: who published to the status topic, who connected when.
+            let log = h.brokerLog.dropFirst(logMark).split(separator: "\n").map(String.init)
+            let failedPublish = log.firstIndex { $0.contains("Received PUBLISH from \(Self.gatewayUser)-failed") && $0.contains(status) }
+            let failedGone = log.firstIndex { $0.contains("Client \(Self.gatewayUser)-failed") && $0.contains("disconnected") }
+            let gatewayConnect = log.firstIndex { $0.contains("as \(Self.gatewayUser) (") }
+            print("shipped broker, good start: statuses \(seen.reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }); broker log lines:",
+                  "starting published by \(Self.gatewayUser)-failed #\(failedPublish ?? -1), that client gone #\(failedGone ?? -1),",
+                  "gateway connected #\(gatewayConnect ?? -1); queued updates handled \(handled), enter \(entered ? "published" : "never published")")
+            #expect(seen.first == "starting", "\(seen)\n\(tail(again.log))")
+            #expect(seen.dropFirst().first == "started", "\(seen)")
+            #expect(failedPublish != nil && failedGone != nil && gatewayConnect != nil, "\(log.suffix(60).joined(separator: "\n"))")
+            if let failedPublish, let failedGone, let gatewayConnect {
+                #expect(failedPublish < failedGone && failedGone < gatewayConnect, "\(log.suffix(60).joined(separator: "\n"))")
+            }
+            #expect(entered, "the updates queued before the start were lost\n\(tail(again.log))\n\(tail(h.brokerLog))")
+            #expect(handled == 2)
+            // A fresh subscriber gets the retained status (as the same user: the watcher goes first).
+            watcher.stop()
+            let late = try await h.probe("late", subscribe: [status], cleanStart: true, configure: Self.credentials("dispatch"))
+            #expect(await poll(timeout: .seconds(10)) { late.lastStatus(status) != nil })
+            #expect(late.lastStatus(status)?.status == "started")
             #expect(again.terminate() == 0)
         }
 
