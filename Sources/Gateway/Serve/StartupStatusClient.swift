@@ -25,7 +25,9 @@ final class StartupStatusClient: Sendable {
         var connected = false
         /// Why the last connection attempt failed or the connection was lost (nil: none did).
         var trouble: String?
-        /// `starting`'s message id once published, and whether the broker acknowledged it.
+        /// Whether `starting` was decided (on the first connect), its message id once
+        /// published, and whether the broker acknowledged it.
+        var startingSent = false
         var startingID: Int32?
         var startingAcknowledged = false
         /// `failedToStart`'s message id once published, and whether the broker acknowledged it.
@@ -50,7 +52,8 @@ final class StartupStatusClient: Sendable {
             let topic = "\(config.output.prefix)/status/\(config.gateway.id)"
             configuration.will = MQTTConfiguration.Will(topic: topic, payload: StatusReporter.willPayload(), qos: .atLeastOnce, retain: true)
             let status = try StartupStatusClient(configuration: configuration, topic: topic, logger: logger)
-            try status.state.withLock { $0.client }?.start()
+            let client = status.state.withLock { $0.client }
+            try client?.start()
             return status
         } catch {
             logger.notice("cannot publish starting", ["error": "\(error)"])
@@ -81,17 +84,19 @@ final class StartupStatusClient: Sendable {
     }
 
     /// A connection event, on the network thread: once connected, `starting` goes out (once,
-    /// unless `serve` has already decided).
+    /// unless `serve` has already decided). Published with the lock released (no libmosquitto
+    /// call under a Swift lock) and on the network thread, where its PUBACK is read, so its id
+    /// is recorded before the answer, and a `failedToStart` (published there too, through
+    /// ``MQTTClient/perform(_:)``) cannot come between the decision and the publish.
     private func record(_ event: MQTTConnectionEvent) {
-        state.withLock { state in
+        let publishing: MQTTClient? = state.withLock { state in
             switch event {
             case .connected:
                 state.connected = true
                 state.trouble = nil
-                guard !state.closing, state.startingID == nil, let client = state.client else { return }
-                // Under the lock: `serve` publishing failedToStart cannot slip in between.
-                state.startingID = try? client.publish(topic: topic, payload: startingPayload, qos: .atLeastOnce, retain: true)
-                if state.startingID == nil { state.trouble = "the client could not publish" }
+                guard !state.closing, !state.startingSent else { return nil }
+                state.startingSent = true
+                return state.client
             case .refused(let code, let reason):
                 state.trouble = "the broker refused the client: \(reason) (code \(code))"
             case .connectFailed(let error):
@@ -102,6 +107,13 @@ final class StartupStatusClient: Sendable {
             case .reconnecting, .subscribed:
                 break
             }
+            return nil
+        }
+        guard let client = publishing else { return }
+        let id = try? client.publish(topic: topic, payload: startingPayload, qos: .atLeastOnce, retain: true)
+        state.withLock { state in
+            state.startingID = id
+            if id == nil { state.trouble = "the client could not publish it" }
         }
     }
 
@@ -158,11 +170,19 @@ final class StartupStatusClient: Sendable {
         let deadline = ContinuousClock.now + .seconds(3)
         while !state.withLock({ $0.connected }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         let payload = Self.payload("failedToStart", problems: problems)
-        let published = state.withLock { state -> Bool in
-            state.closing = true
-            guard state.connected, let client = state.client else { return false }
-            state.failedID = try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
-            return state.failedID != nil
+        // On the network thread, as `starting` (so after it, if it went out); right here when
+        // no connection loop runs, and then it is not connected and publishes nothing.
+        let published = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            guard let client = state.withLock({ $0.client }) else { return continuation.resume(returning: false) }
+            client.perform { [self] in
+                let connected = state.withLock { state in
+                    state.closing = true
+                    return state.connected
+                }
+                let id = connected ? try? client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) : nil
+                state.withLock { $0.failedID = id }
+                continuation.resume(returning: id != nil)
+            }
         }
         guard published else {
             stop()
