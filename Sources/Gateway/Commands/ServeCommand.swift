@@ -11,6 +11,9 @@ enum ServeCommand: Subcommand {
         database, and publishes events, retained device states and the retained gateway status
         under output.prefix (default geotriggers).
 
+        While the fences load at start the retained status says starting (from a client of its
+        own, CLIENTID-failed, so the gateway's session is untouched), then started.
+
         SIGHUP reloads fences and triggers (a broken file keeps the old set and adds a status
         warning); broker settings need a restart.
 
