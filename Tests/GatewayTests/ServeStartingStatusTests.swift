@@ -75,7 +75,7 @@ extension ServeTests {
             let h = try ServeHarness("starting-load")
             defer { h.close() }
             let fences = try h.copyFences()
-            try h.write("fences/squares.geojson", Self.squares(25_000))
+            try h.write("fences/squares.geojson", Self.squares(50_000))
             let configPath = try h.write("gw.json5", h.config(fences: fences))
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try h.startGateway(config: configPath)
@@ -86,7 +86,7 @@ extension ServeTests {
             let lines = gateway.log.split(separator: "\n")
             let published = lines.firstIndex { $0.contains("published starting") }
             let loaded = lines.firstIndex { $0.contains("loaded fences") }
-            print("starting during a load of 25,000 more fences: seen by the subscriber before the gateway served: \(!servingThen);",
+            print("starting during a load of 50,000 more fences: seen by the subscriber before the gateway served: \(!servingThen);",
                   "log lines: published starting #\(published ?? -1), loaded fences #\(loaded ?? -1); statuses \(Self.sequence(watcher, h.statusTopic))")
             #expect(!servingThen, "\(tail(gateway.log))")
             #expect(published != nil && loaded != nil && published! < loaded!, "\(tail(gateway.log))")
@@ -99,7 +99,7 @@ extension ServeTests {
             let h = try ServeHarness("starting-killed")
             defer { h.close() }
             let fences = try h.copyFences()
-            try h.write("fences/squares.geojson", Self.squares(25_000))
+            try h.write("fences/squares.geojson", Self.squares(50_000))
             let configPath = try h.write("gw.json5", h.config(fences: fences))
             let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
             let gateway = try h.startGateway(config: configPath)
