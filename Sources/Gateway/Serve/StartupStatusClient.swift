@@ -4,11 +4,13 @@ import MQTT
 import Synchronization
 
 /// The status of a start that is not the gateway's own client's to tell: `starting` while
-/// `serve` loads its fences, `failedToStart` when the load (or anything before the gateway
-/// runs) fails. Its connection is ``GatewayServer/failedToStartConfiguration(_:)``'s side
-/// client (client id `CLIENTID-failed`, user `USERNAME-failed`, clean session that expires
-/// with it), so a start never touches the gateway's session; its will is the gateway's
-/// `offline`, so a start killed during the load does not leave `starting` behind.
+/// `serve` loads its fences, `failedToStart` when that load fails (a config that does not
+/// load, or a gateway that cannot be built after a good load, is reported by
+/// ``GatewayServer/publishFailedToStart(_:problems:logger:)``, on a connection of the same
+/// kind). Its connection is ``GatewayServer/failedToStartConfiguration(_:)``'s side client
+/// (client id `CLIENTID-failed`, with `broker.username` the user `USERNAME-failed`, clean
+/// session that expires with it), so a start never touches the gateway's session; its will is
+/// the gateway's `offline`, so a start killed during the load does not leave `starting` behind.
 ///
 /// ``begin(_:logger:)`` starts connecting and returns at once: `starting` is published from
 /// the client's network thread as soon as the broker accepts it, while the fences load on the
