@@ -81,6 +81,9 @@ public final class EngineSnapshot: Sendable {
     /// Watches of fence `f`: `fenceWatches[fenceWatchStart[f] ..< fenceWatchStart[f + 1]]`.
     let fenceWatchStart: [Int32]
     let fenceWatches: [FenceWatch]
+    /// How many fences each watch keeps (`watchFenceCounts[w]`), so that a search for a
+    /// trigger's nearest fences knows when it has seen them all (``nearestFences(to:trigger:count:)``).
+    let watchFenceCounts: [Int]
     /// The index holds only watched fences: entry `i` is fence `indexedFences[i]`.
     let index: FenceIndex
     let indexedFences: [Int32]
@@ -274,6 +277,9 @@ public final class EngineSnapshot: Sendable {
         self.fenceNumbers = fenceNumbers
         self.fenceWatchStart = fenceWatchStart
         self.fenceWatches = fenceWatches
+        var watchFenceCounts = [Int](repeating: 0, count: watches.count)
+        for fw in fenceWatches { watchFenceCounts[Int(fw.watch)] += 1 }
+        self.watchFenceCounts = watchFenceCounts
         self.indexedFences = indexed
         self.index = FenceIndex(bounds: bounds, reach: reach)
         self.unwatchedFences = unwatched

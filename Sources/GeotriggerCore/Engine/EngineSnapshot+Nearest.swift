@@ -1,0 +1,82 @@
+/// The fences nearest to a point in one trigger: what a phone that can monitor only a few
+/// regions (OwnTracks waypoints) is given, refreshed as it moves.
+extension EngineSnapshot {
+    /// The first search radius, metres: most devices have `count` fences within it in a city.
+    static let nearestFirstRadius = 1_000.0
+    /// A radius that reaches every point of the Earth (half the longest meridian or equator
+    /// path is under 20,040 km).
+    static let nearestWholeEarth = 20_040_000.0
+
+    /// The `count` fences nearest to `point` among those trigger `trigger` (its name) watches
+    /// (kept by its `where`), nearest first (ties: lower fence number first); fewer when the
+    /// trigger watches fewer, none for an unknown trigger or a point that is not finite.
+    ///
+    /// The distance is to the fence grown by its effective buffer in that trigger (see
+    /// ``NearFence``). A fence is in one layer, and a trigger has one watch per layer, so it
+    /// has at most one buffer per trigger.
+    ///
+    /// Exact, through the spatial index: the fences within a radius (1 km first) are measured,
+    /// those farther than the radius with a bounded query that costs little; when at least
+    /// `count` of the trigger's fences lie within it, no fence outside can be nearer, so those
+    /// are the answer. Otherwise the radius doubles, up to the whole Earth. The search stops
+    /// early once the index has shown every fence the trigger watches (counted per watch when
+    /// the snapshot is built), so a trigger with fewer than `count` fences costs no wider
+    /// searches than reach them all. Nothing is cached: the snapshot is shared and immutable.
+    public func nearestFences(to point: Coordinate, trigger: String, count: Int) -> [NearFence] {
+        guard count > 0, point.lat.isFinite, point.lon.isFinite else { return [] }
+        var ours = [Bool](repeating: false, count: watches.count)
+        var total = 0
+        for w in watches.indices where watches[w].settings.trigger == trigger {
+            ours[w] = true
+            total += watchFenceCounts[w]
+        }
+        guard total > 0 else { return [] }
+
+        /// The buffer of fence `f` in the trigger, nil if the trigger does not keep it.
+        func buffer(_ f: Int) -> Double? {
+            let start = Int(fenceWatchStart[f]), end = Int(fenceWatchStart[f + 1])
+            for i in start..<end where ours[Int(fenceWatches[i].watch)] { return fenceWatches[i].buffer }
+            return nil
+        }
+        func nearerFirst(_ a: NearFence, _ b: NearFence) -> Bool {
+            a.distance < b.distance || (a.distance == b.distance && a.fence < b.fence)
+        }
+
+        let p = PreparedPoint(point)
+        var radius = EngineSnapshot.nearestFirstRadius
+        var found: [NearFence] = []
+        while true {
+            found.removeAll(keepingCapacity: true)
+            var seen = 0, within = 0
+            // The index reports every fence whose buffered distance is at most `radius` (its
+            // reach covers the largest buffer any trigger gives the fence), and some farther.
+            index.query(point, radius: radius) { entry in
+                let f = Int(indexedFences[entry])
+                guard let b = buffer(f) else { return }
+                seen += 1
+                // Exact when |signedDistance| <= limit; deeper inside a polygon it is measured in full.
+                let limit = radius + b
+                var s = fences[f].signedDistance(to: p, within: limit)
+                if s < -limit { s = fences[f].signedDistance(to: p, within: .infinity) }
+                let near = NearFence(fence: f, buffer: b, distance: s - b)
+                if near.distance <= radius { within += 1 }
+                found.append(near)
+            }
+            if within >= count {
+                // Every fence not among those within the radius is farther than it.
+                found.removeAll { $0.distance > radius }
+                break
+            }
+            if seen >= total || radius >= EngineSnapshot.nearestWholeEarth {
+                // All there is: those beyond the radius were only bounded; measure them in full.
+                for i in found.indices where found[i].distance > radius {
+                    found[i].distance = fences[found[i].fence].signedDistance(to: p, within: .infinity) - found[i].buffer
+                }
+                break
+            }
+            radius = Swift.min(2 * radius, EngineSnapshot.nearestWholeEarth)
+        }
+        found.sort(by: nearerFirst)
+        return found.count <= count ? found : Array(found.prefix(count))
+    }
+}
