@@ -30,6 +30,33 @@ import Glibc
         #expect(circle.radius <= farthest * (1.001 + slack) + 0.5, "\(circle.radius) m against farthest \(farthest) m")
     }
 
+    /// Points along each edge of `ring` (straight in lon/lat, as fence edges are), for checking
+    /// that edges bowing away from the vertices stay inside the circle too.
+    static func alongEdges(_ ring: [Coordinate]) -> [Coordinate] {
+        zip(ring, ring.dropFirst()).flatMap { a, b in
+            [0.25, 0.5, 0.75].map { t in Coordinate(lat: a.lat + t * (b.lat - a.lat), lon: a.lon + t * (b.lon - a.lon)) }
+        }
+    }
+
+    /// Edges as long as fences get (50 km) along parallels far north: their poleward bow is
+    /// inside the circle.
+    @Test func longEdgesFarNorthStayInside() throws {
+        for lat in [45.0, 60, 75, 85] {
+            let dLat = 50_000 / (Earth.meridionalRadius(atLatitude: lat) * .pi / 180)
+            let dLon = 50_000 / (Earth.parallelRadius(atLatitude: lat) * .pi / 180)
+            let box = [Coordinate(lat: lat, lon: 10), Coordinate(lat: lat, lon: 10 + dLon), Coordinate(lat: lat + dLat, lon: 10 + dLon),
+                       Coordinate(lat: lat + dLat, lon: 10), Coordinate(lat: lat, lon: 10)]
+            let thin = [Coordinate(lat: lat, lon: 10), Coordinate(lat: lat, lon: 10 + dLon), Coordinate(lat: lat + dLat / 50, lon: 10 + dLon),
+                        Coordinate(lat: lat + dLat / 50, lon: 10), Coordinate(lat: lat, lon: 10)]
+            for ring in [box, thin] {
+                let circle = try Self.prepared(.polygons([Polygon(exterior: ring)])).enclosingCircle(buffer: 0)
+                Self.expectCovers(circle, ring)
+                let farthest = Self.alongEdges(ring).map { Earth.distance(circle.centre, $0) }.max() ?? 0
+                #expect(farthest <= circle.radius, "at \(lat): an edge point \(farthest) m from the centre, radius \(circle.radius) m")
+            }
+        }
+    }
+
     @Test func squareGetsTheCircleThroughItsCorners() throws {
         let corners = Self.ring([(-500, -500), (500, -500), (500, 500), (-500, 500)])
         let fence = try Self.prepared(.polygons([Polygon(exterior: corners)]))
@@ -156,6 +183,7 @@ import Glibc
             let fence = try Self.prepared(.polygons([Polygon(exterior: ring)]))
             let circle = fence.enclosingCircle(buffer: 0)
             Self.expectCovers(circle, ring)
+            #expect(Self.alongEdges(ring).allSatisfy { Earth.distance(circle.centre, $0) <= circle.radius }, "an edge leaves the circle")
             if n <= 12 {
                 let plane = ring.map { c -> SIMD2<Double> in
                     let p = fence.frame.local(lat: c.lat, lon: c.lon)
