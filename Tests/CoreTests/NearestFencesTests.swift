@@ -116,6 +116,37 @@ import Testing
         #expect(dateline.map { snapshot.fences[$0.fence].fence.id } == ["d"])
     }
 
+    /// 20,000 small fences in a 100 km square, of which a trigger keeps only 12 (by `where`):
+    /// its nearest lists still match brute force (the search widens past thousands of other
+    /// fences and stops once it has seen all 12), and the trigger keeping all of them gets the
+    /// right few from the first radius. No timing is asserted.
+    @Test func sparseTriggerAmongManyFences() throws {
+        var random = SplitMix64(seed: 99)
+        var fences: [Fence] = []
+        for k in 0..<20_000 {
+            let west = random.nextUniform(0, 100_000), south = random.nextUniform(0, 100_000)
+            fences.append(
+                Kit.box(
+                    "f\(k)", layer: "many", west: west, east: west + 40, south: south, north: south + 40,
+                    properties: ["rare": .bool(k % 1_667 == 5)], featureIndex: k))
+        }
+        let snapshot = try EngineSnapshot(
+            layers: [FenceLayer(name: "many", fences: fences)],
+            configTriggers: try Kit.json5("""
+                [{name: 'rare', fences: ['many'], where: '$fencefeature.rare', buffer: 10},
+                 {name: 'every', fences: ['many'], buffer: 5}]
+                """))
+        for _ in 0..<40 {
+            let p = Kit.at(east: random.nextUniform(-10_000, 110_000), north: random.nextUniform(-10_000, 110_000))
+            for (trigger, count) in [("rare", 5), ("rare", 20), ("every", 8)] {
+                #expect(
+                    snapshot.nearestFences(to: p, trigger: trigger, count: count) == Self.bruteForce(snapshot, p, trigger: trigger, count: count),
+                    "\(trigger) x\(count) at \(p)")
+            }
+        }
+        #expect(snapshot.nearestFences(to: Kit.origin, trigger: "rare", count: 50).count == 12)
+    }
+
     /// A point fence 1,200 m away with a 300 m buffer is nearer than a square 1,000 m away;
     /// with a 100 m buffer it is farther.
     @Test func buffersChangeTheRanking() throws {
