@@ -49,10 +49,17 @@ import Testing
 
     /// Every fence the trigger keeps, ranked by `signedDistance - buffer`, ties by fence number.
     static func bruteForce(_ snapshot: EngineSnapshot, _ p: Coordinate, trigger: String, count: Int) -> [NearFence] {
+        bruteForce(snapshot, p, count: count) { snapshot.watches[$0].settings.trigger == trigger }
+    }
+
+    /// Every fence a watch that `keeps` keeps, ranked as above.
+    static func bruteForce(_ snapshot: EngineSnapshot, _ p: Coordinate, count: Int, keeps: (Int) -> Bool) -> [NearFence] {
         var all: [NearFence] = []
         for f in snapshot.fences.indices {
+            var taken = false  // a fence counts once, with its first kept watch's buffer
             snapshot.forEachWatch(ofFence: f) { _, w, buffer in
-                guard snapshot.watches[w].settings.trigger == trigger else { return }
+                guard keeps(w), !taken else { return }
+                taken = true
                 all.append(NearFence(fence: f, buffer: buffer, distance: snapshot.fences[f].signedDistance(to: p) - buffer))
             }
         }
@@ -88,6 +95,24 @@ import Testing
         #expect(checked == 1800)
         #expect(inside > 100)
         #expect(short > 100)  // counts beyond what the trigger watches
+    }
+
+    /// The form the phone code calls, by watch numbers: some of a trigger's watches (its
+    /// layers whose `devices` take the phone), or watches of two triggers at once.
+    @Test func chosenWatchesMatchBruteForce() throws {
+        let snapshot = try Self.snapshot()
+        let settings = snapshot.settings
+        let allGrid = Int32(settings.firstIndex { $0.trigger == "all" && $0.layer == "grid" }!)
+        let allPoi = Int32(settings.firstIndex { $0.trigger == "all" && $0.layer == "poi" }!)
+        let poiPoi = Int32(settings.firstIndex { $0.trigger == "poi" }!)
+        var random = SplitMix64(seed: 3)
+        for _ in 0..<100 {
+            let p = Kit.at(east: random.nextUniform(-3000, 11_000), north: random.nextUniform(-3000, 11_000))
+            for chosen in [[allGrid], [allGrid, allPoi], [poiPoi, allGrid], []] {
+                let expected = Self.bruteForce(snapshot, p, count: 6) { chosen.contains(Int32($0)) }
+                #expect(snapshot.nearestFences(to: p, watches: chosen, count: 6) == expected, "\(chosen) at \(p)")
+            }
+        }
     }
 
     @Test func otherTriggersAndWhereAreRespected() throws {

@@ -23,10 +23,20 @@ extension EngineSnapshot {
     /// the snapshot is built), so a trigger with fewer than `count` fences costs no wider
     /// searches than reach them all. Nothing is cached: the snapshot is shared and immutable.
     public func nearestFences(to point: Coordinate, trigger: String, count: Int) -> [NearFence] {
+        nearestFences(to: point, watches: watches.indices.filter { watches[$0].settings.trigger == trigger }.map { Int32($0) }, count: count)
+    }
+
+    /// ``nearestFences(to:trigger:count:)`` among the fences the watches numbered `watchNumbers`
+    /// keep (some of one trigger's watches, such as those whose `devices` take a given phone).
+    /// A fence kept by two of them (of two triggers) counts once, with the buffer of the
+    /// lower-numbered watch.
+    func nearestFences(to point: Coordinate, watches watchNumbers: [Int32], count: Int) -> [NearFence] {
         guard count > 0, point.lat.isFinite, point.lon.isFinite else { return [] }
         var ours = [Bool](repeating: false, count: watches.count)
+        // The fences of the chosen watches; more than there are when a fence has two of them,
+        // which only makes the search widen further before it stops.
         var total = 0
-        for w in watches.indices where watches[w].settings.trigger == trigger {
+        for w in watchNumbers.map({ Int($0) }) where watches.indices.contains(w) && !ours[w] {
             ours[w] = true
             total += watchFenceCounts[w]
         }
