@@ -190,6 +190,9 @@ final class SignalStream: Sendable {
     /// Ends the stream's wait as a termination signal would (0: not a signal).
     func stop() { continuation.yield(0) }
 
+    /// Asks for a reload as SIGHUP does (an in-process gateway has no signal of its own).
+    func reload() { continuation.yield(SIGHUP) }
+
     func cancel() {
         SignalHub.shared.unregister(registration)
         continuation.finish()

@@ -9,7 +9,10 @@ import Store
 ///
 /// The services start in ``ServiceRole``'s order and stop in the reverse one.
 struct GatewayServer: Sendable {
-    let setup: GatewaySetup
+    /// The config and how many fences the start loaded: not the loaded setup itself, whose
+    /// fences a SIGHUP reload replaces (kept here, they would stay in memory for good).
+    let config: GatewayConfig
+    let fenceCount: Int
     let store: GatewayStore
     let counters: GatewayCounters
     let warnings: Warnings
@@ -41,7 +44,7 @@ struct GatewayServer: Sendable {
             return ExitStatus.usage
         }
         let startup = StartupStatusClient.begin(config, logger: logger)
-        let setup: GatewaySetup
+        var setup: GatewaySetup?
         do {
             setup = try GatewaySetup.load(config: config, progress: FenceLoadProgress(logger: logger))
         } catch {
@@ -57,16 +60,17 @@ struct GatewayServer: Sendable {
         // Taken from here on: a SIGTERM while the gateway starts stops it in order once it runs.
         let signals = SignalStream.gateway()
         do {
-            let server = try await build(setup, configFile: configFile, logger: logger, signals: signals)
+            // The setup is let go once built: a reload's fences replace it, and kept it would hold the start's for good.
+            let server = try await build(setup.take()!, configFile: configFile, logger: logger, signals: signals)
             try await server.run()
             return ExitStatus.ok
         } catch let error as UsageError {
             logger.error(error.message)
-            await publishFailedToStart(setup.config, problems: [error.message], logger: logger)
+            await publishFailedToStart(config, problems: [error.message], logger: logger)
             return ExitStatus.usage
         } catch {
             logger.error("cannot start", ["error": "\(error)"])
-            await publishFailedToStart(setup.config, problems: ["\(error)"], logger: logger)
+            await publishFailedToStart(config, problems: ["\(error)"], logger: logger)
             return ExitStatus.failure
         }
     }
@@ -187,9 +191,10 @@ struct GatewayServer: Sendable {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 let fresh = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
+                // The previous fences' memory goes back to the system once every shard has let go of them.
+                pool.releaseMemoryAfterNextAdoption()
                 await runtimeFences.reload(fresh)
                 if runtimeFences.snapshot.pushesPhoneRegions { try localLink.subscribePhoneEvents() }
-                GatewaySetup.releaseFreedMemory()  // the previous fences, now dropped
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(fresh.layers.reduce(0) { $0 + $1.fenceCount })"])
             } catch let error as GatewaySetup.Failure {
@@ -199,7 +204,7 @@ struct GatewayServer: Sendable {
             }
         }
         return GatewayServer(
-            setup: setup, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
+            config: config, fenceCount: setup.layers.reduce(0) { $0 + $1.fenceCount }, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
             publishers: publishers, committer: committer, pool: pool, localLink: localLink, status: status, group: group, logger: logger)
     }
 
@@ -234,7 +239,7 @@ struct GatewayServer: Sendable {
     func run() async throws {
         try local.start()
         try remote?.start()
-        logger.notice("serving", ["gateway.id": setup.config.gateway.id, "fences": "\(setup.layers.reduce(0) { $0 + $1.fenceCount })",
+        logger.notice("serving", ["gateway.id": config.gateway.id, "fences": "\(fenceCount)",
                                   "devices.saved": "\(pool.savedCount)", "version": GatewayVersion.current])
         do {
             try await group.run()

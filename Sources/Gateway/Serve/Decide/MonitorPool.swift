@@ -38,6 +38,9 @@ package final class MonitorPool: Service, Sendable {
     private let questions: AsyncStream<DeviceShard.DeviceQuestion>?
     /// The current snapshot has a trigger with `phones` on (phones' transitions are judged).
     private let phonesOn: Atomic<Bool>
+    /// The next snapshot adopted replaces a SIGHUP reload's fences: once every shard took it,
+    /// the freed memory of the previous ones goes back to the system.
+    private let trimAfterAdoption = Atomic<Bool>(false)
 
     package init(
         context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
@@ -141,7 +144,17 @@ package final class MonitorPool: Service, Sendable {
         phonesOn.store(newSnapshot.pushesPhoneRegions, ordering: .relaxed)
         context.counters.phoneTriggers(newSnapshot.phoneTriggerNames)
         await broadcast(.adopt(newSnapshot, MonotonicClock.now()))
+        if trimAfterAdoption.exchange(false, ordering: .relaxed) {
+            // Every shard has handled its `.adopt` (and so dropped the previous snapshot) once
+            // the barrier returns; malloc keeps what was freed until asked (``GatewaySetup/releaseFreedMemory()``).
+            await barrier()
+            GatewaySetup.releaseFreedMemory()
+        }
     }
+
+    /// Asks ``adopt(_:)`` to hand the freed memory back after the next snapshot (a SIGHUP
+    /// reload's): trimming a large heap after every runtime fence change would cost too much.
+    func releaseMemoryAfterNextAdoption() { trimAfterAdoption.store(true, ordering: .relaxed) }
 
     /// Some trigger has `phones` on.
     var pushesPhoneRegions: Bool { phonesOn.load(ordering: .relaxed) }
