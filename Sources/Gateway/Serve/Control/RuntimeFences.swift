@@ -327,9 +327,12 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// A SIGHUP reload: new file layers and triggers, runtime layers kept.
-    func reload(_ setup: GatewaySetup) async {
-        let fileLayers = setup.layers.filter { !$0.file.isEmpty }
-        let triggers = setup.config.triggers, names = Set(setup.layers.map(\.name))
+    func reload(_ setup: GatewaySetup) async { await reload(layers: setup.layers, triggers: setup.config.triggers) }
+
+    /// A SIGHUP reload of `layers` and the config's `triggers`, runtime layers kept.
+    func reload(layers: [FenceLayer], triggers: [JSONObject]?) async {
+        let fileLayers = layers.filter { !$0.file.isEmpty }
+        let names = Set(layers.map(\.name))
         await onQueue { self.book.withLock { book in
             book.reload(
                 fileLayers: fileLayers, configTriggers: triggers.map { .array($0.map { .object($0) }) },
