@@ -39,20 +39,20 @@ extension DeviceShard {
     }
 
     /// Answers `query` from the shard's own slots (called on the shard's worker).
-    func answer(_ query: Query, slots: [String: Slot], hibernated: [String: Double], now: Double) -> QueryAnswer {
+    func answer(_ query: Query, slots: [String: SlotBox], hibernated: [String: Double], now: Double) -> QueryAnswer {
         var answer = QueryAnswer()
         switch query {
         case .device(let device):
-            if let slot = slots[device] {
-                answer.states.append(slot.monitor.stateJSON(updated: now))
+            if let box = slots[device] {
+                answer.states.append(box.slot.monitor.stateJSON(updated: now))
             } else if hibernated[device] != nil || saved.contains(device) {
                 // Hibernated, or saved by the last run and not restored yet (the restores
                 // and the questions reach the shard in no set order): its state is the stored one.
                 answer.hibernated.append(device)
             }
         case .inside(let layer, let fence):
-            for slot in slots.values where slot.monitor.stays.contains(where: { $0.layer == layer && $0.fence == fence }) {
-                answer.states.append(slot.monitor.stateJSON(updated: now))
+            for box in slots.values where box.slot.monitor.stays.contains(where: { $0.layer == layer && $0.fence == fence }) {
+                answer.states.append(box.slot.monitor.stateJSON(updated: now))
             }
             answer.hibernated = Array(hibernated.keys)
         }

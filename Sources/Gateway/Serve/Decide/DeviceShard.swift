@@ -56,10 +56,22 @@ package final class DeviceShard: Sendable {
         var phone: PhoneSlot?
     }
 
+    /// A slot on the heap, so that the shard's dictionary holds one reference per device. A
+    /// `Slot` inline (304 bytes) made every bucket of the dictionary that big, and a dictionary
+    /// keeps between 1.33 and 2.67 buckets per entry (its table doubles past 3/4 full): ~1 KB
+    /// per device at 100,000 devices (heaptrack); boxed, a device costs its slot and a few
+    /// words of buckets. One `inout` access to `slot` per step of the device (a class's
+    /// stored property is checked for exclusive access at run time, once per access).
+    final class SlotBox {
+        var slot: Slot
+
+        init(_ slot: Slot) { self.slot = slot }
+    }
+
     /// What the shard's lock guards.
     struct State {
         var snapshot: EngineSnapshot
-        var slots: [String: Slot] = [:]
+        var slots: [String: SlotBox] = [:]
         /// Hibernated devices: when each last reported (gateway clock, for forgetting).
         var hibernated: [String: Double] = [:]
         /// Since when the feeds' connection is down (gateway clock).
@@ -120,20 +132,22 @@ package final class DeviceShard: Sendable {
                 s.queued[device] = waiting + 1
                 return .mustQueue
             }
-            // One hash lookup, and the slot changed in place through `values[index]`.
-            var index = s.slots.index(forKey: device)
-            if index == nil {
+            // One hash lookup; the slot is changed in place through its box.
+            let box: SlotBox
+            if let found = s.slots[device] {
+                box = found
+            } else {
                 if s.hibernated[device] != nil || saved.contains(device) {
                     s.queued[device] = 1
                     return .mustQueue
                 }
                 guard admitNewDevice(device, userLevel: userLevel) else { return .handled(mustWait: false) }
-                s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
-                index = s.slots.index(forKey: device)
+                box = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
+                s.slots[device] = box
                 recount(s.slots.count + s.hibernated.count)
             }
             var mustWait = false
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots.values[index!]),
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot),
                      mustWait: &mustWait, inBurst: inBurst)
             return .handled(mustWait: mustWait)
         }
@@ -182,11 +196,11 @@ package final class DeviceShard: Sendable {
             case .adopt(let newSnapshot, let now):
                 await mutate { s, mustWait in
                     s.snapshot = newSnapshot
-                    for device in Array(s.slots.keys) {
+                    for (device, box) in s.slots {
                         var changed = false
-                        let notes = s.slots[device]!.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
-                        s.slots[device]!.phone?.adopt(newSnapshot, device: device)
-                        handOver(item(notes, changed: changed, now: now, slot: &s.slots[device]!, forcePublish: true), mustWait: &mustWait)
+                        let notes = box.slot.monitor.adopt(newSnapshot, now: now, stateChanged: &changed)
+                        box.slot.phone?.adopt(newSnapshot, device: device)
+                        handOver(item(notes, changed: changed, now: now, slot: &box.slot, forcePublish: true), mustWait: &mustWait)
                     }
                 }
             case .restore(let bytes, let now, let lastReport):
@@ -202,7 +216,7 @@ package final class DeviceShard: Sendable {
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                         context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
                         handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
-                        s.slots[monitor.device] = slot
+                        s.slots[monitor.device] = SlotBox(slot)
                     } catch {
                         context.logger.error("a saved monitor state could not be read and is ignored", ["error": "\(error)"])
                     }
@@ -210,23 +224,23 @@ package final class DeviceShard: Sendable {
             case .pause(let now):
                 await mutate { s, _ in
                     s.paused = now
-                    for device in Array(s.slots.keys) { s.slots[device]!.monitor.pause(at: now) }
+                    for box in s.slots.values { box.slot.monitor.pause(at: now) }
                 }
             case .resume(let now):
                 await mutate { s, _ in
                     s.paused = nil
-                    for device in Array(s.slots.keys) where s.pausedDevices[device] == nil { s.slots[device]!.monitor.resume(at: now) }
+                    for (device, box) in s.slots where s.pausedDevices[device] == nil { box.slot.monitor.resume(at: now) }
                 }
             case .pauseDevice(let device, let now):
                 await mutate { s, _ in
                     if s.pausedDevices[device] == nil { s.pausedDevices[device] = now }
-                    s.slots[device]?.monitor.pause(at: now)
+                    s.slots[device]?.slot.monitor.pause(at: now)
                 }
             case .resumeDevice(let device, let now):
                 await mutate { s, _ in
                     s.pausedDevices[device] = nil
                     // A monitor that is not paused keeps its clocks (resume would restart them).
-                    if s.paused == nil, s.slots[device]?.monitor.isPaused == true { s.slots[device]!.monitor.resume(at: now) }
+                    if s.paused == nil, let box = s.slots[device], box.slot.monitor.isPaused { box.slot.monitor.resume(at: now) }
                 }
             case .barrier(let c):
                 c.resume()
@@ -275,15 +289,15 @@ package final class DeviceShard: Sendable {
                     var slot = Slot(monitor: monitor, lastReceived: now)
                     slot.emission = OutcomeEmission(publishedStays: monitor.stays)
                     handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
-                    s.slots[device] = slot
+                    s.slots[device] = SlotBox(slot)
                 } else {
-                    s.slots[device] = Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now)
+                    s.slots[device] = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
                 }
                 // Tracked already (restored, or queued behind its own updates): counted for its
                 // user, never refused.
                 census.attribute(device, user: ShardAdmission.user(of: device, level: userLevel))
             }
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!), mustWait: &mustWait)
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!.slot), mustWait: &mustWait)
         }
     }
 
@@ -344,13 +358,14 @@ package final class DeviceShard: Sendable {
     /// for its device (``PhoneTransitionLedger``) and counted; `now`: the gateway clock.
     func phoneSaid(_ transition: PhoneTransition, device: String, now: Double) {
         state.withLock { s in
-            guard let phone = s.slots[device]?.phone, let snapshot = s.slots[device]?.monitor.snapshot else {
+            guard let box = s.slots[device], let phone = box.slot.phone else {
                 context.counters.countPhones { $0.unknownDevice += 1 }
                 context.warnings.set(
                     "phoneUnknownDevice", "a phone's transition came from \(device), which has no region from this gateway",
                     origin: .client)
                 return
             }
+            let snapshot = box.slot.monitor.snapshot
             guard let rid = phone.region(of: transition), let triggers = phoneTriggers(giving: rid, phone: phone, snapshot: snapshot),
                   !triggers.isEmpty
             else {
@@ -389,27 +404,10 @@ package final class DeviceShard: Sendable {
         let paused = s.paused != nil
         let stateInterval = context.config.output.stateInterval
         var leaving: [(device: String, fate: ShardRetention.Fate)] = []
-        // Through the dictionary's indices: each slot changed in place, with no lookup (slots
-        // leave only after the walk).
-        var index = s.slots.startIndex
-        while index != s.slots.endIndex {
-            if let deadline = s.slots.values[index].monitor.nextDeadline(), deadline <= now {
-                var changed = false
-                let notes = s.slots.values[index].monitor.advance(to: now, stateChanged: &changed)
-                handOver(item(notes, changed: changed, now: now, slot: &s.slots.values[index]), mustWait: &mustWait)
-            }
-            // A position the interval held back goes out when the interval ends: the retained
-            // state ends where the device stopped.
-            if s.slots.values[index].emission.publishesHeldBack(now: now, stateInterval: stateInterval) {
-                handOver(item([], changed: false, now: now, slot: &s.slots.values[index], forcePublish: true), mustWait: &mustWait)
-            }
-            if let phone = s.slots.values[index].phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
-            let slot = s.slots.values[index]
-            let fate = retention.fate(
-                lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
-                hasDeadline: slot.monitor.nextDeadline() != nil, positionDirty: slot.emission.positionDirty)
-            if fate != .stays { leaving.append((s.slots.keys[index], fate)) }
-            s.slots.formIndex(after: &index)
+        // Each slot changed in place through its box (slots leave only after the walk).
+        for (device, box) in s.slots {
+            let fate = tick(&box.slot, now: now, paused: paused, stateInterval: stateInterval, mustWait: &mustWait)
+            if fate != .stays { leaving.append((device, fate)) }
         }
         for (device, fate) in leaving {
             switch fate {
@@ -419,7 +417,7 @@ package final class DeviceShard: Sendable {
                 s.slots[device] = nil
                 forget(device, mustWait: &mustWait)
             case .hibernates(let savePosition):
-                var slot = s.slots.removeValue(forKey: device)!
+                var slot = s.slots.removeValue(forKey: device)!.slot
                 // Its held-back position goes out now: no later tick publishes it (a slot that
                 // leaves memory before its interval ends, with `gateway.hibernateAfter` under
                 // `output.stateInterval`).
@@ -440,11 +438,30 @@ package final class DeviceShard: Sendable {
         }
     }
 
+    /// One slot's part of a tick at `now`: its deadlines, its held-back position's trailing
+    /// publish and its phone's expired claims; whether it stays in memory.
+    private func tick(_ slot: inout Slot, now: Double, paused: Bool, stateInterval: Double, mustWait: inout Bool) -> ShardRetention.Fate {
+        if let deadline = slot.monitor.nextDeadline(), deadline <= now {
+            var changed = false
+            let notes = slot.monitor.advance(to: now, stateChanged: &changed)
+            handOver(item(notes, changed: changed, now: now, slot: &slot), mustWait: &mustWait)
+        }
+        // A position the interval held back goes out when the interval ends: the retained
+        // state ends where the device stopped.
+        if slot.emission.publishesHeldBack(now: now, stateInterval: stateInterval) {
+            handOver(item([], changed: false, now: now, slot: &slot, forcePublish: true), mustWait: &mustWait)
+        }
+        if let phone = slot.phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
+        return retention.fate(
+            lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
+            hasDeadline: slot.monitor.nextDeadline() != nil, positionDirty: slot.emission.positionDirty)
+    }
+
     /// When each device of this shard last reported (gateway clock), in memory or hibernated.
     func lastReports() -> [String: Double] {
         state.withLock { s in
             var reports = s.hibernated
-            for (device, slot) in s.slots { reports[device] = slot.lastReceived }
+            for (device, box) in s.slots { reports[device] = box.slot.lastReceived }
             return reports
         }
     }
