@@ -158,8 +158,10 @@ package final class StatePublisher: Sendable {
     /// this run) and attributes; a forgotten device's topics are cleared. Occupancy follows
     /// its stays.
     func publish(_ publication: DevicePublication) {
+        let state = publication.state.map(StatePublisher.compacted)
+        let attributes = publication.attributes.map(StatePublisher.compacted)
         book.withLock { book in
-            set(topic(publication.device), publication.state, in: &book)
+            set(topic(publication.device), state, in: &book)
             guard let discovery else { return }
             let config = discovery.trackerConfigTopic(device: publication.device)
             if publication.state == nil {
@@ -167,7 +169,7 @@ package final class StatePublisher: Sendable {
                 set(discovery.attributesTopic(device: publication.device), nil, in: &book)
             } else {
                 if book.payloads[config] == nil { set(config, discovery.trackerConfig(device: publication.device), in: &book) }
-                set(discovery.attributesTopic(device: publication.device), publication.attributes, in: &book)
+                set(discovery.attributesTopic(device: publication.device), attributes, in: &book)
             }
         }
         if occupancyEnabled { occupancy.withLock { $0.update(device: publication.device, stays: publication.stays) } }
@@ -177,8 +179,20 @@ package final class StatePublisher: Sendable {
     /// Publishes `payload` retained on `topic`; nil clears the retained message (and the topic
     /// is no longer published on a connect).
     func publish(topic: String, payload: [UInt8]?) {
+        let payload = payload.map(StatePublisher.compacted)
         book.withLock { set(topic, payload, in: &$0) }
         schedulePump()
+    }
+
+    /// `payload` in a buffer of its own size, as the book keeps it until the topic's next
+    /// payload. A serialized payload comes in the buffer it grew in (256 bytes reserved, then
+    /// doubled when outgrown): a device's state of ~170 bytes held 256, one of ~300 up to 600.
+    /// The copy is made outside the book's lock; a payload that fits its buffer is kept as is.
+    static func compacted(_ payload: [UInt8]) -> [UInt8] {
+        guard payload.capacity - payload.count > 16 else { return payload }
+        return [UInt8](unsafeUninitializedCapacity: payload.count) { buffer, initialized in
+            initialized = payload.withUnsafeBufferPointer { buffer.initialize(fromContentsOf: $0) }
+        }
     }
 
     private func set(_ topic: String, _ payload: [UInt8]?, in book: inout Book) {
