@@ -68,17 +68,23 @@ extension ServeTests {
             #expect(gateway.terminate() == 0)
         }
 
+        /// A watcher of the status, and the gateway started on the repository's fences plus 50,000
+        /// squares (a load that takes a while, also on a fast box).
+        static func startWithSlowLoad(_ h: ServeHarness) async throws -> (MQTTProbe, GatewayProcess) {
+            let fences = try h.copyFences()
+            try h.write("fences/squares.geojson", squares(50_000))
+            let configPath = try h.write("gw.json5", h.config(fences: fences))
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            return (watcher, try h.startGateway(config: configPath))
+        }
+
         /// `starting` is published while the fences load, not after: with a layer that takes a
         /// while to load, its acknowledgement is logged before the load's end, and a subscriber
         /// has it before the gateway serves.
         @Test func startingArrivesWhileTheFencesLoad() async throws {
             let h = try ServeHarness("starting-load")
             defer { h.close() }
-            let fences = try h.copyFences()
-            try h.write("fences/squares.geojson", Self.squares(50_000))
-            let configPath = try h.write("gw.json5", h.config(fences: fences))
-            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
-            let gateway = try h.startGateway(config: configPath)
+            let (watcher, gateway) = try await Self.startWithSlowLoad(h)
             let startingSeen = await poll(timeout: .seconds(60)) { watcher.lastStatus(h.statusTopic)?.status == "starting" }
             let servingThen = gateway.log.contains(" serving")
             #expect(startingSeen, "\(Self.sequence(watcher, h.statusTopic))\n\(tail(gateway.log))")
@@ -98,11 +104,7 @@ extension ServeTests {
         @Test func aStartKilledDuringTheLoadLeavesOffline() async throws {
             let h = try ServeHarness("starting-killed")
             defer { h.close() }
-            let fences = try h.copyFences()
-            try h.write("fences/squares.geojson", Self.squares(50_000))
-            let configPath = try h.write("gw.json5", h.config(fences: fences))
-            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
-            let gateway = try h.startGateway(config: configPath)
+            let (watcher, gateway) = try await Self.startWithSlowLoad(h)
             #expect(await poll(timeout: .seconds(60)) { watcher.lastStatus(h.statusTopic)?.status == "starting" }, "\(tail(gateway.log))")
             #expect(!gateway.log.contains(" serving"), "the load ended before the kill: \(tail(gateway.log))")
             gateway.kill()
