@@ -77,7 +77,8 @@ public final class EngineSnapshot: Sendable {
     /// `rules[w]` is `Rule(watches[w].settings)`.
     let rules: [Rule]
     let watchNumbers: [UInt64: Int32]
-    let fenceNumbers: [FenceKey: Int32]
+    /// Fence numbers by (layer, fence id).
+    let fenceNumbers: FenceNumberTable
     /// Watches of fence `f`: `fenceWatches[fenceWatchStart[f] ..< fenceWatchStart[f + 1]]`.
     let fenceWatchStart: [Int32]
     let fenceWatches: [FenceWatch]
@@ -145,13 +146,11 @@ public final class EngineSnapshot: Sendable {
         // Fences.
         // Sized for every fence up front: a million fences would otherwise regrow (and rehash) them ~20 times.
         let fenceCount = layers.reduce(0) { $0 + $1.fenceCount }
-        var prepared: [PreparedFence] = []
-        prepared.reserveCapacity(fenceCount)
         var fenceLayerIndex: [Int] = []
         fenceLayerIndex.reserveCapacity(fenceCount)
-        var fenceNumbers: [FenceKey: Int32] = [:]
-        fenceNumbers.reserveCapacity(fenceCount)
+        var fenceNumbers = FenceNumberTable(capacity: fenceCount)
         for (layerIndex, layer) in layers.enumerated() {
+            fenceNumbers.startLayer(layer.name)
             for fenceIndex in 0..<layer.fenceCount {
                 let fence = layer.fence(at: fenceIndex)
                 let key = FenceKey(layer: layer.name, id: fence.id)
@@ -175,14 +174,14 @@ public final class EngineSnapshot: Sendable {
                     } else {
                         p = try PreparedFence(fence)
                     }
-                    fenceNumbers[key] = Int32(prepared.count)
-                    prepared.append(p)
+                    fenceNumbers.append(p, id: fence.id)
                     fenceLayerIndex.append(layerIndex)
                 } catch {
                     issues.append(TriggerIssue(origin: origin, path: path, subject: subject, key: "", message: error.message))
                 }
             }
         }
+        let prepared = fenceNumbers.fences
         // Watches: one per (trigger, watched layer).
         var compiler = ExpressionCompiler()
         var watches: [Watch] = []

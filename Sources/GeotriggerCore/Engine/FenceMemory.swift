@@ -38,7 +38,7 @@
 /// - ``objects``: each ``PreparedFence`` instance (header and fields, with its `Fence` struct,
 ///   locator and grid structs inline).
 /// - ``strings``: fence ids, layer names and `name`s beyond the small form, the `properties`
-///   objects (entry arrays, keys, values), and a snapshot's fence-key dictionary.
+///   objects (entry arrays, keys, values), and a snapshot's fence-key table.
 /// - ``tables``: a snapshot's per-fence and per-watch tables: the prepared-fence array, watch
 ///   starts, (watch, buffer) entries, reaches, `follow` devices, and the watch and rule
 ///   arrays (the triggers' settings and compiled expressions are not counted: a few per
@@ -269,8 +269,10 @@ package struct FenceMemory: Sendable {
         add(snapshot.index)
         add(snapshot.unwatchedIndex)
         index += counted(snapshot.indexedFences) + counted(snapshot.unwatchedFences)
-        strings += counted(snapshot.fenceNumbers)
-        for key in snapshot.fenceNumbers.keys { strings += string(key.layer) + string(key.id) }
+        // The key table's fences array is `snapshot.fences` (counted in the tables below).
+        strings += counted(snapshot.fenceNumbers.slots) + counted(snapshot.fenceNumbers.layerStarts)
+            + counted(snapshot.fenceNumbers.layerNames)
+        for name in snapshot.fenceNumbers.layerNames { strings += string(name) }
         tables +=
             counted(snapshot.fences) + counted(snapshot.fenceWatchStart)
             + counted(snapshot.fenceWatches) + counted(snapshot.fenceReach)
