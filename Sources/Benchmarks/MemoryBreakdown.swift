@@ -22,7 +22,7 @@ enum MemoryBreakdown {
             row("prepared: distance (SegmentGrid chord points, cells)", memory.distance),
             row("prepared: PreparedFence objects (Fence struct inline)", memory.objects),
             "      (an object: " + FenceMemory.preparedFenceLayout.map { "\($0.name) \($0.bytes)" }.joined(separator: ", ") + " bytes)",
-            row("ids, names, properties, fence-key dictionary", memory.strings),
+            row("ids, names, properties, fence-key table", memory.strings),
             row("snapshot per-fence / per-watch tables", memory.tables),
             row("layer arrays (Fence structs held by the layers)", memory.layers),
             row("accounted", memory.total),

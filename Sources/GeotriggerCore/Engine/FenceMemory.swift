@@ -184,7 +184,6 @@ package struct FenceMemory: Sendable {
     /// The stored fields of a ``PreparedFence``, in its order, for the instance's size.
     private struct PreparedFields {
         var fence: Fence
-        var bounds: GeoBounds
         var westLimit: Double
         var locator: PolygonLocator
         var isPolygon: Bool
@@ -238,6 +237,7 @@ package struct FenceMemory: Sendable {
             coordinates += counted(ring)
         }
         containment += counted(rings.several) + counted(rings.starts) + counted(rings.owners)
+        if rings.extra != nil { containment += object(3 * MemoryLayout<[Int]>.stride) }
         if let cells = locator.grid {
             containment +=
                 counted(cells.cells) + counted(cells.bands.start) + counted(cells.bands.edges)

@@ -15,7 +15,13 @@ public struct Fence: Sendable, Equatable {
     /// object (`"truncated": true`).
     public var truncated: Bool
     /// The Feature's position in its file's `features` array (0-based), for messages.
-    public var featureIndex: Int
+    public var featureIndex: Int {
+        get { Int(storedFeatureIndex) }
+        set { storedFeatureIndex = Int32(clamping: newValue) }
+    }
+    /// ``featureIndex`` in 32 bits (a file of 2^31 features would be far beyond memory): with
+    /// it after `truncated`, the struct is 80 bytes rather than 88, in every prepared fence.
+    private var storedFeatureIndex: Int32
 
     public init(
         id: String, layer: String, name: String? = nil, properties: JSONObject = JSONObject(),
@@ -30,7 +36,7 @@ public struct Fence: Sendable, Equatable {
         self.truncated = nameCut || propertiesCut
         self.geometry = geometry
         self.buffer = buffer
-        self.featureIndex = featureIndex
+        self.storedFeatureIndex = Int32(clamping: featureIndex)
     }
 
     /// `feature 3 ("Cactus")` or `feature 3`, as error messages name a fence.

@@ -111,16 +111,52 @@ struct PolygonLocator: Sendable {
         /// Every ring is closed (its last vertex repeats its first), with longitudes unwrapped,
         /// and is the fence's own array unless unwrapping changed one of its longitudes.
         let first: [Coordinate]
-        /// Every ring (ring 0 too) when there are several; empty when there is at most one.
-        let several: [[Coordinate]]
-        /// `starts[r]` is the number of ring `r`'s first vertex, `starts[ring count]` the
-        /// number of vertices; empty when there is at most one ring (numbers are then indices).
-        let starts: [Int]
-        /// `owners[r]` is the polygon of ring `r`, mod 64; empty when every ring belongs to
-        /// polygon 0 (a plain Polygon, with or without holes), which is the common case.
-        let owners: [UInt8]
+        /// The tables of a fence of several rings; nil when there is at most one (numbers are
+        /// then indices into ``first``). A class, so that the common fence holds one nil
+        /// reference rather than three empty arrays.
+        let extra: Several?
         /// How many vertices are held in copies made by unwrapping (not shared with the fence).
-        let copiedCount: Int
+        private let copied: Int32
+
+        /// Every ring of a fence of several rings, numbered through.
+        final class Several: Sendable {
+            /// Every ring (ring 0 too).
+            let rings: [[Coordinate]]
+            /// `starts[r]` is the number of ring `r`'s first vertex, `starts[ring count]` the
+            /// number of vertices.
+            let starts: [Int]
+            /// `owners[r]` is the polygon of ring `r`, mod 64; empty when every ring belongs to
+            /// polygon 0 (a plain Polygon with holes).
+            let owners: [UInt8]
+
+            init(rings: [[Coordinate]], starts: [Int], owners: [UInt8]) {
+                self.rings = rings
+                self.starts = starts
+                self.owners = owners
+            }
+
+            /// The ring holding vertex number `n` (`0 <= n < starts.last`).
+            @inline(__always)
+            func ring(holding n: Int) -> Int {
+                starts.withUnsafeBufferPointer { starts in
+                    var low = 0, high = starts.count - 1  // starts[low] <= n < starts[high]
+                    while high - low > 1 {
+                        let middle = (low + high) >> 1
+                        if starts[middle] <= n { low = middle } else { high = middle }
+                    }
+                    return low
+                }
+            }
+        }
+
+        /// Every ring (ring 0 too) when there are several; empty when there is at most one.
+        var several: [[Coordinate]] { extra?.rings ?? [] }
+        /// ``Several/starts``; empty when there is at most one ring.
+        var starts: [Int] { extra?.starts ?? [] }
+        /// ``Several/owners``; empty when every ring belongs to polygon 0 (the common case).
+        var owners: [UInt8] { extra?.owners ?? [] }
+        /// How many vertices are held in copies made by unwrapping (not shared with the fence).
+        var copiedCount: Int { Int(copied) }
 
         /// `rings` (closed, ring `i` of polygon `polygon[i]`) with longitudes unwrapped into
         /// `westLimit ..< westLimit + 360`; a ring unwrapping leaves unchanged is kept as it is.
@@ -134,35 +170,21 @@ struct PolygonLocator: Sendable {
                 copied += ring.count
                 return ring.map { Coordinate(lat: $0.lat, lon: PreparedFence.unwrap($0.lon, westLimit: westLimit)) }
             }
-            copiedCount = copied
+            self.copied = Int32(clamping: copied)
             first = vertices.first ?? []
-            several = vertices.count > 1 ? vertices : []
             if rings.count > 1 {
                 var starts = [0]
                 starts.reserveCapacity(rings.count + 1)
                 for ring in rings { starts.append(starts[starts.count - 1] + ring.count) }
-                self.starts = starts
+                let owners = polygon.allSatisfy { $0 & 63 == 0 } ? [] : polygon.map { UInt8($0 & 63) }
+                extra = Several(rings: vertices, starts: starts, owners: owners)
             } else {
-                starts = []
-            }
-            owners = polygon.allSatisfy { $0 & 63 == 0 } ? [] : polygon.map { UInt8($0 & 63) }
-        }
-
-        /// The ring holding vertex number `n` (`0 <= n < starts.last`).
-        @inline(__always)
-        func ring(holding n: Int) -> Int {
-            starts.withUnsafeBufferPointer { starts in
-                var low = 0, high = starts.count - 1  // starts[low] <= n < starts[high]
-                while high - low > 1 {
-                    let middle = (low + high) >> 1
-                    if starts[middle] <= n { low = middle } else { high = middle }
-                }
-                return low
+                extra = nil
             }
         }
 
         /// Every ring (for building).
-        var all: [[Coordinate]] { several.isEmpty && !first.isEmpty ? [first] : several }
+        var all: [[Coordinate]] { extra?.rings ?? (first.isEmpty ? [] : [first]) }
 
         /// Bytes held beyond what the fence holds: the copied vertices and the tables.
         var byteCount: Int {
@@ -200,32 +222,30 @@ struct PolygonLocator: Sendable {
     /// leaves a margin for the distance scan, which the engine runs for polygons too.
     static let scanLimit = 32
 
+    /// The box of the rings (of the whole fence for points and lines, which have none).
     let minX: Double, minY: Double, maxX: Double, maxY: Double
-    /// The vertices; the bands never list an edge whose first vertex ends its ring.
-    let rings: Rings
     /// Cells and bands; nil when every edge is tested (at most ``scanLimit`` edges).
     let grid: Cells?
+    /// The vertices; the bands never list an edge whose first vertex ends its ring. Last, so
+    /// that the struct ends 4 bytes short of a multiple of 8 and a small field of the
+    /// ``PreparedFence`` holding it fits there.
+    let rings: Rings
 
     /// The latitude bands (one empty band without ``grid``).
     var bands: Bands { grid?.bands ?? Bands([], minY: minY, height: 1) }
 
     /// `rings[i]` is a closed ring of (lat, lon) belonging to polygon `polygon[i]`; longitudes
-    /// are unwrapped into `westLimit ..< westLimit + 360` (x = unwrapped lon, y = lat).
-    init(rings fenceRings: [[Coordinate]], polygon: [Int], westLimit: Double) {
+    /// are unwrapped into `westLimit ..< westLimit + 360` (x = unwrapped lon, y = lat). `box`
+    /// is the box of every position of the fence with longitudes so unwrapped (for a polygon,
+    /// the box of its rings).
+    init(rings fenceRings: [[Coordinate]], polygon: [Int], westLimit: Double, box: GeoBounds) {
         let rings = Rings(fenceRings, polygon: polygon, westLimit: westLimit)
         let all = rings.all
-        var lo = SIMD2<Double>(repeating: .infinity), hi = SIMD2<Double>(repeating: -.infinity)
+        var lo = SIMD2(box.minLon, box.minLat), hi = SIMD2(box.maxLon, box.maxLat)
         var edgeCount = 0
-        for ring in all {
-            for c in ring {
-                let a = SIMD2(c.lon, c.lat)
-                lo = pointwiseMin(lo, a)
-                hi = pointwiseMax(hi, a)
-            }
-            edgeCount += Swift.max(0, ring.count - 1)
-        }
+        for ring in all { edgeCount += Swift.max(0, ring.count - 1) }
         self.rings = rings
-        if lo.x > hi.x { lo = .zero; hi = .zero }
+        if !(lo.x <= hi.x) { lo = .zero; hi = .zero }
         minX = lo.x
         minY = lo.y
         maxX = hi.x
@@ -325,10 +345,10 @@ struct PolygonLocator: Sendable {
                 return odd
             }
         }
-        guard !rings.several.isEmpty else { return odd(rings.first) }
+        guard let several = rings.extra else { return odd(rings.first) }
         var parity: UInt64 = 0
-        for (r, ring) in rings.several.enumerated() where odd(ring) {
-            parity ^= rings.owners.isEmpty ? 1 : 1 << UInt64(rings.owners[r])
+        for (r, ring) in several.rings.enumerated() where odd(ring) {
+            parity ^= several.owners.isEmpty ? 1 : 1 << UInt64(several.owners[r])
         }
         return parity != 0
     }
@@ -359,7 +379,7 @@ struct PolygonLocator: Sendable {
     ) -> UInt64 {
         var parity: UInt64 = 0
         edges.withUnsafeBufferPointer { edges in
-            if rings.starts.isEmpty {
+            guard let several = rings.extra else {
                 rings.first.withUnsafeBufferPointer { vertices in
                     for i in listed {
                         let k = Int(edges[i])
@@ -371,10 +391,10 @@ struct PolygonLocator: Sendable {
             var i = listed.lowerBound
             var n = Int(edges[i])
             while true {
-                let r = rings.ring(holding: n)
-                let base = rings.starts[r], end = rings.starts[r + 1]
+                let r = several.ring(holding: n)
+                let base = several.starts[r], end = several.starts[r + 1]
                 var odd: UInt64 = 0
-                let more: Bool = rings.several[r].withUnsafeBufferPointer { vertices in
+                let more: Bool = several.rings[r].withUnsafeBufferPointer { vertices in
                     while true {
                         let k = n - base
                         if PolygonLocator.crosses(vertices[k], vertices[k + 1], x: x, y: y) { odd ^= 1 }
@@ -384,7 +404,7 @@ struct PolygonLocator: Sendable {
                         guard n >= base, n < end else { return true }
                     }
                 }
-                parity ^= rings.owners.isEmpty ? odd : odd << UInt64(rings.owners[r])
+                parity ^= several.owners.isEmpty ? odd : odd << UInt64(several.owners[r])
                 if !more { break }
             }
         }

@@ -39,13 +39,12 @@ import Musl
 /// entries per piece.
 public final class PreparedFence: Sendable {
     public let fence: Fence
-    /// Lon/lat bounds of the unbuffered geometry; `minLon` is in -180..<180 and, for a fence
-    /// that crosses the antimeridian, `maxLon` is past 180 (see ``GeoBounds``).
-    public let bounds: GeoBounds
 
     /// Longitudes are unwrapped into `westLimit ..< westLimit + 360` around the fence.
     let westLimit: Double
-    /// Containment; empty (and unused) for points and lines; without cells for a small polygon.
+    /// Containment; without rings (and unused) for points and lines; without cells for a small
+    /// polygon. Its box is the fence's box with longitudes unwrapped, for every kind of fence:
+    /// ``bounds`` is read from it rather than stored a second time.
     let locator: PolygonLocator
     let isPolygon: Bool
     let frame: LocalFrame
@@ -104,16 +103,9 @@ public final class PreparedFence: Sendable {
         func unwrap(_ lon: Double) -> Double { PreparedFence.unwrap(lon, westLimit: westLimit) }
         let unwrapped = paths.map { $0.map { SIMD2(unwrap($0.lon), $0.lat) } }
 
-        var box = GeoBounds(minLat: .infinity, minLon: .infinity, maxLat: -.infinity, maxLon: -.infinity)
-        for p in unwrapped.joined() { box.extend(Coordinate(lat: p.y, lon: p.x)) }
-        if box.minLon < -180 {
-            box.minLon += 360
-            box.maxLon += 360
-        } else if box.minLon >= 180 {
-            box.minLon -= 360
-            box.maxLon -= 360
-        }
-        bounds = box
+        var unwrappedBox = GeoBounds(minLat: .infinity, minLon: .infinity, maxLat: -.infinity, maxLon: -.infinity)
+        for p in unwrapped.joined() { unwrappedBox.extend(Coordinate(lat: p.y, lon: p.x)) }
+        let box = PreparedFence.bounds(unwrapped: unwrappedBox)
 
         let centreLat = (box.minLat + box.maxLat) / 2
         let frame = LocalFrame(lat: centreLat, lon: (box.minLon + box.maxLon) / 2)
@@ -131,11 +123,11 @@ public final class PreparedFence: Sendable {
                 owners.append(contentsOf: repeatElement(k, count: 1 + polygon.holes.count))
             }
             // The locator reads the fence's own ring arrays (copying only rings unwrapping moves).
-            locator = PolygonLocator(rings: paths, polygon: owners, westLimit: westLimit)
+            locator = PolygonLocator(rings: paths, polygon: owners, westLimit: westLimit, box: unwrappedBox)
             isPolygon = true
             edges = PreparedFence.boundaryEdges(rings: unwrapped, owners: owners, seam: unwrap(180))
         case .points, .lines:
-            locator = PolygonLocator(rings: [], polygon: [], westLimit: westLimit)
+            locator = PolygonLocator(rings: [], polygon: [], westLimit: westLimit, box: unwrappedBox)
             isPolygon = false
             edges.reserveCapacity(unwrapped.reduce(0) { $0 + $1.count })
             for path in unwrapped {
@@ -150,6 +142,27 @@ public final class PreparedFence: Sendable {
             PreparedFence.chordPaths(edges, frame: frame, maxDepth: 30, budget: budget)
             ?? PreparedFence.chordPaths(edges, frame: frame, maxDepth: PreparedFence.depth(fitting: budget, edges: edges.count), budget: .max)!
         grid = SegmentGrid(paths: chordPaths)
+    }
+
+    /// Lon/lat bounds of the unbuffered geometry; `minLon` is in -180..<180 and, for a fence
+    /// that crosses the antimeridian, `maxLon` is past 180 (see ``GeoBounds``).
+    public var bounds: GeoBounds {
+        PreparedFence.bounds(
+            unwrapped: GeoBounds(minLat: locator.minY, minLon: locator.minX, maxLat: locator.maxY, maxLon: locator.maxX))
+    }
+
+    /// `box` (longitudes unwrapped around the fence) moved by 360 degrees so that its `minLon`
+    /// is in -180..<180.
+    static func bounds(unwrapped box: GeoBounds) -> GeoBounds {
+        var box = box
+        if box.minLon < -180 {
+            box.minLon += 360
+            box.maxLon += 360
+        } else if box.minLon >= 180 {
+            box.minLon -= 360
+            box.maxLon -= 360
+        }
+        return box
     }
 
     /// Chord pieces kept without a depth limit: at least this many for any fence...

@@ -61,11 +61,16 @@ struct SegmentGrid: Sendable {
     /// ``PolygonLocator/scanLimit``, measured for both.
     static let scanLimit = PolygonLocator.scanLimit
 
-    /// Local-frame position of the point stored as (0, 0, 0).
-    let origin: SIMD3<Double>
+    /// Local-frame position of the point stored as (0, 0, 0), as three doubles (24 bytes; a
+    /// `SIMD3<Double>` field takes 32).
+    let originX: Double, originY: Double, originZ: Double
     let points: [Point]
     /// The cells; nil when every segment is scanned (one path of at most ``scanLimit``).
     let cells: Cells?
+
+    /// Local-frame position of the point stored as (0, 0, 0).
+    @inline(__always)
+    var origin: SIMD3<Double> { SIMD3(originX, originY, originZ) }
 
     /// The cells' entries (empty without cells).
     var cellItems: CompactIndices { cells?.cellItems ?? CompactIndices([]) }
@@ -81,7 +86,9 @@ struct SegmentGrid: Sendable {
             }
         }
         let origin = lo.x <= hi.x ? (lo + hi) / 2 : .zero
-        self.origin = origin
+        originX = origin.x
+        originY = origin.y
+        originZ = origin.z
         var points: [Point] = []
         points.reserveCapacity(paths.reduce(0) { $0 + Swift.max(2, $1.count) })
         var starts: [Int] = []
