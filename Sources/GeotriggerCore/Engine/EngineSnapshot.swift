@@ -287,7 +287,7 @@ public final class EngineSnapshot: Sendable {
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
         self.fenceReach = fenceReach
         let follows: [String?] = prepared.map {
-            if case .string(let device)? = $0.fence.properties["follow"] { device } else { nil }
+            if case .string(let device)? = $0.fence.property("follow") { device } else { nil }
         }
         self.hasFollowingFences = follows.contains { $0 != nil }
         self.fenceFollows = hasFollowingFences ? follows : []

@@ -159,7 +159,7 @@ package struct FenceMemory: Sendable {
     /// Adds a fence's strings and geometry (when it is not counted in a prepared fence).
     package mutating func add(_ fence: Fence) {
         fences += 1
-        strings += string(fence.id) + string(fence.layer) + (fence.name.map { string($0) } ?? 0) + object(fence.properties)
+        strings += string(fence.id) + string(fence.layer) + (fence.name.map { string($0) } ?? 0) + object(fence.storedProperties)
         switch fence.geometry {
         case .polygons(let polygons):
             coordinates += counted(polygons)
