@@ -104,9 +104,11 @@ enum ScaleBenchmark {
         return ExitStatus.ok
     }
 
-    /// Runs this executable with `arguments`, its output into `log`; its exit status, nil when
+    /// Runs this executable with `arguments`, its output into `log` (a new one); its exit status, nil when
     /// it ran past `timeout` seconds (then it is stopped).
     static func child(_ arguments: [String], log: String, timeout: Double) throws -> Int32? {
+        // The child appends to its log: a log of an earlier run would be read instead.
+        unlink(log)
         let process = try ChildProcess(ChildProcess.currentExecutable(), arguments, logPath: log)
         if let status = process.wait(timeout: timeout) { return status }
         _ = process.stop()
