@@ -5,6 +5,12 @@ extension EngineSnapshot {
     /// The names of the triggers with `phones` on.
     public var phoneTriggerNames: [String] { phoneTriggers.map(\.name) }
 
+    /// Some trigger with `phones` on applies to `device` (nothing allocated: asked per update
+    /// of a phone that has no regions yet).
+    public func pushesPhoneRegions(to device: String) -> Bool {
+        phoneTriggers.contains { $0.settings.contains { $0.applies(to: device) } }
+    }
+
     /// The triggers with `phones` on that apply to `device`.
     public func phoneTriggerNames(applyingTo device: String) -> [String] {
         phoneTriggers.filter { !$0.watches(applyingTo: device).isEmpty }.map(\.name)

@@ -306,7 +306,7 @@ package final class DeviceShard: Sendable {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
         let snapshot = slot.monitor.snapshot
-        if owntracks, slot.phone == nil, snapshot.pushesPhoneRegions, !snapshot.phoneTriggerNames(applyingTo: update.device).isEmpty {
+        if owntracks, slot.phone == nil, snapshot.pushesPhoneRegions, snapshot.pushesPhoneRegions(to: update.device) {
             slot.phone = PhoneSlot(device: update.device, stays: slot.monitor.stays, snapshot: snapshot)
         }
         let outcome = slot.monitor.handle(update, receivedAt: now)

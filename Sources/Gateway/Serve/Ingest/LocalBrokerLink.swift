@@ -116,7 +116,9 @@ final class LocalBrokerLink: MQTTClientDelegate {
             }
             return true
         }
-        if let device = phoneEventDevice(message.topic) {
+        // Only while a trigger has `phones` on: otherwise such a topic is what it always was (a
+        // feed message, e.g. of an `owntracks/#` feed, dropped as `ignoredType`).
+        if pool.pushesPhoneRegions, let device = phoneEventDevice(message.topic) {
             phoneSaid(message, device: device)
             return true
         }
@@ -168,12 +170,10 @@ final class LocalBrokerLink: MQTTClientDelegate {
         return nil
     }
 
-    /// A phone's transition (docs/phones.md): judged by its device's shard when some trigger
-    /// has `phones` on, else ignored; never an update. A broken one is dropped like a broken
-    /// update; the gateway's own transitions (`output.owntracks`) come back here and are
-    /// dropped as `ownEcho`.
+    /// A phone's transition (docs/phones.md), judged by its device's shard; never an update. A
+    /// broken one is dropped like a broken update; the gateway's own transitions
+    /// (`output.owntracks`) come back here and are dropped as `ownEcho`.
     private func phoneSaid(_ message: MQTTMessage, device: String) {
-        guard pool.pushesPhoneRegions else { return }
         counters.received.add(1, ordering: .relaxed)
         let now = WallClock.coarse()
         switch PhoneTransition.decode(message.payload) {
