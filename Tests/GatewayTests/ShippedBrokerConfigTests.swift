@@ -55,6 +55,23 @@ extension ServeTests {
             }
         }
 
+        /// The gateway of `config` started (`started`) and stopped (`stopped`); then, while it is
+        /// down, v17 drives into the meadow (two updates queued in the gateway's session). The
+        /// dispatcher's watcher of `geotriggers/#` and the status topic.
+        static func queueWhileDown(_ h: ServeHarness, config: String) async throws -> (watcher: MQTTProbe, status: String) {
+            let watcher = try await h.probe("watcher", subscribe: ["geotriggers/#"], configure: credentials("dispatch"))
+            let vehicle = try await h.probe("vehicle", configure: credentials("v17"))
+            let status = GatewayStatus.topic(gatewayID: h.gatewayID)
+            let first = try h.startGateway(config: config)
+            #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
+            #expect(first.terminate() == 0)
+            #expect(await watcher.waitStatus(status) { $0.status == "stopped" }.ok)
+            let t0 = fixTimeBase()
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: outside.lat, lon: outside.lon, time: t0), qos: .atLeastOnce)
+            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: meadow.lat, lon: meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            return (watcher, status)
+        }
+
         /// What a device saw when it connected with the gateway's client id, and what the broker logged.
         struct Attempt {
             var sessionPresent: [Bool]
@@ -134,18 +151,7 @@ extension ServeTests {
             defer { h.close() }
             let fences = try h.copyFences()
             let config = try Self.gatewayConfig(h, fences: fences)
-            let watcher = try await h.probe("watcher", subscribe: ["geotriggers/#"], configure: Self.credentials("dispatch"))
-            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
-            let status = GatewayStatus.topic(gatewayID: h.gatewayID)
-            let first = try h.startGateway(config: config)
-            #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
-            #expect(first.terminate() == 0)
-            #expect(await watcher.waitStatus(status) { $0.status == "stopped" }.ok)
-
-            // While it is down: v17 drives into the meadow (queued in the gateway's session).
-            let t0 = fixTimeBase()
-            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0), qos: .atLeastOnce)
-            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            let (watcher, status) = try await Self.queueWhileDown(h, config: config)
             _ = try h.write("fences/broken.geojson", "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}")
             let mark = watcher.received(on: status).count
             let failed = try h.startGateway(config: config, log: "failed.log")
@@ -178,18 +184,7 @@ extension ServeTests {
             let h = try ServeHarness("startingshipped", broker: options)
             defer { h.close() }
             let config = try Self.gatewayConfig(h)
-            let watcher = try await h.probe("watcher", subscribe: ["geotriggers/#"], configure: Self.credentials("dispatch"))
-            let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
-            let status = GatewayStatus.topic(gatewayID: h.gatewayID)
-            let first = try h.startGateway(config: config)
-            #expect(await watcher.waitStatus(status) { $0.status == "started" }.ok, "\(tail(first.log))")
-            #expect(first.terminate() == 0)
-            #expect(await watcher.waitStatus(status) { $0.status == "stopped" }.ok)
-
-            // While it is down: v17 drives into the meadow (queued in the gateway's session).
-            let t0 = fixTimeBase()
-            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.outside.lat, lon: Self.outside.lon, time: t0), qos: .atLeastOnce)
-            try vehicle.client.publish(topic: "devices/v17/location", payload: Payload.json(lat: Self.meadow.lat, lon: Self.meadow.lon, time: t0 + 10), qos: .atLeastOnce)
+            let (watcher, status) = try await Self.queueWhileDown(h, config: config)
             let mark = watcher.received(on: status).count
             let logMark = h.brokerLog.count
             let again = try h.startGateway(config: config, log: "again.log")
