@@ -100,6 +100,41 @@ import Testing
         #expect(found == [0])
     }
 
+    /// Fences as dense as a city's building footprints (15 m boxes 30 m apart: dozens within
+    /// 100 m): a device walking 1.4 m per step among them is still served from its cache (the
+    /// narrow margin), and a device among fences 150 m apart (about 4 within 100 m) too.
+    @Test func denseFencesAreServedFromTheCache() {
+        for (spacing, size, reach) in [(30.0, 15.0, 5.0), (150.0, 40.0, 10.0)] {
+            var bounds: [GeoBounds] = []
+            let dLat = Earth.degreesLatitude(metres: 1), dLon = Earth.degreesLongitude(metres: 1, atLatitude: 40.7)
+            for row in 0..<60 {
+                for column in 0..<60 {
+                    let lat = 40.7 + Double(row) * spacing * dLat, lon = -74 + Double(column) * spacing * dLon
+                    bounds.append(GeoBounds(minLat: lat, minLon: lon, maxLat: lat + size * dLat, maxLon: lon + size * dLon))
+                }
+            }
+            let index = FenceIndex(bounds: bounds, reach: [Double](repeating: reach, count: bounds.count))
+            var random = SplitMix64(seed: 11)
+            var served = 0, total = 0
+            for walk in 0..<20 {
+                var p = Coordinate(lat: 40.7 + random.nextUniform(10, 50) * spacing * dLat, lon: -74 + random.nextUniform(10, 50) * spacing * dLon)
+                let (east, north) = (random.nextUniform(-1, 1), random.nextUniform(-1, 1))
+                let norm = max(1e-9, (east * east + north * north).squareRoot())
+                var cache = FenceIndex.NearbyCache()
+                for _ in 0..<100 {
+                    p = Coordinate(lat: p.lat + 1.4 * north / norm * dLat, lon: p.lon + 1.4 * east / norm * dLon)
+                    let before = cache
+                    var cached: [Int] = []
+                    index.query(p, radius: 5, cache: &cache) { cached.append($0) }
+                    #expect(cached == Self.results(index, p, 5), "walk \(walk) at \(p)")
+                    total += 1
+                    if before.count >= 0, before.window == cache.window { served += 1 }
+                }
+            }
+            #expect(served > total * 3 / 4, "spacing \(spacing) m: \(served) of \(total) queries served from the cache")
+        }
+    }
+
     @Test func findsBoxesAcrossTheAntimeridian() {
         let across = GeoBounds(minLat: -16.5, minLon: 179.6, maxLat: -15.9, maxLon: 180.3)
         let west = GeoBounds(minLat: -17.3, minLon: -180, maxLat: -17.2, maxLon: -179.95)

@@ -26,8 +26,7 @@ extension DeviceMonitor {
         // Measured only when some fence is along the segment (it costs trigonometry).
         var measured: LonLatSegment?
         var found: [(fence: Int, watch: Int, buffer: Double, crossing: PreparedFence.SegmentCrossing)] = []
-        snapshot.index.query(segmentFrom: a, to: b, cache: nearby) { slot in
-            let f = Int(snapshot.indexedFences[slot])
+        snapshot.index.query(segmentFrom: a, to: b, cache: nearby) { f in
             // A device never enters the fence that follows it.
             if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             var tracedBuffer = Double.nan

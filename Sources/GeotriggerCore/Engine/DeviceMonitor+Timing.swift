@@ -188,8 +188,7 @@ extension DeviceMonitor {
         let accuracy = max(0, fix.accuracy ?? 0)
         var added = false
         let snapshot = self.snapshot
-        snapshot.index.query(update.coordinate, radius: accuracyApplies ? accuracy : 0) { slot in
-            let f = Int(snapshot.indexedFences[slot])
+        snapshot.index.query(update.coordinate, radius: accuracyApplies ? accuracy : 0) { f in
             if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             let fence = snapshot.fences[f]
             let key = EngineSnapshot.FenceKey(layer: fence.fence.layer, id: fence.fence.id)

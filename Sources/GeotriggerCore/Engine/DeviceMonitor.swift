@@ -232,8 +232,7 @@ public struct DeviceMonitor: Sendable {
         // A copy: the closure below uses `self`, which must not be in an inout access meanwhile.
         var nearby = self.nearby
         defer { self.nearby = nearby }
-        snapshot.index.query(point, radius: queryRadius, cache: &nearby) { slot in
-            let f = Int(snapshot.indexedFences[slot])
+        snapshot.index.query(point, radius: queryRadius, cache: &nearby) { f in
             // A device never enters the fence that follows it.
             if snapshot.hasFollowingFences, snapshot.fenceFollows[f] == device { return }
             var distance = Double.nan

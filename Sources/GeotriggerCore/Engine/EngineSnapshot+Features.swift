@@ -44,8 +44,8 @@ extension EngineSnapshot {
             let grown = largestBuffer(ofFence: f).map { bounds.expanded(by: $0) } ?? bounds
             if grown.meets(box) { found.append(f) }
         }
-        index.query(box) { consider(Int(indexedFences[$0])) }
-        unwatchedIndex.query(box) { consider(Int(unwatchedFences[$0])) }
+        index.query(box, consider)
+        unwatchedIndex.query(box, consider)
         found.sort()
         let after = found.dropFirst(offset)
         return after.count > limit ? (Array(after.prefix(limit)), true) : (Array(after), false)

@@ -60,8 +60,7 @@ extension EngineSnapshot {
             var seen = 0, within = 0
             // The index reports every fence whose buffered distance is at most `radius` (its
             // reach covers the largest buffer any trigger gives the fence), and some farther.
-            index.query(point, radius: radius) { entry in
-                let f = Int(indexedFences[entry])
+            index.query(point, radius: radius) { f in
                 guard let b = buffer(f) else { return }
                 seen += 1
                 // Exact when |signedDistance| <= limit; deeper inside a polygon it is measured in full.

@@ -85,14 +85,12 @@ public final class EngineSnapshot: Sendable {
     /// How many fences each watch keeps (`watchFenceCounts[w]`), so that a search for a
     /// trigger's nearest fences knows when it has seen them all (``nearestFences(to:trigger:count:)``).
     let watchFenceCounts: [Int]
-    /// The index holds only watched fences: entry `i` is fence `indexedFences[i]`.
+    /// The index of the watched fences only, reporting fence numbers.
     let index: FenceIndex
-    let indexedFences: [Int32]
     /// The fences no watch keeps (no trigger watches their layer, or every `where` leaves them
     /// out), indexed by their bounds for queries over every fence (``fenceNumbers(meeting:layers:limit:offset:)``):
-    /// entry `i` is fence `unwatchedFences[i]`. Usually empty.
+    /// it reports fence numbers too. Usually empty.
     let unwatchedIndex: FenceIndex
-    let unwatchedFences: [Int32]
     /// True if some watch compares accuracy circles (the index query must then reach further).
     let anyWatchUsesAccuracy: Bool
     /// Per fence: the largest effective buffer + exit margin any watch gives it (the distance
@@ -280,10 +278,9 @@ public final class EngineSnapshot: Sendable {
         var watchFenceCounts = [Int](repeating: 0, count: watches.count)
         for fw in fenceWatches { watchFenceCounts[Int(fw.watch)] += 1 }
         self.watchFenceCounts = watchFenceCounts
-        self.indexedFences = indexed
-        self.index = FenceIndex(bounds: bounds, reach: reach)
-        self.unwatchedFences = unwatched
-        self.unwatchedIndex = FenceIndex(bounds: unwatchedBounds, reach: [Double](repeating: 0, count: unwatchedBounds.count))
+        self.index = FenceIndex(bounds: bounds, reach: reach, ids: indexed)
+        self.unwatchedIndex = FenceIndex(
+            bounds: unwatchedBounds, reach: [Double](repeating: 0, count: unwatchedBounds.count), ids: unwatched)
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
         self.fenceReach = fenceReach
         let follows: [String?] = prepared.map {

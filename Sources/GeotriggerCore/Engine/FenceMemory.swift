@@ -268,7 +268,6 @@ package struct FenceMemory: Sendable {
         for p in snapshot.fences { add(p) }
         add(snapshot.index)
         add(snapshot.unwatchedIndex)
-        index += counted(snapshot.indexedFences) + counted(snapshot.unwatchedFences)
         // The key table's fences array is `snapshot.fences` (counted in the tables below).
         strings += counted(snapshot.fenceNumbers.slots) + counted(snapshot.fenceNumbers.layerStarts)
             + counted(snapshot.fenceNumbers.layerNames)

@@ -34,8 +34,7 @@ extension EngineSnapshot {
     public func locate(_ point: Coordinate, accuracy: Double?, within minimum: Double = 100, at clock: Double? = nil) -> [LocateResult] {
         let within = max(minimum, accuracy ?? 0)
         var results: [LocateResult] = []
-        index.query(point, radius: within) { slot in
-            let f = Int(indexedFences[slot])
+        index.query(point, radius: within) { f in
             let fence = fences[f]
             let s = fence.signedDistance(to: point)
             forEachWatch(ofFence: f) { _, w, buffer in

@@ -26,7 +26,7 @@ extension FenceIndex {
                 let q = segment.window(0)
                 for k in 0..<Int(cache.count) {
                     let leaf = cache.leaf(k)
-                    if tree.overlaps(leaf, q), segment.meets(tree.boxes[leaf], shift: 0) { body(Int(tree.ids[leaf])) }
+                    if tree.overlaps(leaf, q), segment.meets(tree.box(leaf), shift: 0) { body(Int(tree.ids[leaf])) }
                 }
                 return
             }
@@ -34,14 +34,14 @@ extension FenceIndex {
             // Near ±180 a box may meet the segment under two shifts: it is reported under the first.
             if active360 {
                 tree.search(rootRange, segment, shift: 360) { leaf in
-                    if active0, segment.meets(tree.boxes[leaf], shift: 0) { return }
+                    if active0, segment.meets(tree.box(leaf), shift: 0) { return }
                     body(Int(tree.ids[leaf]))
                 }
             }
             if activeMinus360 {
                 tree.search(rootRange, segment, shift: -360) { leaf in
-                    if active0, segment.meets(tree.boxes[leaf], shift: 0) { return }
-                    if active360, segment.meets(tree.boxes[leaf], shift: 360) { return }
+                    if active0, segment.meets(tree.box(leaf), shift: 0) { return }
+                    if active360, segment.meets(tree.box(leaf), shift: 360) { return }
                     body(Int(tree.ids[leaf]))
                 }
             }
@@ -91,11 +91,11 @@ extension FenceIndex.Tree {
     /// `shift`) meets, descending only into nodes whose box it meets.
     func search(_ range: Range<Int>, _ segment: FenceIndex.Segment, shift: Double, _ body: (Int) -> Void) {
         let q = segment.window(shift)
-        for i in range where overlaps(i, q) && segment.meets(boxes[i], shift: shift) {
+        for i in range where overlaps(i, q) && segment.meets(box(i), shift: shift) {
             if i < count {
                 body(i)
             } else {
-                search(Int(children[2 * i])..<Int(children[2 * i + 1]), segment, shift: shift, body)
+                search(childRange(i), segment, shift: shift, body)
             }
         }
     }

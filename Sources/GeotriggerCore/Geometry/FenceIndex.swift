@@ -7,7 +7,10 @@
 /// more near it, which the caller's exact test drops).
 ///
 /// It is an R-tree bulk-loaded by Sort-Tile-Recursive packing at every level, stored in flat
-/// arrays (four doubles per box, children as index ranges), so a query allocates nothing.
+/// arrays (four `Float`s per box, rounded outward, so a box holds at least what its `Double`
+/// bounds hold; children as index ranges), so a query allocates nothing. At a million fences
+/// the lower levels do not fit in the CPU's caches, and a query's time is the cache lines it
+/// reads: half-size boxes, and no child ranges kept for the leaves, are what keep it short.
 /// Boxes crossing the antimeridian (``GeoBounds/crossesAntimeridian``) work: a query near ±180
 /// also looks 360 degrees to either side.
 public struct FenceIndex: Sendable {
@@ -16,10 +19,12 @@ public struct FenceIndex: Sendable {
     /// Extra latitude (degrees) for which each entry's longitude margin is already wide enough.
     static let latitudeSlack = 1.0
 
-    /// Boxes of every level, leaves first, as (minLat, minLon, -maxLat, -maxLon): a box meets
-    /// the window (north, east, -south, -west) when it is <= that in all four lanes.
-    let boxes: [SIMD4<Double>]
-    /// For a node (not a leaf entry): its children's range in `boxes`, at 2i and 2i+1.
+    /// Boxes of every level, leaves first, as (minLat, minLon, -maxLat, -maxLon) each rounded
+    /// down to a `Float` (so the box grows): a box meets the window (north, east, -south,
+    /// -west) when it is <= that in all four lanes.
+    let boxes: [SIMD4<Float>]
+    /// For node `i` (a box after the `count` leaf entries): its children's range in `boxes`,
+    /// at 2(i - count) and 2(i - count) + 1.
     let children: [Int32]
     /// For the leaf entries (the first `count` boxes): the entry's number as given.
     let ids: [Int32]
@@ -35,12 +40,14 @@ public struct FenceIndex: Sendable {
 
     /// Approximate bytes held by the index's arrays.
     public var byteCount: Int {
-        boxes.count * MemoryLayout<SIMD4<Double>>.stride + (children.count + ids.count) * 4
+        boxes.count * MemoryLayout<SIMD4<Float>>.stride + (children.count + ids.count) * 4
     }
 
-    /// Builds the index over `bounds[i]` with reach `reach[i]`; entry numbers are array positions.
-    public init(bounds: [GeoBounds], reach: [Double]) {
+    /// Builds the index over `bounds[i]` with reach `reach[i]`; entry `i` is reported as
+    /// `ids[i]`, or as `i` without `ids`.
+    public init(bounds: [GeoBounds], reach: [Double], ids given: [Int32]? = nil) {
         precondition(bounds.count == reach.count, "FenceIndex: one reach per box")
+        precondition(given.map { $0.count == bounds.count } ?? true, "FenceIndex: one id per box")
         count = bounds.count
         var maxReach = 0.0, maxHeight = 0.0
         // Leaf boxes: grown by reach in latitude exactly and in longitude with the margin
@@ -64,12 +71,12 @@ public struct FenceIndex: Sendable {
                 maxLon += 360
             }
             items.append(
-                (SIMD4(b.minLat - dLat, minLon - dLon, b.maxLat + dLat, maxLon + dLon), SIMD2(Int32(i), 0)))
+                (SIMD4(b.minLat - dLat, minLon - dLon, b.maxLat + dLat, maxLon + dLon), SIMD2(given?[i] ?? Int32(i), 0)))
         }
         self.maxReach = maxReach
         self.maxHeight = maxHeight
 
-        var boxes: [SIMD4<Double>] = []
+        var boxes: [SIMD4<Float>] = []
         var children: [Int32] = []
         var ids: [Int32] = []
         var levelStart = 0
@@ -80,10 +87,9 @@ public struct FenceIndex: Sendable {
             level = FenceIndex.strOrder(level)
             levelStart = boxes.count
             for item in level {
-                boxes.append(item.box * SIMD4(1, 1, -1, -1))
+                boxes.append(FenceIndex.roundedDown(item.box * SIMD4(1, 1, -1, -1)))
                 if isLeafLevel {
                     ids.append(item.payload.x)
-                    children += [0, 0]
                     west = Swift.min(west, item.box.y)
                     east = Swift.max(east, item.box.w)
                 } else {
@@ -180,40 +186,48 @@ public struct FenceIndex: Sendable {
         // bigger (bench engine: struct 224 against 208 bytes).
         /// The searched window as (north, east, -south, -west), rounded inward to `Float`.
         var window: (Float, Float, Float, Float) = (-.infinity, -.infinity, -.infinity, -.infinity)
-        /// Leaf positions of the entries that meet it, in search order (`count` of them).
-        var leaves: (Int32, Int32, Int32) = (0, 0, 0)
+        /// Leaf positions of the entries that meet it, in search order (`count` of them): room
+        /// for ``capacity``, 8. Among fences 150 m apart a window holds about 4; with room for
+        /// fewer, half the updates would search the tree, which at a million fences is out of
+        /// the CPU's caches (docs/performance.md, "A million fences").
+        var leaves: (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 0, 0, 0, 0, 0, 0, 0)
         /// How many `leaves` count; `dense`: more than fit, so no tree search is saved in this
         /// window (but none is repeated to find that out); `empty`: nothing cached.
         var count: Int8 = NearbyCache.empty
         static let empty: Int8 = -1
         static let dense: Int8 = -2
+        static let capacity = 8
 
         public init() {}
 
         var limits: SIMD4<Double> { SIMD4(Double(window.0), Double(window.1), Double(window.2), Double(window.3)) }
 
-        func leaf(_ k: Int) -> Int { Int(k == 0 ? leaves.0 : k == 1 ? leaves.1 : leaves.2) }
+        func leaf(_ k: Int) -> Int {
+            withUnsafeBytes(of: leaves) { Int($0.load(fromByteOffset: k * MemoryLayout<Int32>.stride, as: Int32.self)) }
+        }
 
         /// Keeps one more leaf, or marks the window dense when all places are taken.
         mutating func append(_ leaf: Int) {
-            switch count {
-            case 0: leaves.0 = Int32(leaf)
-            case 1: leaves.1 = Int32(leaf)
-            case 2: leaves.2 = Int32(leaf)
-            default:
+            guard Int(count) < NearbyCache.capacity else {
                 count = NearbyCache.dense
                 return
+            }
+            let k = Int(count)
+            withUnsafeMutableBytes(of: &leaves) {
+                $0.storeBytes(of: Int32(leaf), toByteOffset: k * MemoryLayout<Int32>.stride, as: Int32.self)
             }
             count += 1
         }
     }
 
-    /// How far beyond a query's window a cached search reaches, in metres.
-    static let cacheMargin = 100.0
+    /// How far beyond a query's window a cached search reaches, in metres: 100 m, or where
+    /// more entries than a cache holds meet that (dense fences: building footprints, parking
+    /// bays), 15 m, which a parked or walking device still stays within for a while.
+    static let cacheMargins = [100.0, 15.0]
 
     /// As ``query(_:radius:_:)``, with the same entries in the same order, but a device's
-    /// queries within `cacheMargin` of a window searched before go through the few entries kept
-    /// in `cache` instead of the tree. Queries that wrap around ±180 are not cached.
+    /// queries within a margin (``cacheMargins``) of a window searched before go through the
+    /// few entries kept in `cache` instead of the tree. Queries that wrap around ±180 are not cached.
     public func query(_ point: Coordinate, radius: Double, cache: inout NearbyCache, _ body: (Int) -> Void) {
         guard count > 0, let span = span(point, radius: radius) else { return }
         guard !span.active360, !span.activeMinus360 else {
@@ -224,17 +238,20 @@ public struct FenceIndex: Sendable {
         let q = span.window(0)
         withTree { tree in
             if cache.count == NearbyCache.empty || !all(q.limits .<= cache.limits) {
-                let dLat = Earth.degreesLatitude(metres: FenceIndex.cacheMargin)
-                let dLon = Earth.degreesLongitude(metres: FenceIndex.cacheMargin, atLatitude: Swift.min(89.99, abs(point.lat)))
-                let wide = Window(limits: q.limits + SIMD4(dLat, dLon, dLat, dLon))
-                var found = NearbyCache()
-                let inward = FenceIndex.roundedInward(wide.limits)
-                found.window = (inward[0], inward[1], inward[2], inward[3])
-                found.count = 0
-                tree.searchLeaves(rootRange, wide) { leaf in
-                    if found.count >= 0 { found.append(leaf) }
+                for margin in FenceIndex.cacheMargins {
+                    let dLat = Earth.degreesLatitude(metres: margin)
+                    let dLon = Earth.degreesLongitude(metres: margin, atLatitude: Swift.min(89.99, abs(point.lat)))
+                    let wide = Window(limits: q.limits + SIMD4(dLat, dLon, dLat, dLon))
+                    var found = NearbyCache()
+                    let inward = FenceIndex.roundedDown(wide.limits)
+                    found.window = (inward[0], inward[1], inward[2], inward[3])
+                    found.count = 0
+                    tree.searchLeaves(rootRange, wide) { leaf in
+                        if found.count >= 0 { found.append(leaf) }
+                    }
+                    cache = found
+                    if found.count != NearbyCache.dense { break }
                 }
-                cache = found
             }
             if cache.count == NearbyCache.dense {
                 tree.search(rootRange, q, body)
@@ -247,8 +264,9 @@ public struct FenceIndex: Sendable {
         }
     }
 
-    /// `limits` in `Float`, each rounded down: a window inside the given one.
-    static func roundedInward(_ limits: SIMD4<Double>) -> SIMD4<Float> {
+    /// `limits` in `Float`, each rounded down: a window (north, east, -south, -west) inside the
+    /// given one, or a box (minLat, minLon, -maxLat, -maxLon) around it.
+    static func roundedDown(_ limits: SIMD4<Double>) -> SIMD4<Float> {
         var rounded = SIMD4<Float>(limits)
         for lane in 0..<4 where Double(rounded[lane]) > limits[lane] { rounded[lane] = rounded[lane].nextDown }
         return rounded
@@ -307,14 +325,24 @@ public struct FenceIndex: Sendable {
 
     /// The flat arrays during one query (no captures, so the recursion allocates nothing).
     struct Tree {
-        let boxes: UnsafePointer<SIMD4<Double>>
+        let boxes: UnsafePointer<SIMD4<Float>>
         let children: UnsafePointer<Int32>
         let ids: UnsafePointer<Int32>
         let count: Int
 
+        /// Box `i` as stored, widened to `Double`.
+        @inline(__always)
+        func box(_ i: Int) -> SIMD4<Double> { SIMD4<Double>(boxes[i]) }
+
         @inline(__always)
         func overlaps(_ i: Int, _ q: Window) -> Bool {
-            all(boxes[i] .<= q.limits)
+            all(box(i) .<= q.limits)
+        }
+
+        /// The range in `boxes` of node `i`'s children.
+        @inline(__always)
+        func childRange(_ i: Int) -> Range<Int> {
+            Int(children[2 * (i - count)])..<Int(children[2 * (i - count) + 1])
         }
 
         /// Calls `body` with the number of every entry that meets `q`.
@@ -323,7 +351,7 @@ public struct FenceIndex: Sendable {
                 if i < count {
                     body(Int(ids[i]))
                 } else {
-                    search(Int(children[2 * i])..<Int(children[2 * i + 1]), q, body)
+                    search(childRange(i), q, body)
                 }
             }
         }
@@ -335,7 +363,7 @@ public struct FenceIndex: Sendable {
                 if i < count {
                     body(i)
                 } else {
-                    searchLeaves(Int(children[2 * i])..<Int(children[2 * i + 1]), q, body)
+                    searchLeaves(childRange(i), q, body)
                 }
             }
         }
@@ -348,7 +376,7 @@ public struct FenceIndex: Sendable {
                     if let earliest, overlaps(i, earliest) { continue }
                     body(Int(ids[i]))
                 } else {
-                    search(Int(children[2 * i])..<Int(children[2 * i + 1]), q, earlier, earliest, body)
+                    search(childRange(i), q, earlier, earliest, body)
                 }
             }
         }
