@@ -35,7 +35,7 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 fuzzCheck(bounds.minLon <= bounds.maxLon && bounds.maxLon - bounds.minLon <= 360, "features bbox bounds: \(bounds)")
             }
             if case .object(let members)? = object["features"] {
-                fuzzCheck(members.keys.allSatisfy { ["bbox", "layers", "limit", "partBytes"].contains($0) }, "features: an unknown key accepted")
+                fuzzCheck(members.keys.allSatisfy { ["bbox", "layers", "limit", "offset", "partBytes"].contains($0) }, "features: an unknown key accepted")
             } else {
                 fuzzCheck(false, "features accepted without an object")
             }
