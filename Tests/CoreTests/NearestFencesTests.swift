@@ -188,4 +188,46 @@ import Testing
         #expect(try ranking(pointBuffer: 300) == ["tap", "square"])
         #expect(try ranking(pointBuffer: 100) == ["square", "tap"])
     }
+
+    /// ``EngineSnapshot/nearestWatchedFences(to:within:count:)``, the `near` query's search:
+    /// every watched fence within the radius, by its distance grown by its largest buffer, the
+    /// `count` nearest, and whether more lie within; the same fences and distances as
+    /// ``EngineSnapshot/locate(_:accuracy:within:at:)`` (the smallest distance per fence) when
+    /// the count holds them all.
+    @Test func nearestWatchedFencesMatchBruteForceAndLocate() throws {
+        let snapshot = try Self.snapshot()
+        var random = SplitMix64(seed: 42)
+        var truncated = 0, whole = 0
+        for i in 0..<300 {
+            let p = i % 3 == 2
+                ? Kit.at(east: random.nextUniform(12_500, 17_500), north: random.nextUniform(500, 5500))
+                : Kit.at(east: random.nextUniform(-3000, 11_000), north: random.nextUniform(-3000, 11_000))
+            let radius = [50.0, 400, 1500, 5000, 100_000][i % 5]
+            let count = [1, 3, 10, 100][i % 4]
+            var all: [NearFence] = []
+            for f in snapshot.fences.indices {
+                guard let b = snapshot.largestBuffer(ofFence: f) else { continue }
+                let d = snapshot.fences[f].signedDistance(to: p) - b
+                if d <= radius { all.append(NearFence(fence: f, buffer: b, distance: d)) }
+            }
+            all.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.fence < $1.fence) }
+            let (nearest, more) = snapshot.nearestWatchedFences(to: p, within: radius, count: count)
+            #expect(nearest == Array(all.prefix(count)) && more == (all.count > count), "x\(count) within \(radius) at \(p)")
+            if more { truncated += 1 } else { whole += 1 }
+            if !more {
+                var best: [String: Double] = [:]
+                for result in snapshot.locate(p, accuracy: nil, within: radius) where result.distance <= radius {
+                    best["\(result.layer)/\(result.fence)"] = min(best["\(result.layer)/\(result.fence)"] ?? .infinity, result.distance)
+                }
+                let ours = Dictionary(uniqueKeysWithValues: nearest.map {
+                    ("\(snapshot.fences[$0.fence].fence.layer)/\(snapshot.fences[$0.fence].fence.id)", $0.distance)
+                })
+                #expect(ours.keys.sorted() == best.keys.sorted(), "within \(radius) at \(p)")
+                for (key, distance) in ours { #expect(abs(distance - (best[key] ?? .infinity)) < 1e-6, "\(key)") }
+            }
+        }
+        #expect(truncated > 30 && whole > 30, "\(truncated) truncated, \(whole) whole")
+        #expect(snapshot.nearestWatchedFences(to: Kit.origin, within: 100, count: 0) == ([], false))
+        #expect(snapshot.nearestWatchedFences(to: Coordinate(lat: .nan, lon: 0), within: 100, count: 5) == ([], false))
+    }
 }

@@ -17,6 +17,15 @@ extension EngineSnapshot {
         return names
     }
 
+    /// The positions in ``fences`` of layer `name`'s fences, in file order (fences are numbered
+    /// in layer order, so a layer's fences are one run: found without looking at the others);
+    /// empty for a layer this snapshot does not have.
+    public func fenceNumbers(ofLayer name: String) -> Range<Int> {
+        // A layer name is unique among the layers of a snapshot (the fences query relies on it).
+        guard let l = fenceNumbers.layerNames.firstIndex(of: name) else { return 0..<0 }
+        return fenceNumbers.fences(ofLayer: l)
+    }
+
     /// The positions in ``fences`` (so in layer then file order) of the fences of `layers` (every
     /// layer when nil) whose bounding box, grown by their ``largestBuffer(ofFence:)``, meets `box`
     /// (anywhere when nil): the first `limit` after skipping `offset` of them, and whether more

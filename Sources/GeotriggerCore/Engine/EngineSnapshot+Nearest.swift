@@ -89,3 +89,40 @@ extension EngineSnapshot {
         return found.count <= count ? found : Array(found.prefix(count))
     }
 }
+
+/// The `near` query's search: the watched fences nearest to a point, within a radius.
+extension EngineSnapshot {
+    /// The `count` watched fences (of any trigger) nearest to `point` within `radius` metres,
+    /// nearest first (ties: lower fence number first), and whether more fences lie within it.
+    ///
+    /// The distance is to the fence grown by the largest buffer any trigger gives it (so the
+    /// smallest of the distances ``locate(_:accuracy:within:at:)`` gives it, one per trigger).
+    /// As ``nearestFences(to:trigger:count:)``, through the index with a radius that starts at
+    /// 1 km and doubles up to `radius`, stopping as soon as more than `count` fences lie within
+    /// it: the time goes with the fences near the point, not with every fence within `radius`
+    /// (100 km can hold all of a gateway's).
+    public func nearestWatchedFences(to point: Coordinate, within radius: Double, count: Int) -> (fences: [NearFence], more: Bool) {
+        guard count > 0, radius > 0, point.lat.isFinite, point.lon.isFinite else { return ([], false) }
+        let p = PreparedPoint(point)
+        var r = Swift.min(EngineSnapshot.nearestFirstRadius, radius)
+        var found: [NearFence] = []
+        while true {
+            found.removeAll(keepingCapacity: true)
+            index.query(point, radius: r) { entry in
+                let f = Int(indexedFences[entry])
+                guard let b = largestBuffer(ofFence: f) else { return }
+                // Exact when |signedDistance| <= limit; deeper inside a polygon it is measured in full.
+                let limit = r + b
+                var s = fences[f].signedDistance(to: p, within: limit)
+                if s < -limit { s = fences[f].signedDistance(to: p, within: .infinity) }
+                if s - b <= r { found.append(NearFence(fence: f, buffer: b, distance: s - b)) }
+            }
+            // More than `count` within r: every fence farther than r is farther than those.
+            if found.count > count || r >= radius { break }
+            r = Swift.min(2 * r, radius)
+        }
+        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.fence < $1.fence) }
+        guard found.count > count else { return (found, false) }
+        return (Array(found.prefix(count)), true)
+    }
+}

@@ -75,6 +75,11 @@ struct FenceNumberTable: Sendable {
         return low
     }
 
+    /// The numbers of layer `l`'s fences (those appended after its start, up to the next layer's).
+    func fences(ofLayer l: Int) -> Range<Int> {
+        Int(layerStarts[l])..<(l + 1 < layerStarts.count ? Int(layerStarts[l + 1]) : fences.count)
+    }
+
     private mutating func insert(_ number: Int32, hash: Int) {
         let mask = slots.count - 1
         var i = hash & mask
