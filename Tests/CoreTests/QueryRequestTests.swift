@@ -108,6 +108,31 @@ struct QueryRequestTests {
         #expect(Self.problem(#"{"features":{},"fences":"a"}"#)?.hasPrefix("a query asks one thing") == true)
     }
 
+    /// `fences` as a layer name (the first page: offset 0, the largest limit) or an object with
+    /// `offset` and `limit`; `near` with a `limit` (1,000 by default).
+    @Test func fencesPagesAndNearLimit() throws {
+        #expect(try Self.parse(#"{"fences":"sites"}"#).kind.get() == .fences("sites", offset: 0, limit: 10_000))
+        #expect(try Self.parse(#"{"fences":{"layer":"sites"}}"#).kind.get() == .fences("sites"))
+        #expect(try Self.parse(#"{"fences":{"layer":"sites","offset":20000,"limit":5}}"#).kind.get() == .fences("sites", offset: 20_000, limit: 5))
+        #expect(try Self.parse(#"{"near":{"lat":1,"lon":2,"limit":10000}}"#).kind.get()
+            == .near(Coordinate(lat: 1, lon: 2), radius: 100, limit: 10_000))
+        #expect(try Self.parse(#"{"near":{"lat":1,"lon":2}}"#).kind.get() == .near(Coordinate(lat: 1, lon: 2), radius: 100, limit: 1000))
+        let cases: [(String, String)] = [
+            (#"{"fences":7}"#, #""fences" needs a layer name string, or {"layer": string, "offset": 0...100000000, "limit": 1...10000}"#),
+            (#"{"fences":{"offset":3}}"#, #""fences" needs a layer name string, or {"layer""#),
+            (#"{"fences":{"layer":"a","page":2}}"#, #""fences": unknown key "page" (expected "layer", "offset" or "limit")"#),
+            (#"{"fences":{"layer":"a","offset":-1}}"#, #""fences": "offset" needs an integer within 0...100000000, found -1"#),
+            (#"{"fences":{"layer":"a","offset":1.5}}"#, #""fences": "offset" needs an integer within 0...100000000, found 1.5"#),
+            (#"{"fences":{"layer":"a","limit":0}}"#, #""fences": "limit" needs an integer within 1...10000, found 0"#),
+            (#"{"fences":{"layer":"a","limit":"9"}}"#, #""fences": "limit" needs an integer within 1...10000, found a string"#),
+            (#"{"near":{"lat":1,"lon":2,"limit":10001}}"#, #""near": "limit" needs an integer within 1...10000, found 10001"#),
+            (#"{"near":{"lat":1,"lon":2,"limit":null}}"#, #""near": "limit" needs an integer within 1...10000, found null"#),
+        ]
+        for (query, problem) in cases {
+            #expect(Self.problem(query)?.hasPrefix(problem) == true, "\(query): \(Self.problem(query) ?? "accepted")")
+        }
+    }
+
     @Test func replyMembersAreKeptBesideTheKind() throws {
         let request = Self.parse(#"{"device":"d","replyTo":"p/replies/1","correlation":{"n":[1,2]}}"#)
         #expect(try request.kind.get() == .device("d"))

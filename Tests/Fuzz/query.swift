@@ -17,9 +17,13 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard case .object(let object)? = document?.value else { fatalError("fuzz property violated: a query accepted that is not a JSON object") }
         fuzzCheck(request.correlation == object["correlation"], "correlation not kept")
         switch kind {
-        case .near(let point, let radius):
+        case .near(let point, let radius, let limit):
             fuzzCheck((-90...90).contains(point.lat) && (-180...180).contains(point.lon), "near point out of range: \(point)")
             fuzzCheck(radius > 0 && radius <= QueryRequest.maxNearRadius, "near radius out of range: \(radius)")
+            fuzzCheck((1...QueryRequest.maxNearLimit).contains(limit), "near limit out of range: \(limit)")
+        case .fences(_, let offset, let limit):
+            fuzzCheck((0...FeaturesQuery.maxOffset).contains(offset), "fences offset out of range: \(offset)")
+            fuzzCheck((1...QueryRequest.maxFencesLimit).contains(limit), "fences limit out of range: \(limit)")
         case .device(let id), .expectations(let id):
             fuzzCheck(!id.isEmpty, "empty device id accepted")
         case .features(let features):
@@ -39,7 +43,7 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             } else {
                 fuzzCheck(false, "features accepted without an object")
             }
-        case .inside, .fences:
+        case .inside:
             break
         }
         reply = ["answer": .string("\(kind)")]

@@ -17,7 +17,8 @@ extension ServeTests {
             let gateway: GatewayProcess
             private var counter = 0
 
-            init(_ name: String, extraFences: [String: String] = [:]) async throws {
+            /// `extraTriggers`: more entries of the config's `triggers` array (each ending with a comma).
+            init(_ name: String, extraFences: [String: String] = [:], extraTriggers: String = "") async throws {
                 // The shipped broker's payload limit (deploy/mosquitto): a reply over it would be dropped.
                 h = try ServeHarness(name, broker: .init(extraLines: ["message_size_limit 1048576"]))
                 let fences = try h.copyFences()
@@ -32,6 +33,7 @@ extension ServeTests {
                               { name: "poi", fences: ["garden-poi"] },
                               { name: "poi-wide", fences: ["garden-poi"], buffer: 40 },
                               { name: "jobs", fences: ["jobs"] },
+                              \(extraTriggers)
                             ]
                             """))
                 probe = try await h.probe("dispatch", subscribe: [h.statusTopic, "\(h.prefix)/replies/#", "\(h.prefix)/query/#"])

@@ -9,10 +9,12 @@ public struct QueryRequest: Sendable, Equatable {
         case inside(layer: String, fence: String)
         /// `{"device": ID}`: a device's state.
         case device(String)
-        /// `{"near": {"lat", "lon", "radius"}}`: watched fences within `radius` metres.
-        case near(Coordinate, radius: Double)
-        /// `{"fences": LAYER}`: a layer's fences.
-        case fences(String)
+        /// `{"near": {"lat", "lon", "radius", "limit"}}`: the `limit` watched fences nearest
+        /// to the point within `radius` metres.
+        case near(Coordinate, radius: Double, limit: Int = QueryRequest.defaultNearLimit)
+        /// `{"fences": LAYER}` or `{"fences": {"layer", "offset", "limit"}}`: a layer's fences,
+        /// `offset` of them skipped, at most `limit` (the reply's byte budget may cut it shorter).
+        case fences(String, offset: Int = 0, limit: Int = QueryRequest.maxFencesLimit)
         /// `{"expectations": DEVICE_OR_*}`: open expected arrivals.
         case expectations(String)
         /// `{"features": {"bbox", "layers", "limit"}}`: fence geometry as GeoJSON.
@@ -34,6 +36,14 @@ public struct QueryRequest: Sendable, Equatable {
 
     /// The largest `near` radius, in metres.
     public static let maxNearRadius = 100_000.0
+    /// How many fences a `near` reply lists at most when the query gives no `limit`: a radius
+    /// of 100 km can hold every fence of the gateway, and the search for the nearest costs
+    /// about as much as the fences it measures.
+    public static let defaultNearLimit = 1000
+    /// The largest `limit` of a `near` or `fences` query (the reply's 900 KiB budget may cut
+    /// a reply shorter still).
+    public static let maxNearLimit = 10_000
+    public static let maxFencesLimit = 10_000
 
     /// Reads a query payload; `file` names it in syntax errors (the query topic).
     public static func parse(_ payload: [UInt8], file: String) -> QueryRequest {
@@ -81,10 +91,39 @@ public struct QueryRequest: Sendable, Equatable {
             case .number(let r)? where r > 0 && r <= maxNearRadius: radius = r
             default: return .failure(QueryProblem("\"near\": radius must be a number of metres > 0 and <= 100000"))
             }
-            return .success(.near(Coordinate(lat: lat, lon: lon), radius: radius))
+            var limit = defaultNearLimit
+            if let value = o["limit"] {
+                guard let n = integer(value, within: 1...maxNearLimit) else {
+                    return .failure(QueryProblem("\"near\": \"limit\" needs an integer within 1...\(maxNearLimit), found \(found(value))"))
+                }
+                limit = n
+            }
+            return .success(.near(Coordinate(lat: lat, lon: lon), radius: radius, limit: limit))
         case "fences":
-            guard case .string(let layer) = value else { return .failure(QueryProblem("\"fences\" needs a layer name string")) }
-            return .success(.fences(layer))
+            if case .string(let layer) = value { return .success(.fences(layer)) }
+            guard case .object(let o) = value, case .string(let layer)? = o["layer"] else {
+                return .failure(QueryProblem(
+                    "\"fences\" needs a layer name string, or {\"layer\": string, \"offset\": 0...\(FeaturesQuery.maxOffset), "
+                        + "\"limit\": 1...\(maxFencesLimit)} (offset and limit optional)"))
+            }
+            if let unknown = o.keys.first(where: { !["layer", "offset", "limit"].contains($0) }) {
+                return .failure(QueryProblem("\"fences\": unknown key \"\(unknown)\" (expected \"layer\", \"offset\" or \"limit\")"))
+            }
+            var offset = 0, limit = maxFencesLimit
+            if let value = o["offset"] {
+                guard let n = integer(value, within: 0...FeaturesQuery.maxOffset) else {
+                    return .failure(QueryProblem(
+                        "\"fences\": \"offset\" needs an integer within 0...\(FeaturesQuery.maxOffset), found \(found(value))"))
+                }
+                offset = n
+            }
+            if let value = o["limit"] {
+                guard let n = integer(value, within: 1...maxFencesLimit) else {
+                    return .failure(QueryProblem("\"fences\": \"limit\" needs an integer within 1...\(maxFencesLimit), found \(found(value))"))
+                }
+                limit = n
+            }
+            return .success(.fences(layer, offset: offset, limit: limit))
         case "expectations":
             guard case .string(let device) = value, !device.isEmpty else {
                 return .failure(QueryProblem("\"expectations\" needs a device id string, or \"*\" for every device"))
@@ -96,6 +135,18 @@ public struct QueryRequest: Sendable, Equatable {
             return .failure(QueryProblem(
                 "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\" or \"features\")"))
         }
+    }
+
+    /// `value` as an integer within `range`, or nil.
+    private static func integer(_ value: JSONValue, within range: ClosedRange<Int>) -> Int? {
+        guard case .number(let n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else { return nil }
+        return Int(n)
+    }
+
+    /// A value as an error message quotes it: a number as JSON writes it, else its type.
+    private static func found(_ value: JSONValue) -> String {
+        guard case .number(let n) = value else { return value.typeName }
+        return n.isFinite ? JSONValue.number(n).serialized() : "\(n)"
     }
 
     /// Where a reply goes: `asked` (the v5 response topic, else `replyTo`) when it lies under

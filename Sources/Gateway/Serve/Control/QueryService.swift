@@ -10,12 +10,15 @@ import Store
 /// `PREFIX/query/GATEWAY_ID/reply`. A reply topic must lie under `PREFIX/replies/` (so a
 /// client cannot make the gateway publish on event, state or status topics under its ACL);
 /// any other gets `{"error"}` on `PREFIX/query/GATEWAY_ID/reply`. Queries:
-/// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius"}}`,
-/// `{"fences": LAYER}`, `{"expectations": DEVICE_OR_*}` (open expected arrivals),
+/// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius", "limit"}}`,
+/// `{"fences": LAYER}` or `{"fences": {"layer", "offset", "limit"}}`, `{"expectations": DEVICE_OR_*}`
+/// (open expected arrivals),
 /// `{"features": {"bbox", "layers", "limit", "partBytes"}}` (fence geometry as a GeoJSON
 /// FeatureCollection, under 900 KiB: ``FeatureCollectionWriter``; with `partBytes` in parts of
 /// at most that many bytes, published one after the other to the same reply topic, for
-/// mosquitto's websockets listener, which sends large messages slowly). Anything else gets
+/// mosquitto's websockets listener, which sends large messages slowly). The `inside`, `near`
+/// and `fences` replies list rows within the same 900 KiB (``ReplyRowsWriter``), with
+/// `"truncated": true` when rows were left out. Anything else gets
 /// `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
 /// The device shards answer about their own devices.
@@ -122,26 +125,28 @@ final class QueryService: Service, Sendable {
         }
     }
 
-    /// A query's answer: a value, or JSON objects already written (the `features` reply,
-    /// written within its byte budget as it grows: one message, or its parts in order).
+    /// A query's answer: a value, or JSON objects already written (the `features`, `fences`,
+    /// `near` and `inside` replies, written within their byte budget as they grow: one message,
+    /// or the `features` reply's parts in order).
     private enum Answer {
         case value(JSONValue)
         case written([[UInt8]])
     }
 
     private func respond(to kind: QueryRequest.Kind, correlation: JSONValue?) async throws -> Answer {
+        // The reply carries the correlation too (every message of it): the writers count its bytes.
+        let correlationBytes = correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0
         switch kind {
-        case .inside(let layer, let fence): return .value(try await inside(layer: layer, fence: fence))
+        case .inside(let layer, let fence): return .written([try await inside(layer: layer, fence: fence, correlationBytes: correlationBytes)])
         case .device(let device): return .value(try await deviceState(device))
-        case .near(let point, let radius): return .value(near(point, radius: radius))
-        case .fences(let layer): return .value(try fences(layer))
+        case .near(let point, let radius, let limit):
+            return .written([near(point, radius: radius, limit: limit, correlationBytes: correlationBytes)])
+        case .fences(let layer, let offset, let limit):
+            return .written([try fences(layer, offset: offset, limit: limit, correlationBytes: correlationBytes)])
         case .expectations(let device):
             guard let expectations else { throw QueryProblem("expectations are not kept by this gateway") }
             return .value(expectations.list(device: device))
-        case .features(let query):
-            // Every message of the reply carries the correlation too: the writer counts its bytes.
-            let correlationBytes = correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0
-            return .written(try features(query, correlationBytes: correlationBytes))
+        case .features(let query): return .written(try features(query, correlationBytes: correlationBytes))
         }
     }
 
@@ -158,14 +163,20 @@ final class QueryService: Service, Sendable {
         return all
     }
 
-    private func inside(layer: String, fence: String) async throws -> JSONValue {
+    /// The `inside` reply: the confirmed stays in the fence, by device id, as many as fit in
+    /// 900 KiB (`count`: all of them; `truncated` when some were left out).
+    private func inside(layer: String, fence: String, correlationBytes: Int) async throws -> [UInt8] {
         guard snapshot().fence(layer: layer, id: fence) != nil else {
             throw QueryProblem("no fence \"\(fence)\" in layer \"\(layer)\"")
         }
         let answer = await ask(.inside(layer: layer, fence: fence))
         let states = await answer.allStates(store: store, snapshot: snapshot())
-        var rows: [(String, JSONValue)] = []
-        for stay in DeviceStateStay.stays(in: states, layer: layer, fence: fence) {
+        var stays = DeviceStateStay.stays(in: states, layer: layer, fence: fence)
+        stays.sort { $0.device < $1.device }
+        var writer = ReplyRowsWriter(
+            head: ["layer": .string(layer), "fence": .string(fence), "count": .number(Double(stays.count))], rows: "inside",
+            appended: correlationBytes)
+        for stay in stays {
             var entry = stay.entry
             entry["layer"] = nil
             entry["fence"] = nil
@@ -173,10 +184,9 @@ final class QueryService: Service, Sendable {
             var row = JSONObject()
             row["device"] = .string(stay.device)
             for (key, value) in entry.entries { row[key] = value }
-            rows.append((stay.device, .object(row)))
+            guard writer.append(.object(row)) else { break }
         }
-        rows.sort { $0.0 < $1.0 }
-        return .object(["layer": .string(layer), "fence": .string(fence), "inside": .array(rows.map(\.1))])
+        return writer.finish(truncated: writer.count < stays.count)
     }
 
     private func deviceState(_ device: String) async throws -> JSONValue {
@@ -184,18 +194,22 @@ final class QueryService: Service, Sendable {
         throw QueryProblem("no device \"\(device)\" is known to this gateway")
     }
 
-    private func near(_ point: Coordinate, radius: Double) -> JSONValue {
-        var seen: Set<String> = []
-        var rows: [JSONValue] = []
-        for result in snapshot().locate(point, accuracy: nil, within: radius) where result.distance <= radius {
-            guard seen.insert(result.layer + "\u{0}" + result.fence).inserted else { continue }
-            rows.append(.object([
-                "layer": .string(result.layer), "fence": .string(result.fence),
-                "name": result.name.map(JSONValue.string) ?? .null,
-                "distance": .number((result.distance * 10).rounded() / 10),
+    /// The `near` reply: the `limit` watched fences nearest to `point` within `radius`, nearest
+    /// first, as many as fit in 900 KiB (`truncated` when more lie within the radius). The
+    /// search measures the fences near the point, not every fence within the radius.
+    private func near(_ point: Coordinate, radius: Double, limit: Int, correlationBytes: Int) -> [UInt8] {
+        let snapshot = self.snapshot()
+        let (nearest, more) = snapshot.nearestWatchedFences(to: point, within: radius, count: limit)
+        var writer = ReplyRowsWriter(head: JSONObject(), rows: "near", appended: correlationBytes)
+        for near in nearest {
+            let fence = snapshot.fences[near.fence].fence
+            let added = writer.append(.object([
+                "layer": .string(fence.layer), "fence": .string(fence.id), "name": fence.name.map(JSONValue.string) ?? .null,
+                "distance": .number((near.distance * 10).rounded() / 10),
             ]))
+            guard added else { break }
         }
-        return .object(["near": .array(rows)])
+        return writer.finish(truncated: more || writer.count < nearest.count)
     }
 
     /// The `features` reply: the fences of the layers asked whose box meets `bbox`, in layer
@@ -233,20 +247,29 @@ final class QueryService: Service, Sendable {
         return writer.finishParts(truncated: truncated)
     }
 
-    private func fences(_ layer: String) throws -> JSONValue {
+    /// The `fences` reply: layer `layer`'s fences in file order, `offset` of them skipped, at
+    /// most `limit` and 900 KiB of them (`count`: the layer's fences; `truncated` when fences
+    /// after those listed were left out: the next page starts at `offset` + those listed).
+    /// Only the rows that fit are written, from the layer's run of fences in the snapshot.
+    private func fences(_ layer: String, offset: Int, limit: Int, correlationBytes: Int) throws -> [UInt8] {
         let snapshot = self.snapshot()
         guard snapshot.layerNames.contains(layer) else {
             throw QueryProblem("no fence layer \"\(layer)\" (layers: \(snapshot.layerNames.sorted().joined(separator: ", ")))")
         }
-        let rows: [JSONValue] = snapshot.fences.filter { $0.fence.layer == layer }.map { prepared in
-            let fence = prepared.fence
+        let numbers = snapshot.fenceNumbers(ofLayer: layer)
+        var writer = ReplyRowsWriter(
+            head: ["layer": .string(layer), "count": .number(Double(numbers.count)), "offset": .number(Double(offset))], rows: "fences",
+            appended: correlationBytes)
+        let page = numbers.dropFirst(offset)
+        for f in page.prefix(limit) {
+            let fence = snapshot.fences[f].fence
             var row: JSONObject = [
                 "id": .string(fence.id), "name": fence.name.map(JSONValue.string) ?? .null,
                 "properties": .object(fence.properties), "geometry": .string(fence.geometry.kindName),
             ]
             if fence.truncated { row["truncated"] = .bool(true) }
-            return .object(row)
+            guard writer.append(.object(row)) else { break }
         }
-        return .object(["layer": .string(layer), "fences": .array(rows)])
+        return writer.finish(truncated: writer.count < page.count)
     }
 }
