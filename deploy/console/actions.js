@@ -152,7 +152,9 @@ export class Actions {
         const reply = await this.query(gateway, { inside: { layer: key.slice(0, slash), fence: key.slice(slash + 1) } });
         if (typeof reply.error === 'string') { this.say(`who is inside ${key}: ${reply.error}`); return; }
         const inside = Array.isArray(reply.inside) ? reply.inside : [];
-        this.say(`inside ${key}: ${inside.length ? inside.map((i) => `${i.device} (${i.trigger}, since ${i.since})`).join(', ') : 'nobody'}`);
+        // A reply holds what fits in 900 KiB (thousands of stays); `count` has them all.
+        const more = reply.truncated === true && Number.isInteger(reply.count) && reply.count > inside.length ? ` and ${reply.count - inside.length} more` : '';
+        this.say(`inside ${key}: ${inside.length ? inside.map((i) => `${i.device} (${i.trigger}, since ${i.since})`).join(', ') + more : 'nobody'}`);
     }
 
     /// Publishes a runtime fence (retained, QoS 1).
