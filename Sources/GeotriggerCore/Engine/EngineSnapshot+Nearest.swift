@@ -48,9 +48,6 @@ extension EngineSnapshot {
             for i in start..<end where ours[Int(fenceWatches[i].watch)] { return fenceWatches[i].buffer }
             return nil
         }
-        func nearerFirst(_ a: NearFence, _ b: NearFence) -> Bool {
-            a.distance < b.distance || (a.distance == b.distance && a.fence < b.fence)
-        }
 
         let p = PreparedPoint(point)
         var radius = EngineSnapshot.nearestFirstRadius
@@ -63,11 +60,7 @@ extension EngineSnapshot {
             index.query(point, radius: radius) { f in
                 guard let b = buffer(f) else { return }
                 seen += 1
-                // Exact when |signedDistance| <= limit; deeper inside a polygon it is measured in full.
-                let limit = radius + b
-                var s = fences[f].signedDistance(to: p, within: limit)
-                if s < -limit { s = fences[f].signedDistance(to: p, within: .infinity) }
-                let near = NearFence(fence: f, buffer: b, distance: s - b)
+                let near = NearFence(fence: f, buffer: b, distance: signedDistance(ofFence: f, to: p, exactWithin: radius + b) - b)
                 if near.distance <= radius { within += 1 }
                 found.append(near)
             }
@@ -85,7 +78,7 @@ extension EngineSnapshot {
             }
             radius = Swift.min(2 * radius, EngineSnapshot.nearestWholeEarth)
         }
-        found.sort(by: nearerFirst)
+        found.sort(by: NearFence.nearerFirst)
         return found.count <= count ? found : Array(found.prefix(count))
     }
 }
@@ -108,21 +101,27 @@ extension EngineSnapshot {
         var found: [NearFence] = []
         while true {
             found.removeAll(keepingCapacity: true)
-            index.query(point, radius: r) { entry in
-                let f = Int(indexedFences[entry])
+            index.query(point, radius: r) { f in
                 guard let b = largestBuffer(ofFence: f) else { return }
-                // Exact when |signedDistance| <= limit; deeper inside a polygon it is measured in full.
-                let limit = r + b
-                var s = fences[f].signedDistance(to: p, within: limit)
-                if s < -limit { s = fences[f].signedDistance(to: p, within: .infinity) }
-                if s - b <= r { found.append(NearFence(fence: f, buffer: b, distance: s - b)) }
+                let d = signedDistance(ofFence: f, to: p, exactWithin: r + b) - b
+                if d <= r { found.append(NearFence(fence: f, buffer: b, distance: d)) }
             }
             // More than `count` within r: every fence farther than r is farther than those.
             if found.count > count || r >= radius { break }
             r = Swift.min(2 * r, radius)
         }
-        found.sort { $0.distance < $1.distance || ($0.distance == $1.distance && $0.fence < $1.fence) }
+        found.sort(by: NearFence.nearerFirst)
         guard found.count > count else { return (found, false) }
         return (Array(found.prefix(count)), true)
+    }
+}
+
+extension EngineSnapshot {
+    /// Fence `f`'s signed distance from `p` for the nearest-fence searches: exact when within
+    /// `limit` of its edge (beyond it outside, only known to be beyond), and deeper inside a
+    /// polygon measured in full.
+    fileprivate func signedDistance(ofFence f: Int, to p: PreparedPoint, exactWithin limit: Double) -> Double {
+        let s = fences[f].signedDistance(to: p, within: limit)
+        return s < -limit ? fences[f].signedDistance(to: p, within: .infinity) : s
     }
 }

@@ -15,4 +15,9 @@ public struct NearFence: Sendable, Equatable {
         self.buffer = buffer
         self.distance = distance
     }
+
+    /// Nearest first; at the same distance, the lower fence number first.
+    static func nearerFirst(_ a: NearFence, _ b: NearFence) -> Bool {
+        a.distance < b.distance || (a.distance == b.distance && a.fence < b.fence)
+    }
 }
