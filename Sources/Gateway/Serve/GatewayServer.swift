@@ -21,6 +21,8 @@ struct GatewayServer: Sendable {
     let publishers: [OutboxDestination: OutboxPublisher]
     let committer: EventCommitter
     let pool: MonitorPool
+    /// The file and runtime fences; its `snapshot` is the live one (a reload replaces it).
+    let runtimeFences: RuntimeFences
     let localLink: LocalBrokerLink
     let status: StatusReporter
     let group: ServiceGroup
@@ -209,7 +211,7 @@ struct GatewayServer: Sendable {
         }
         return GatewayServer(
             config: config, fenceCount: setup.layers.reduce(0) { $0 + $1.fenceCount }, store: store, counters: counters, warnings: warnings, local: local, remote: remote,
-            publishers: publishers, committer: committer, pool: pool, localLink: localLink, status: status, group: group, logger: logger)
+            publishers: publishers, committer: committer, pool: pool, runtimeFences: runtimeFences, localLink: localLink, status: status, group: group, logger: logger)
     }
 
     /// Commits what a run killed during a database fault left in its spill file (README
