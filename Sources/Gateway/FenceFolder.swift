@@ -18,8 +18,11 @@ public enum FenceFolder {
         load(folder, maxVertices: maxVertices, progress: nil)
     }
 
+    /// `reusing`: the live snapshot on a SIGHUP reload; a fence it has unchanged keeps its
+    /// prepared form (``FenceLayerParser``) instead of being prepared again.
     static func load(
-        _ folder: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices, progress: FenceLoadProgress?
+        _ folder: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices, progress: FenceLoadProgress?,
+        reusing previous: EngineSnapshot? = nil
     ) -> (layers: [FenceLayer], errors: [FenceError]) {
         let names: [String]
         do {
@@ -54,7 +57,8 @@ public enum FenceFolder {
             // Read in chunks as the parser asks (it never holds the whole text of a valid file).
             do {
                 let (layer, layerErrors) = try FenceLayerParser.parse(
-                    file: path, layer: layerName, maxVertices: maxVertices, fileSize: fileSize(path), progress: update
+                    file: path, layer: layerName, maxVertices: maxVertices, fileSize: fileSize(path), reusing: previous,
+                    progress: update
                 ) { offset, buffer throws(FenceError) in
                     while true {
                         let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))

@@ -361,3 +361,54 @@ let nycTaxiZones: (layer: FenceLayer, errors: [FenceError])? = {
         #expect(errors.map(\.message) == ["LineString has 100001 positions, more than fences.maxVertices (100000) allows"])
     }
 }
+
+/// A reload's parse given the live snapshot (`reusing`): a fence the snapshot has unchanged is
+/// the snapshot's own prepared fence, any other is prepared from the file.
+@Suite struct FenceReuseTests {
+    static func layer(_ features: [(id: String, name: String, x: Int)]) -> [UInt8] {
+        let items = features.map { f in
+            #"{"type": "Feature", "id": "\#(f.id)", "properties": {"name": "\#(f.name)"}, "geometry": {"type": "Polygon", "coordinates": [[[\#(f.x), 0], [\#(f.x + 1), 0], [\#(f.x + 1), 1], [\#(f.x), 1], [\#(f.x), 0]]]}}"#
+        }
+        return Array((#"{"type": "FeatureCollection", "features": ["# + items.joined(separator: ", ") + "]}").utf8)
+    }
+
+    static let start = layer([("a", "A", 0), ("b", "B", 2), ("c", "C", 4)])
+
+    static func live() throws -> EngineSnapshot {
+        let (layer, errors) = FenceLayerParser.parse(start, file: "fences/yard.geojson", layer: "yard")
+        #expect(errors.isEmpty)
+        return try EngineSnapshot(layers: [layer], configTriggers: nil)
+    }
+
+    @Test func unchangedFencesAreTheLiveOnes() throws {
+        let live = try Self.live()
+        let (again, _) = FenceLayerParser.parse(Self.start, file: "fences/yard.geojson", layer: "yard", reusing: live)
+        #expect(again.prepared.count == 3)
+        #expect(zip(again.prepared, live.fences).allSatisfy { $0 === $1 })
+        // Without the snapshot (a start, `check`), each is prepared anew.
+        let (fresh, _) = FenceLayerParser.parse(Self.start, file: "fences/yard.geojson", layer: "yard")
+        #expect(zip(fresh.prepared, live.fences).allSatisfy { $0 !== $1 })
+        // Another layer's fences are never taken, even of the same id.
+        let (other, _) = FenceLayerParser.parse(Self.start, file: "fences/lot.geojson", layer: "lot", reusing: live)
+        #expect(other.prepared.allSatisfy { p in !live.fences.contains { $0 === p } })
+    }
+
+    @Test func changedFencesArePreparedFromTheFile() throws {
+        let live = try Self.live()
+        // b moves, c is renamed, a is untouched, d is new.
+        let (layer, errors) = FenceLayerParser.parse(
+            Self.layer([("a", "A", 0), ("b", "B", 7), ("c", "Sea", 4), ("d", "D", 9)]), file: "fences/yard.geojson", layer: "yard",
+            reusing: live)
+        #expect(errors.isEmpty)
+        let old = { (id: String) in live.fence(layer: "yard", id: id) }
+        #expect(layer.prepared.map(\.fence.id) == ["a", "b", "c", "d"])
+        #expect(layer.prepared[0] === old("a"))
+        #expect(layer.prepared[1] !== old("b") && layer.prepared[1].bounds.minLon == 7)
+        #expect(layer.prepared[2] !== old("c") && layer.prepared[2].fence.name == "Sea")
+        #expect(layer.prepared[3].fence.name == "D")
+        // A fence that only moved in the file (its feature index) is a different fence too.
+        let (moved, _) = FenceLayerParser.parse(
+            Self.layer([("b", "B", 2), ("a", "A", 0), ("c", "C", 4)]), file: "fences/yard.geojson", layer: "yard", reusing: live)
+        #expect(moved.prepared[0] !== old("b") && moved.prepared[2] === old("c"))
+    }
+}

@@ -192,7 +192,10 @@ struct GatewayServer: Sendable {
         let group = ServiceGroup(services: services.inStartOrder, logger: logger, signals: signals) {
             await StoreFaultHook.apply(to: store, logger: logger)
             do {
-                var fresh: GatewaySetup? = try GatewaySetup.load(configFile: configFile, progress: FenceLoadProgress(logger: logger))
+                // The fences unchanged keep the live snapshot's prepared form as they are read:
+                // a million of them are never prepared (and held) twice.
+                var fresh: GatewaySetup? = try GatewaySetup.load(
+                    configFile: configFile, progress: FenceLoadProgress(logger: logger), reusing: runtimeFences.snapshot)
                 let (layers, triggers) = (fresh!.layers, fresh!.config.triggers)
                 // The check's own snapshot goes before the runtime fences build theirs: with the
                 // old one still serving, a third would take ~110 bytes per fence more.

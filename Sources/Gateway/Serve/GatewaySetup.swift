@@ -21,14 +21,16 @@ struct GatewaySetup: Sendable {
 
     /// Reads `configFile` (nil: defaults), the fence folder and the triggers. `fencesOverride`
     /// replaces `gateway.fences` (the `--fences` option). `progress` logs a long fence load.
+    /// `reusing`: the live snapshot on a SIGHUP reload, whose prepared fences the unchanged
+    /// fences keep (so a reload does not prepare, and hold, a second set of them).
     static func load(
-        configFile: String?, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil
+        configFile: String?, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil, reusing previous: EngineSnapshot? = nil
     ) throws(Failure) -> GatewaySetup {
-        try load(config: loadConfig(configFile: configFile), fencesOverride: fencesOverride, progress: progress)
+        try load(config: loadConfig(configFile: configFile), fencesOverride: fencesOverride, progress: progress, reusing: previous)
     }
 
     /// Reads `configFile` (nil: defaults) alone: the cheap first half of
-    /// ``load(configFile:fencesOverride:progress:)``, which `serve` runs before the fence load
+    /// ``load(configFile:fencesOverride:progress:reusing:)``, which `serve` runs before the fence load
     /// to know where to say `starting`.
     static func loadConfig(configFile: String?) throws(Failure) -> GatewayConfig {
         guard let configFile else { return GatewayConfig() }
@@ -40,13 +42,14 @@ struct GatewaySetup: Sendable {
     }
 
     /// Reads the fence folder of `config` (or `fencesOverride`) and compiles its triggers: the
-    /// second half of ``load(configFile:fencesOverride:progress:)``.
+    /// second half of ``load(configFile:fencesOverride:progress:reusing:)``.
     static func load(
-        config: GatewayConfig, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil
+        config: GatewayConfig, fencesOverride: String? = nil, progress: FenceLoadProgress? = nil, reusing previous: EngineSnapshot? = nil
     ) throws(Failure) -> GatewaySetup {
         let folder = fencesOverride ?? config.resolve(config.gateway.fences)
         var problems: [String] = []
-        var (layers, fenceErrors) = FenceFolder.load(folder, maxVertices: config.fences.maxVertices, progress: progress)
+        var (layers, fenceErrors) = FenceFolder.load(
+            folder, maxVertices: config.fences.maxVertices, progress: progress, reusing: previous)
         problems += fenceErrors.map(\.description)
         // A layer name in a trigger's `fences` that no file has is a runtime layer (fences
         // published over MQTT, see RuntimeFences): it starts empty.
@@ -76,7 +79,7 @@ struct GatewaySetup: Sendable {
     /// Gives the heap freed since start (or since the last call) back to the system. Loading
     /// fences frees much more than it keeps (the file's text, its features' values) and glibc
     /// keeps freed memory for reuse, so without this a gateway idles with its peak. Called at
-    /// the end of ``load(config:fencesOverride:progress:)`` and after a SIGHUP reload is adopted.
+    /// the end of ``load(config:fencesOverride:progress:reusing:)`` and after a SIGHUP reload is adopted.
     ///
     /// `malloc_trim` is declared in `<malloc.h>`, which the Glibc module does not include: it is
     /// looked up by name (and absent on a C library without it, where this does nothing).

@@ -5,6 +5,9 @@ struct FeatureCollector {
     let layer: String
     /// `fences.maxVertices` (see ``FeatureReader/maxVertices``).
     let maxVertices: Int
+    /// The live snapshot of a reload: a fence it has unchanged (same layer and id, and equal)
+    /// is taken prepared from it, and the one just read is dropped at once.
+    let previous: EngineSnapshot?
     /// The valid fences, prepared (each holds its ``Fence``: no second array of them).
     private(set) var prepared: [PreparedFence] = []
     private(set) var errors: [FenceError] = []
@@ -14,10 +17,11 @@ struct FeatureCollector {
     private var scratch: [Coordinate] = []
     private var firstFeatureWithID: [String: (index: Int, name: String?)] = [:]
 
-    init(file: String, layer: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices) {
+    init(file: String, layer: String, maxVertices: Int = FenceLayerParser.defaultMaxVertices, reusing previous: EngineSnapshot? = nil) {
         self.file = file
         self.layer = layer
         self.maxVertices = maxVertices
+        self.previous = previous
     }
 
     /// Makes room for about `features` features in all (an estimate).
@@ -80,10 +84,14 @@ struct FeatureCollector {
             reader.error("duplicate fence id \"\(id)\" (\(other) has it too)")
         }
         if let fence, reader.errors.isEmpty {
-            do {
-                prepared.append(try PreparedFence(fence))
-            } catch {
-                reader.error(error.message)
+            if let previous, let old = previous.fence(layer: layer, id: fence.id), old.fence == fence {
+                prepared.append(old)
+            } else {
+                do {
+                    prepared.append(try PreparedFence(fence))
+                } catch {
+                    reader.error(error.message)
+                }
             }
         }
         errors += reader.errors

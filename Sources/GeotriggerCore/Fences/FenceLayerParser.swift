@@ -4,6 +4,9 @@
 /// The layer returned holds the features that are entirely valid, each already prepared
 /// (``FenceLayer/prepared``, so the engine does not prepare it again); a caller that needs the
 /// whole file (the gateway at start or on SIGHUP) treats any error as fatal for the file.
+/// Given the live snapshot (`reusing`, a SIGHUP reload), a fence it has unchanged is not
+/// prepared again: the layer holds the snapshot's own prepared fence, so an unchanged file
+/// adds no second set of prepared fences beside the live one.
 public enum FenceLayerParser {
     /// At most this many coordinate errors are listed per feature; the rest are counted.
     static let coordinateErrorsShown = 5
@@ -17,11 +20,11 @@ public enum FenceLayerParser {
     /// The `features` array is read one feature at a time: each is parsed, turned into a fence
     /// and dropped, so memory holds the text, the fences so far and one feature's values, never
     /// the whole file as values. Keeps no value locations (fence defects name the feature, and
-    /// syntax errors carry their own line and column).
+    /// syntax errors carry their own line and column). `reusing`: see the streaming ``parse(file:layer:maxVertices:fileSize:reusing:progress:reader:)``.
     public static func parse(
-        _ bytes: [UInt8], file: String, layer: String, maxVertices: Int = defaultMaxVertices
+        _ bytes: [UInt8], file: String, layer: String, maxVertices: Int = defaultMaxVertices, reusing previous: EngineSnapshot? = nil
     ) -> (layer: FenceLayer, errors: [FenceError]) {
-        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
+        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices, reusing: previous)
         let root: JSONValue
         do {
             root = try JSONReader.parseValue(bytes, file: file, dialect: .json, streaming: "features") {
@@ -51,14 +54,18 @@ public enum FenceLayerParser {
     ///
     /// `fileSize`, if known, sizes the layer's arrays and the id table once a few thousand
     /// features tell how large a feature is (rather than letting them grow by doubling).
+    ///
+    /// `reusing`: the live snapshot on a reload, whose prepared fences are taken for the
+    /// fences of this layer it has unchanged (see above); nil at start and for `check`.
     public static func parse(
         file: String, layer: String, maxVertices: Int = defaultMaxVertices, fileSize: Int? = nil,
+        reusing previous: EngineSnapshot? = nil,
         progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
         try parse(
             file: file, layer: layer, chunkSize: FenceFileStream.defaultChunkSize, maxVertices: maxVertices, fileSize: fileSize,
-            progress: progress, reader: reader)
+            reusing: previous, progress: progress, reader: reader)
     }
 
     /// Features read before the layer is sized from `fileSize`.
@@ -70,10 +77,11 @@ public enum FenceLayerParser {
     /// As above, reading `chunkSize` bytes at a time (tests use tiny chunks).
     static func parse(
         file: String, layer: String, chunkSize: Int, maxVertices: Int = defaultMaxVertices, fileSize: Int? = nil,
+        reusing previous: EngineSnapshot? = nil,
         progress: ((_ features: Int, _ bytesRead: Int) -> Void)? = nil,
         reader: @escaping (_ offset: Int, _ buffer: UnsafeMutableRawBufferPointer) throws(FenceError) -> Int
     ) throws(FenceError) -> (layer: FenceLayer, errors: [FenceError]) {
-        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices)
+        var collector = FeatureCollector(file: file, layer: layer, maxVertices: maxVertices, reusing: previous)
         var bytesRead = 0
         var stream = FenceFileStream(reader: { offset, buffer throws(FenceError) in
             let n = try reader(offset, buffer)
@@ -110,7 +118,7 @@ public enum FenceLayerParser {
             if n <= 0 { break }
             bytes += chunk[0..<n]
         }
-        return parse(bytes, file: file, layer: layer, maxVertices: maxVertices)
+        return parse(bytes, file: file, layer: layer, maxVertices: maxVertices, reusing: previous)
     }
 
     /// Builds the layer from an already parsed document.
