@@ -194,6 +194,10 @@ public struct FenceIndex: Sendable {
         /// How many `leaves` count; `dense`: more than fit, so no tree search is saved in this
         /// window (but none is repeated to find that out); `empty`: nothing cached.
         var count: Int8 = NearbyCache.empty
+        /// The window took the narrow margin (``cacheMargins``): the next search starts there
+        /// rather than searching the wide window again first, until a narrow window holds at
+        /// most a quarter of the places (the device has left the dense part).
+        var narrow = false
         static let empty: Int8 = -1
         static let dense: Int8 = -2
         static let capacity = 8
@@ -238,17 +242,21 @@ public struct FenceIndex: Sendable {
         let q = span.window(0)
         withTree { tree in
             if cache.count == NearbyCache.empty || !all(q.limits .<= cache.limits) {
-                for margin in FenceIndex.cacheMargins {
-                    let dLat = Earth.degreesLatitude(metres: margin)
-                    let dLon = Earth.degreesLongitude(metres: margin, atLatitude: Swift.min(89.99, abs(point.lat)))
+                let margins = FenceIndex.cacheMargins
+                for m in (cache.narrow ? margins.count - 1 : 0)..<margins.count {
+                    let dLat = Earth.degreesLatitude(metres: margins[m])
+                    let dLon = Earth.degreesLongitude(metres: margins[m], atLatitude: Swift.min(89.99, abs(point.lat)))
                     let wide = Window(limits: q.limits + SIMD4(dLat, dLon, dLat, dLon))
                     var found = NearbyCache()
                     let inward = FenceIndex.roundedDown(wide.limits)
                     found.window = (inward[0], inward[1], inward[2], inward[3])
                     found.count = 0
+                    // Stops at the first entry that does not fit: the window is dense.
                     tree.searchLeaves(rootRange, wide) { leaf in
-                        if found.count >= 0 { found.append(leaf) }
+                        found.append(leaf)
+                        return found.count >= 0
                     }
+                    found.narrow = m > 0 && (found.count < 0 || Int(found.count) > NearbyCache.capacity / 4)
                     cache = found
                     if found.count != NearbyCache.dense { break }
                 }
@@ -358,14 +366,17 @@ public struct FenceIndex: Sendable {
 
         /// As ``search(_:_:_:)``, with each entry's position among the leaves (for the cache,
         /// which tests the leaf's box again). Kept apart so that neither pays for the other.
-        func searchLeaves(_ range: Range<Int>, _ q: Window, _ body: (Int) -> Void) {
+        /// `body` returns false to stop the search, and then so does this.
+        @discardableResult
+        func searchLeaves(_ range: Range<Int>, _ q: Window, _ body: (Int) -> Bool) -> Bool {
             for i in range where overlaps(i, q) {
                 if i < count {
-                    body(i)
+                    guard body(i) else { return false }
                 } else {
-                    searchLeaves(childRange(i), q, body)
+                    guard searchLeaves(childRange(i), q, body) else { return false }
                 }
             }
+            return true
         }
 
         /// As above, leaving out entries already reported through the `earlier` windows.
