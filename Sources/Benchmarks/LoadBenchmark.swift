@@ -30,6 +30,8 @@ enum LoadBenchmark {
               cache), finding and parsing each feature's JSON, reading it into a fence (of
               which the ring checks, timed again after the run), the duplicate-id check,
               preparing the fences (locator, chord pieces, grid), and the snapshot.
+        After each (a), a runtime fence is added and removed as the gateway does it (the
+        snapshot rebuilt with one more layer of one fence, reusing the live snapshot), timed.
         Prints the median of each time and, from the first run of (a), the memory per fence
         by part (see `geotrigger bench engine --help`).
 
@@ -66,6 +68,7 @@ enum LoadBenchmark {
         print("bench load: \(file), \(IndexBenchmark.megabytes(size)), \(runs) runs")
 
         var serveLoad: [Double] = [], serveSnapshot: [Double] = []
+        var runtimeAdd: [Double] = [], runtimeRemove: [Double] = []
         var read: [Double] = [], parse: [Double] = [], feature: [Double] = [], validation: [Double] = []
         var ids: [Double] = [], prepare: [Double] = [], snapshotTimes: [Double] = []
         var fences = 0
@@ -92,6 +95,18 @@ enum LoadBenchmark {
                     print("as serve holds them (layers and snapshot):")
                     print(MemoryBreakdown.table(memory, growth: rssAfter - rssBefore, trimmedGrowth: rssTrimmed - rssBefore))
                 }
+                // A runtime fence added and removed, as the gateway rebuilds for each
+                // (RuntimeFenceBook: the file layers plus a runtime layer, reusing the live snapshot).
+                let runtime = FenceLayer(name: "runtime", fences: [runtimeFence(near: layers)])
+                t = ResourceUsage.now()
+                let added = try EngineSnapshot(
+                    layers: layers + [runtime], configTriggers: nil, reusing: snapshot, zones: SystemTimeZones.source)
+                runtimeAdd.append(ResourceUsage.now() - t)
+                t = ResourceUsage.now()
+                let removed = try EngineSnapshot(
+                    layers: layers, configTriggers: nil, reusing: added, zones: SystemTimeZones.source)
+                runtimeRemove.append(ResourceUsage.now() - t)
+                withExtendedLifetime(removed) {}
             }
             ResourceUsage.trimHeap()
             // (b) Step by step.
@@ -123,6 +138,8 @@ enum LoadBenchmark {
         line("fence folder read, parsed, checked, prepared (FenceFolder.load)", serveLoad)
         line("engine snapshot", serveSnapshot)
         line("total", zip(serveLoad, serveSnapshot).map { $0 + $1 })
+        line("one runtime fence added: snapshot rebuilt reusing the live one", runtimeAdd)
+        line("and removed again: snapshot rebuilt reusing that one", runtimeRemove)
         print("  step by step:")
         line("file read into memory (64 KB preads, warm page cache)", read)
         line("find each feature and parse its JSON", parse)
@@ -133,6 +150,17 @@ enum LoadBenchmark {
         line("engine snapshot (fence keys, watches, index)", snapshotTimes)
         print("peak RSS \(IndexBenchmark.megabytes(ResourceUsage.peakResidentBytes()))")
         return ExitStatus.ok
+    }
+
+    /// A 20 m square beside the first fence of `layers`, as a runtime fence (one layer of its own).
+    static func runtimeFence(near layers: [FenceLayer]) -> Fence {
+        let c = layers.first { !$0.prepared.isEmpty }?.prepared[0].bounds
+        let lat = c?.maxLat ?? 0, lon = c?.maxLon ?? 0, d = 0.0002
+        let ring = [
+            Coordinate(lat: lat, lon: lon), Coordinate(lat: lat, lon: lon + d), Coordinate(lat: lat + d, lon: lon + d),
+            Coordinate(lat: lat + d, lon: lon), Coordinate(lat: lat, lon: lon),
+        ]
+        return Fence(id: "runtime-1", layer: "runtime", geometry: .polygons([Polygon(exterior: ring)]), featureIndex: 1)
     }
 
     // MARK: The file
