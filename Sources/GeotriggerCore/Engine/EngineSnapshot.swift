@@ -142,25 +142,46 @@ public final class EngineSnapshot: Sendable {
                         key: full.pathString, message: message))
             }
         }
+        // Layers the previous snapshot holds unchanged (`carried[l]`: their fence numbers there):
+        // their fences need no duplicate-id check, and their rows are copied below when their
+        // watches are unchanged too. The leading ones keep their numbers, so the fence table
+        // starts as the previous one.
+        let carried: [Range<Int>?] = previous.map { EngineSnapshot.carriedLayers(layers, from: $0) } ?? layers.map { _ in nil }
+        var keptLayers = 0
+        if let previous {
+            while keptLayers < layers.count, keptLayers < previous.layerNames.count,
+                let range = carried[keptLayers], range == previous.fenceNumbers.fences(ofLayer: keptLayers)
+            {
+                keptLayers += 1
+            }
+        }
         // Fences.
         // Sized for every fence up front: a million fences would otherwise regrow (and rehash) them ~20 times.
         let fenceCount = layers.reduce(0) { $0 + $1.fenceCount }
-        var fenceLayerIndex: [Int] = []
-        fenceLayerIndex.reserveCapacity(fenceCount)
-        var fenceNumbers = FenceNumberTable(capacity: fenceCount)
-        for (layerIndex, layer) in layers.enumerated() {
+        var fenceNumbers =
+            if let previous, keptLayers > 0 {
+                FenceNumberTable(capacity: fenceCount, keepingLayers: keptLayers, of: previous.fenceNumbers)
+            } else {
+                FenceNumberTable(capacity: fenceCount)
+            }
+        for (layerIndex, layer) in layers.enumerated() where layerIndex >= keptLayers {
             fenceNumbers.startLayer(layer.name)
+            if let previous, let range = carried[layerIndex] {
+                for n in range { fenceNumbers.append(previous.fences[n], id: previous.fences[n].fence.id) }
+                continue
+            }
             for fenceIndex in 0..<layer.fenceCount {
                 let fence = layer.fence(at: fenceIndex)
                 let key = FenceKey(layer: layer.name, id: fence.id)
-                let subject = (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.label
-                let origin = TriggerIssue.Origin.layer(name: layer.name, file: layer.file)
-                let path: [JSONPathComponent] = [.key("features"), .index(fence.featureIndex)]
+                // Built only for an issue (a string per fence is a tenth of the build at a million).
+                func issue(_ message: String) -> TriggerIssue {
+                    TriggerIssue(
+                        origin: .layer(name: layer.name, file: layer.file), path: [.key("features"), .index(fence.featureIndex)],
+                        subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.label, key: "",
+                        message: message)
+                }
                 if fenceNumbers[key] != nil {
-                    issues.append(
-                        TriggerIssue(
-                            origin: origin, path: path, subject: subject, key: "",
-                            message: "fence id \"\(fence.id)\" is used twice in layer \"\(layer.name)\""))
+                    issues.append(issue("fence id \"\(fence.id)\" is used twice in layer \"\(layer.name)\""))
                     continue
                 }
                 do throws(GeometryError) {
@@ -174,9 +195,8 @@ public final class EngineSnapshot: Sendable {
                         p = try PreparedFence(fence)
                     }
                     fenceNumbers.append(p, id: fence.id)
-                    fenceLayerIndex.append(layerIndex)
                 } catch {
-                    issues.append(TriggerIssue(origin: origin, path: path, subject: subject, key: "", message: error.message))
+                    issues.append(issue(error.message))
                 }
             }
         }
@@ -216,53 +236,91 @@ public final class EngineSnapshot: Sendable {
         indexed.reserveCapacity(prepared.count)
         bounds.reserveCapacity(prepared.count)
         reach.reserveCapacity(prepared.count)
-        for (f, fence) in prepared.enumerated() {
-            var farthest = 0.0
-            var any = false
-            for w in watchesOfLayer[fenceLayerIndex[f]] {
-                let watch = watches[Int(w)]
-                let keep: Bool
-                do throws(ArcadeError) {
-                    keep = try watch.expressions.keeps(fence.fence)
-                } catch {
-                    let layer = layers[fenceLayerIndex[f]]
-                    issues.append(
-                        TriggerIssue(
-                            origin: .layer(name: layer.name, file: layer.file),
-                            path: [.key("features"), .index(fence.fence.featureIndex)],
-                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
-                            key: "",
-                            message: "trigger \"\(watch.settings.trigger)\": where: \(error.description)"))
+        // The fences' `follow` devices (`properties.follow`), layer by layer.
+        var follows: [String?] = []
+        follows.reserveCapacity(prepared.count)
+        for (layerIndex, layer) in layers.enumerated() {
+            let numbers = fenceNumbers.fences(ofLayer: layerIndex)
+            if let previous, let range = carried[layerIndex] {
+                // An unchanged layer: the same fences follow the same devices.
+                if previous.hasFollowingFences {
+                    follows += previous.fenceFollows[range]
+                } else {
+                    follows += repeatElement(nil, count: range.count)
+                }
+                // And with the same watches, it keeps the same rows.
+                if let watchMap = EngineSnapshot.watchMap(of: layer.name, watches: watchesOfLayer[layerIndex], in: watches, from: previous) {
+                    let oldStart = previous.fenceWatchStart, oldWatches = previous.fenceWatches, oldReach = previous.fenceReach
+                    let shift = numbers.lowerBound - range.lowerBound
+                    for old in range {
+                        let f = old + shift
+                        let rows = Int(oldStart[old])..<Int(oldStart[old + 1])
+                        for i in rows {
+                            fenceWatches.append(FenceWatch(watch: watchMap[Int(oldWatches[i].watch)], buffer: oldWatches[i].buffer))
+                        }
+                        fenceWatchStart.append(Int32(fenceWatches.count))
+                        let farthest = oldReach[old]
+                        fenceReach.append(farthest)
+                        if !rows.isEmpty {
+                            indexed.append(Int32(f))
+                            bounds.append(prepared[f].bounds)
+                            reach.append(farthest)
+                        } else {
+                            unwatched.append(Int32(f))
+                            unwatchedBounds.append(prepared[f].bounds)
+                        }
+                    }
                     continue
                 }
-                guard keep else { continue }
-                let buffer = fence.fence.buffer ?? watch.settings.buffer
-                if fence.fence.geometry.needsBuffer && !(buffer > 0) {
-                    let layer = layers[fenceLayerIndex[f]]
-                    issues.append(
-                        TriggerIssue(
-                            origin: .layer(name: layer.name, file: layer.file),
-                            path: [.key("features"), .index(fence.fence.featureIndex)],
-                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
-                            key: "",
-                            message:
-                                "\(fence.fence.geometry.kindName) needs a buffer > 0 in trigger \"\(watch.settings.trigger)\" "
-                                + "(set properties.buffer, the trigger's buffer or the layer's geotrigger.buffer)"))
-                    continue
-                }
-                fenceWatches.append(FenceWatch(watch: w, buffer: buffer))
-                farthest = max(farthest, buffer + watch.settings.exitMargin)
-                any = true
-            }
-            fenceWatchStart.append(Int32(fenceWatches.count))
-            fenceReach.append(farthest)
-            if any {
-                indexed.append(Int32(f))
-                bounds.append(fence.bounds)
-                reach.append(farthest)
             } else {
-                unwatched.append(Int32(f))
-                unwatchedBounds.append(fence.bounds)
+                for f in numbers {
+                    let device: String? = if case .string(let device)? = prepared[f].fence.property("follow") { device } else { nil }
+                    follows.append(device)
+                }
+            }
+            for f in numbers {
+                let fence = prepared[f]
+                var farthest = 0.0
+                var any = false
+                for w in watchesOfLayer[layerIndex] {
+                    let watch = watches[Int(w)]
+                    func issue(_ message: String) -> TriggerIssue {
+                        TriggerIssue(
+                            origin: .layer(name: layer.name, file: layer.file),
+                            path: [.key("features"), .index(fence.fence.featureIndex)],
+                            subject: (layer.file.isEmpty ? "layer \"\(layer.name)\"" : layer.file) + ": " + fence.fence.label,
+                            key: "", message: message)
+                    }
+                    let keep: Bool
+                    do throws(ArcadeError) {
+                        keep = try watch.expressions.keeps(fence.fence)
+                    } catch {
+                        issues.append(issue("trigger \"\(watch.settings.trigger)\": where: \(error.description)"))
+                        continue
+                    }
+                    guard keep else { continue }
+                    let buffer = fence.fence.buffer ?? watch.settings.buffer
+                    if fence.fence.geometry.needsBuffer && !(buffer > 0) {
+                        issues.append(
+                            issue(
+                                "\(fence.fence.geometry.kindName) needs a buffer > 0 in trigger \"\(watch.settings.trigger)\" "
+                                    + "(set properties.buffer, the trigger's buffer or the layer's geotrigger.buffer)"))
+                        continue
+                    }
+                    fenceWatches.append(FenceWatch(watch: w, buffer: buffer))
+                    farthest = max(farthest, buffer + watch.settings.exitMargin)
+                    any = true
+                }
+                fenceWatchStart.append(Int32(fenceWatches.count))
+                fenceReach.append(farthest)
+                if any {
+                    indexed.append(Int32(f))
+                    bounds.append(fence.bounds)
+                    reach.append(farthest)
+                } else {
+                    unwatched.append(Int32(f))
+                    unwatchedBounds.append(fence.bounds)
+                }
             }
         }
         if !issues.isEmpty { throw TriggerError(issues) }
@@ -283,14 +341,50 @@ public final class EngineSnapshot: Sendable {
             bounds: unwatchedBounds, reach: [Double](repeating: 0, count: unwatchedBounds.count), ids: unwatched)
         self.anyWatchUsesAccuracy = watches.contains { $0.usesAccuracy }
         self.fenceReach = fenceReach
-        let follows: [String?] = prepared.map {
-            if case .string(let device)? = $0.fence.property("follow") { device } else { nil }
-        }
         self.hasFollowingFences = follows.contains { $0 != nil }
         self.fenceFollows = hasFollowingFences ? follows : []
         self.crossingMaxGap = watches.filter(\.settings.crossings).map(\.settings.crossingMaxGap).max()
         self.phoneTriggers = PhoneTrigger.of(watches.map(\.settings))
         self.generation = Self.generations.add(1, ordering: .relaxed).newValue
+    }
+
+    /// For each of `layers`, its fence numbers in `previous` if `previous` holds it unchanged:
+    /// a layer of that name with the same prepared fences in the same order (the identical
+    /// objects, or equal fences where the layer carries none prepared). A name given twice is
+    /// never carried (its fences need the duplicate-id check).
+    static func carriedLayers(_ layers: [FenceLayer], from previous: EngineSnapshot) -> [Range<Int>?] {
+        var names: [String: Int] = [:]
+        for layer in layers { names[layer.name, default: 0] += 1 }
+        let table = previous.fenceNumbers
+        return layers.map { layer in
+            guard names[layer.name] == 1, let l = table.layerNames.firstIndex(of: layer.name) else { return nil }
+            let range = table.fences(ofLayer: l)
+            guard range.count == layer.fenceCount else { return nil }
+            for (i, n) in range.enumerated() {
+                let old = previous.fences[n]
+                if let parsed = layer.preparedFence(at: i) {
+                    guard parsed === old else { return nil }
+                } else {
+                    guard old.fence == layer.fence(at: i) else { return nil }
+                }
+            }
+            return range
+        }
+    }
+
+    /// When `layer`'s watches (`numbers` in `watches`, in order) have the settings `previous`'s
+    /// watches of it had: previous watch number → this snapshot's, for that layer's watches (the
+    /// others are -1). Equal settings give equal rows for the same fence (the buffer, exit margin
+    /// and `where` are all in the settings).
+    static func watchMap(of layer: String, watches numbers: [Int32], in watches: [Watch], from previous: EngineSnapshot) -> [Int32]? {
+        let old = previous.watches.indices.filter { previous.watches[$0].settings.layer == layer }
+        guard old.count == numbers.count else { return nil }
+        var map = [Int32](repeating: -1, count: previous.watches.count)
+        for (o, new) in zip(old, numbers) {
+            guard previous.watches[o].settings == watches[Int(new)].settings else { return nil }
+            map[o] = new
+        }
+        return map
     }
 
     /// The resolved settings of every (trigger, layer) pair, in trigger then layer order.

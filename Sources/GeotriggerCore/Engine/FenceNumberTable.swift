@@ -25,6 +25,33 @@ struct FenceNumberTable: Sendable {
         slots = [Int32](repeating: FenceNumberTable.empty, count: FenceNumberTable.slotCount(for: capacity))
     }
 
+    /// A table holding the first `layerCount` layers of `previous` with their numbers, with room
+    /// for `capacity` fences (a rebuild after runtime fence changes: the file layers before them
+    /// are unchanged). The previous slots are taken over when they are the size `capacity` needs
+    /// and only a few fences follow those layers there (they are taken out); else the kept
+    /// fences are placed again. `previous` had no duplicate key, so none is checked for.
+    init(capacity: Int, keepingLayers layerCount: Int, of previous: FenceNumberTable) {
+        let kept = layerCount < previous.layerStarts.count ? Int(previous.layerStarts[layerCount]) : previous.fences.count
+        let dropped = previous.fences.count - kept
+        layerNames = Array(previous.layerNames.prefix(layerCount))
+        layerStarts = Array(previous.layerStarts.prefix(layerCount))
+        let slotCount = FenceNumberTable.slotCount(for: capacity)
+        if slotCount == previous.slots.count, dropped <= kept / 16 {
+            var table = previous
+            for n in (kept..<previous.fences.count).reversed() { table.remove(Int32(n)) }
+            slots = table.slots
+        } else {
+            slots = [Int32](repeating: FenceNumberTable.empty, count: slotCount)
+            var l = 0
+            for n in 0..<kept {
+                while l + 1 < layerStarts.count, Int(layerStarts[l + 1]) <= n { l += 1 }
+                insert(Int32(n), hash: FenceNumberTable.hash(layer: layerNames[l], id: previous.fences[n].fence.id))
+            }
+        }
+        fences.reserveCapacity(capacity)
+        fences += previous.fences[..<kept]
+    }
+
     /// The smallest power of two that keeps `count` fences at most half the slots (at least 8).
     static func slotCount(for count: Int) -> Int {
         var n = 8
@@ -85,6 +112,31 @@ struct FenceNumberTable: Sendable {
         var i = hash & mask
         while slots[i] != FenceNumberTable.empty { i = (i + 1) & mask }
         slots[i] = number
+    }
+
+    /// Takes fence `number` out of the slots (the fences array keeps it): the later slots of its
+    /// run move back so that every remaining fence is still found from its hash.
+    private mutating func remove(_ number: Int32) {
+        let mask = slots.count - 1
+        func home(_ n: Int32) -> Int {
+            FenceNumberTable.hash(layer: layerNames[layer(of: Int(n))], id: fences[Int(n)].fence.id) & mask
+        }
+        var hole = home(number)
+        while slots[hole] != number { hole = (hole + 1) & mask }
+        var j = hole
+        while true {
+            j = (j + 1) & mask
+            let n = slots[j]
+            if n == FenceNumberTable.empty { break }
+            // `n` stays unless its home slot lies cyclically in (hole, j].
+            let h = home(n)
+            let stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j)
+            if !stays {
+                slots[hole] = n
+                hole = j
+            }
+        }
+        slots[hole] = FenceNumberTable.empty
     }
 
     /// Doubles the slots and places every fence again.
