@@ -38,7 +38,7 @@ struct FenceNumberTable: Sendable {
         let slotCount = FenceNumberTable.slotCount(for: capacity)
         if slotCount == previous.slots.count, dropped <= kept / 16 {
             var table = previous
-            for n in (kept..<previous.fences.count).reversed() { table.remove(Int32(n)) }
+            for n in (kept..<previous.fences.count).reversed() { table.removeLastPlaced(Int32(n)) }
             slots = table.slots
         } else {
             slots = [Int32](repeating: FenceNumberTable.empty, count: slotCount)
@@ -114,29 +114,16 @@ struct FenceNumberTable: Sendable {
         slots[i] = number
     }
 
-    /// Takes fence `number` out of the slots (the fences array keeps it): the later slots of its
-    /// run move back so that every remaining fence is still found from its hash.
-    private mutating func remove(_ number: Int32) {
+    /// Takes fence `number` out of the slots (the fences array keeps it). Only for the fence
+    /// placed last of those still in the slots: the table is then exactly as before it was
+    /// placed (it took the first empty slot of its probe, and no fence placed before it probed
+    /// past that slot), so clearing the slot is the whole removal. Fences are placed in number
+    /// order (also when the slots grow), so taking numbers out from the highest down is that.
+    private mutating func removeLastPlaced(_ number: Int32) {
         let mask = slots.count - 1
-        func home(_ n: Int32) -> Int {
-            FenceNumberTable.hash(layer: layerNames[layer(of: Int(n))], id: fences[Int(n)].fence.id) & mask
-        }
-        var hole = home(number)
-        while slots[hole] != number { hole = (hole + 1) & mask }
-        var j = hole
-        while true {
-            j = (j + 1) & mask
-            let n = slots[j]
-            if n == FenceNumberTable.empty { break }
-            // `n` stays unless its home slot lies cyclically in (hole, j].
-            let h = home(n)
-            let stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j)
-            if !stays {
-                slots[hole] = n
-                hole = j
-            }
-        }
-        slots[hole] = FenceNumberTable.empty
+        var i = FenceNumberTable.hash(layer: layerNames[layer(of: Int(number))], id: fences[Int(number)].fence.id) & mask
+        while slots[i] != number { i = (i + 1) & mask }
+        slots[i] = FenceNumberTable.empty
     }
 
     /// Doubles the slots and places every fence again.
