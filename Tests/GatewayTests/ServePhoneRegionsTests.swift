@@ -169,6 +169,47 @@ extension ServeTests {
             #expect(counted.status?.warnings.contains { $0.contains("did not give it") } == true)
         }
     
+        /// A SIGHUP that leaves no trigger with `phones` stops reading the phones' transitions:
+        /// one published after it never reaches the gateway (it used to arrive, counted as
+        /// received, and be dropped as a feed message), while the phones' positions still do.
+        @Test func aReloadWithoutPhonesStopsReadingTheirTransitions() async throws {
+            let h = try ServeHarness("phones-off")
+            defer { h.close() }
+            func config(phones: Bool) -> String {
+                h.config(extra: """
+                    feeds: [{ name: "phones", topic: "owntracks/+/+", format: "owntracks" }],
+                    triggers: [{ name: "nearby", fences: ["garden-poi"]\(phones ? ", phones: { regions: 3 }" : "") }],
+                    """)
+            }
+            let path = try h.write("gw.json5", config(phones: true))
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            let phone = try await h.probe("phone")
+            let gateway = try h.startGateway(config: path)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
+            let t0 = fixTimeBase(secondsAgo: 600)
+            func said() throws {
+                try phone.client.publish(
+                    topic: "owntracks/carol/phone/event",
+                    payload: #"{"_type":"transition","event":"enter","desc":"Entrance","rid":"garden-poi/entrance","tst":\#(Int(t0)),"lat":34.4548,"lon":-119.7102,"acc":5,"t":"c"}"#,
+                    qos: .atLeastOnce)
+            }
+            try said()
+            let judged = await watcher.waitStatus(h.statusTopic) { $0.counters?["phones"]?.objectValue?["unknownDevice"]?.numberValue == 1 }
+            #expect(judged.ok, "\(judged.status?.description ?? "no status")\n\(tail(gateway.log))")
+            let receivedBefore = judged.status?.counter("received") ?? -1
+
+            _ = try h.write("gw.json5", config(phones: false))
+            gateway.signal(SIGHUP)
+            #expect(await poll(timeout: .seconds(30)) { gateway.log.contains("reloaded") }, "\(tail(gateway.log))")
+            try said()
+            try phone.client.publish(
+                topic: "owntracks/carol/phone", payload: Payload.owntracks(lat: Self.entrance.lat, lon: Self.entrance.lon, tst: t0 + 10, acc: 5),
+                qos: .atLeastOnce)
+            let after = await watcher.waitStatus(h.statusTopic) { $0.counter("accepted") == 1 }
+            #expect(after.ok, "\(after.status?.description ?? "no status")\n\(tail(gateway.log))")
+            #expect(after.status?.counter("received") == receivedBefore + 1, "\(after.status?.description ?? "no status")")
+        }
+
         /// Under the shipped broker config only the gateway writes a phone's `cmd` topic: alice's
         /// phone reads its own regions and cannot forge a command (not even its own), bob cannot
         /// read alice's, and alice's transitions reach the gateway.

@@ -203,7 +203,7 @@ struct GatewayServer: Sendable {
                 // The previous fences' memory goes back to the system once every shard has let go of them.
                 pool.releaseMemoryAfterNextAdoption()
                 await runtimeFences.reload(layers: layers, triggers: triggers)
-                if runtimeFences.snapshot.pushesPhoneRegions { try localLink.subscribePhoneEvents() }
+                try localLink.readPhoneEvents(runtimeFences.snapshot.pushesPhoneRegions)
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(layers.reduce(0) { $0 + $1.fenceCount })"])
             } catch let error as GatewaySetup.Failure {

@@ -75,19 +75,26 @@ final class LocalBrokerLink: MQTTClientDelegate {
 
     /// Subscribes every feed's filter (the client subscribes again after each reconnect) and
     /// takes the client's network thread from now on; `phoneEvents`: also the phones'
-    /// transitions (``subscribePhoneEvents()``).
+    /// transitions (``readPhoneEvents(_:)``).
     func install(phoneEvents: Bool) throws {
         client.setDelegate(self)
         for feed in feeds { try client.subscribe(feed.filter, qos: .atLeastOnce) }
-        if phoneEvents { try subscribePhoneEvents() }
+        try readPhoneEvents(phoneEvents)
     }
 
-    /// Subscribes `FILTER/event` of every `owntracks` feed, once: the phones' transitions, read
-    /// while a trigger has `phones` on (docs/phones.md). Not before: a broker whose ACL does not
-    /// let the gateway read them would refuse it with a warning.
-    func subscribePhoneEvents() throws {
-        guard !phoneEventsSubscribed.exchange(true, ordering: .relaxed) else { return }
-        for feed in feeds where feed.owntracks { try client.subscribe(feed.filter + "/event", qos: .atLeastOnce) }
+    /// Subscribes `FILTER/event` of every `owntracks` feed while `on` (a trigger has `phones`),
+    /// and unsubscribes when a reload turns it off: the phones' transitions (docs/phones.md),
+    /// read only while they are judged. Not before: a broker whose ACL does not let the gateway
+    /// read them would refuse it with a warning.
+    func readPhoneEvents(_ on: Bool) throws {
+        guard phoneEventsSubscribed.exchange(on, ordering: .relaxed) != on else { return }
+        for feed in feeds where feed.owntracks {
+            if on {
+                try client.subscribe(feed.filter + "/event", qos: .atLeastOnce)
+            } else {
+                try client.unsubscribe(feed.filter + "/event")
+            }
+        }
     }
 
     // MARK: On the network thread
