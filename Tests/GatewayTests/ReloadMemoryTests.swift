@@ -22,10 +22,8 @@ extension ServeTests {
         @Test func aReloadLetsGoOfTheStartsFences() async throws {
             let h = try ServeHarness("reload-memory")
             defer { h.close() }
-            let fences = h.directory.file("fences")
-            try FileManager.default.createDirectory(atPath: fences, withIntermediateDirectories: true)
+            let fences = try Self.folder(h, ["zones": Self.zones(Self.startZones)])
             let file = "\(fences)/zones.geojson"
-            try Self.zones(Self.startZones).write(toFile: file, atomically: true, encoding: .utf8)
             let config = try h.write("gw.json5", h.config(fences: fences))
             let watch = Watch()
             let signals = SignalStream(signals: [])
@@ -55,10 +53,7 @@ extension ServeTests {
         @Test func anUnchangedReloadKeepsTheLivePreparedFences() async throws {
             let h = try ServeHarness("reload-reuse")
             defer { h.close() }
-            let fences = h.directory.file("fences")
-            try FileManager.default.createDirectory(atPath: fences, withIntermediateDirectories: true)
-            try FenceFolderTests.squares(300).write(toFile: "\(fences)/squares.geojson", atomically: true, encoding: .utf8)
-            try Self.zones(Self.startZones).write(toFile: "\(fences)/zones.geojson", atomically: true, encoding: .utf8)
+            let fences = try Self.folder(h, ["squares": FenceFolderTests.squares(300), "zones": Self.zones(Self.startZones)])
             let (server, running, signals) = try await Self.start(h, fences: fences)
             let before = server.runtimeFences.snapshot
             let after = await Self.reload(server, signals: signals, from: before)
@@ -75,10 +70,8 @@ extension ServeTests {
         @Test func aReloadPreparesTheChangedFencesAnew() async throws {
             let h = try ServeHarness("reload-changed")
             defer { h.close() }
-            let fences = h.directory.file("fences")
-            try FileManager.default.createDirectory(atPath: fences, withIntermediateDirectories: true)
+            let fences = try Self.folder(h, ["zones": Self.zones(Self.startZones)])
             let file = "\(fences)/zones.geojson"
-            try Self.zones(Self.startZones).write(toFile: file, atomically: true, encoding: .utf8)
             let (server, running, signals) = try await Self.start(h, fences: fences)
             let before = server.runtimeFences.snapshot
             // b moves east, c is renamed, d goes, e comes (in d's place: a, b and c keep their feature index).
@@ -123,6 +116,14 @@ extension ServeTests {
                     + #""geometry": {"type": "Polygon", "coordinates": [[\#(ring)]]}}"#
             }
             return #"{"type": "FeatureCollection", "features": [\#n"# + features.joined(separator: ",\n") + "\n]}\n"
+        }
+
+        /// A fences folder in the harness's directory holding `layers` (name: GeoJSON text).
+        static func folder(_ h: ServeHarness, _ layers: [String: String]) throws -> String {
+            let fences = h.directory.file("fences")
+            try FileManager.default.createDirectory(atPath: fences, withIntermediateDirectories: true)
+            for (name, text) in layers { try text.write(toFile: "\(fences)/\(name).geojson", atomically: true, encoding: .utf8) }
+            return fences
         }
 
         /// A gateway of the fences in `fences`, running in the test's process.

@@ -199,8 +199,8 @@ public struct FenceIndex: Sendable {
     /// queries nearby need none (``query(_:radius:cache:_:)``). Valid for one index only: start
     /// a new one (`NearbyCache()`) for another.
     public struct NearbyCache: Sendable {
-        // Plain fields, not SIMD vectors, whose 16-byte alignment made every monitor 16 bytes
-        // bigger (bench engine: struct 224 against 208 bytes).
+        // Plain fields, not SIMD vectors, whose 16-byte alignment would make every monitor 16
+        // bytes bigger.
         /// The searched window as (north, east, -south, -west), rounded inward to `Float`.
         var window: (Float, Float, Float, Float) = (-.infinity, -.infinity, -.infinity, -.infinity)
         /// Leaf positions of the entries that meet it, in search order (`count` of them): room

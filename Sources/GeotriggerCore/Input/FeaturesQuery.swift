@@ -55,9 +55,6 @@ public struct FeaturesQuery: Sendable, Equatable {
         }
     }
 
-    /// A number as a message quotes it (JSON's text; `inf` or `nan` for what JSON cannot write).
-    private static func text(_ n: Double) -> String { n.isFinite ? JSONValue.number(n).serialized() : "\(n)" }
-
     /// Reads the value of a query's `features` key; the problem names the key at fault and
     /// what it expects.
     static func parse(_ value: JSONValue) -> Result<FeaturesQuery, QueryProblem> {
@@ -82,14 +79,14 @@ public struct FeaturesQuery: Sendable, Equatable {
             let box = BoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3])
             guard (-180...180).contains(box.west), (-180...180).contains(box.east) else {
                 return problem(
-                    "\"bbox\" west and east must be longitudes within -180...180, found \(text(box.west)) and \(text(box.east))")
+                    "\"bbox\" west and east must be longitudes within -180...180, found \(QueryRequest.text(box.west)) and \(QueryRequest.text(box.east))")
             }
             guard (-90...90).contains(box.south), (-90...90).contains(box.north) else {
                 return problem(
-                    "\"bbox\" south and north must be latitudes within -90...90, found \(text(box.south)) and \(text(box.north))")
+                    "\"bbox\" south and north must be latitudes within -90...90, found \(QueryRequest.text(box.south)) and \(QueryRequest.text(box.north))")
             }
             guard box.south <= box.north else {
-                return problem("\"bbox\" south (\(text(box.south))) must not exceed north (\(text(box.north)))")
+                return problem("\"bbox\" south (\(QueryRequest.text(box.south))) must not exceed north (\(QueryRequest.text(box.north)))")
             }
             query.bbox = box
         }
@@ -102,14 +99,8 @@ public struct FeaturesQuery: Sendable, Equatable {
             }
             query.layers = names
         }
-        /// The integer under `key` within `range`; nil when not given; a problem naming the key.
         func integer(_ key: String, within range: ClosedRange<Int>) -> Result<Int?, QueryProblem> {
-            guard let value = object[key] else { return .success(nil) }
-            guard case .number(let n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
-                let found = value.numberValue.map(text) ?? value.typeName
-                return .failure(QueryProblem("\"features\": \"\(key)\" needs an integer within \(range), found \(found)"))
-            }
-            return .success(Int(n))
+            QueryRequest.integer(object, key, of: "features", within: range)
         }
         do throws(QueryProblem) {
             if let limit = try integer("limit", within: 1...maxLimit).get() { query.limit = limit }

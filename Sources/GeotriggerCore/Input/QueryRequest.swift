@@ -91,14 +91,13 @@ public struct QueryRequest: Sendable, Equatable {
             case .number(let r)? where r > 0 && r <= maxNearRadius: radius = r
             default: return .failure(QueryProblem("\"near\": radius must be a number of metres > 0 and <= 100000"))
             }
-            var limit = defaultNearLimit
-            if let value = o["limit"] {
-                guard let n = integer(value, within: 1...maxNearLimit) else {
-                    return .failure(QueryProblem("\"near\": \"limit\" needs an integer within 1...\(maxNearLimit), found \(found(value))"))
-                }
-                limit = n
+            let limit: Int?
+            do throws(QueryProblem) {
+                limit = try integer(o, "limit", of: "near", within: 1...maxNearLimit).get()
+            } catch {
+                return .failure(error)
             }
-            return .success(.near(Coordinate(lat: lat, lon: lon), radius: radius, limit: limit))
+            return .success(.near(Coordinate(lat: lat, lon: lon), radius: radius, limit: limit ?? defaultNearLimit))
         case "fences":
             if case .string(let layer) = value { return .success(.fences(layer)) }
             guard case .object(let o) = value, case .string(let layer)? = o["layer"] else {
@@ -109,21 +108,14 @@ public struct QueryRequest: Sendable, Equatable {
             if let unknown = o.keys.first(where: { !["layer", "offset", "limit"].contains($0) }) {
                 return .failure(QueryProblem("\"fences\": unknown key \"\(unknown)\" (expected \"layer\", \"offset\" or \"limit\")"))
             }
-            var offset = 0, limit = maxFencesLimit
-            if let value = o["offset"] {
-                guard let n = integer(value, within: 0...FeaturesQuery.maxOffset) else {
-                    return .failure(QueryProblem(
-                        "\"fences\": \"offset\" needs an integer within 0...\(FeaturesQuery.maxOffset), found \(found(value))"))
-                }
-                offset = n
+            let offset: Int?, limit: Int?
+            do throws(QueryProblem) {
+                offset = try integer(o, "offset", of: "fences", within: 0...FeaturesQuery.maxOffset).get()
+                limit = try integer(o, "limit", of: "fences", within: 1...maxFencesLimit).get()
+            } catch {
+                return .failure(error)
             }
-            if let value = o["limit"] {
-                guard let n = integer(value, within: 1...maxFencesLimit) else {
-                    return .failure(QueryProblem("\"fences\": \"limit\" needs an integer within 1...\(maxFencesLimit), found \(found(value))"))
-                }
-                limit = n
-            }
-            return .success(.fences(layer, offset: offset, limit: limit))
+            return .success(.fences(layer, offset: offset ?? 0, limit: limit ?? maxFencesLimit))
         case "expectations":
             guard case .string(let device) = value, !device.isEmpty else {
                 return .failure(QueryProblem("\"expectations\" needs a device id string, or \"*\" for every device"))
@@ -137,17 +129,21 @@ public struct QueryRequest: Sendable, Equatable {
         }
     }
 
-    /// `value` as an integer within `range`, or nil.
-    private static func integer(_ value: JSONValue, within range: ClosedRange<Int>) -> Int? {
-        guard case .number(let n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else { return nil }
-        return Int(n)
+    /// The integer under `key` of the query `query`'s `object`, within `range`; nil when not
+    /// given; else a problem naming the query and the key.
+    static func integer(
+        _ object: JSONObject, _ key: String, of query: String, within range: ClosedRange<Int>
+    ) -> Result<Int?, QueryProblem> {
+        guard let value = object[key] else { return .success(nil) }
+        guard case .number(let n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
+            let found = value.numberValue.map(text) ?? value.typeName
+            return .failure(QueryProblem("\"\(query)\": \"\(key)\" needs an integer within \(range), found \(found)"))
+        }
+        return .success(Int(n))
     }
 
-    /// A value as an error message quotes it: a number as JSON writes it, else its type.
-    private static func found(_ value: JSONValue) -> String {
-        guard case .number(let n) = value else { return value.typeName }
-        return n.isFinite ? JSONValue.number(n).serialized() : "\(n)"
-    }
+    /// A number as a message quotes it (JSON's text; `inf` or `nan` for what JSON cannot write).
+    static func text(_ n: Double) -> String { n.isFinite ? JSONValue.number(n).serialized() : "\(n)" }
 
     /// Where a reply goes: `asked` (the v5 response topic, else `replyTo`) when it lies under
     /// `repliesPrefix` (one level at least, no wildcard), else `fallback`; with the refusal to
