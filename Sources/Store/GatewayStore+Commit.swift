@@ -12,7 +12,7 @@ extension GatewayStore {
         let connection = try openConnection()
         do {
             let receipt = try commit(batch, on: connection)
-            checkpointer?.request()
+            checkpointer?.request(frames: connection.framesInWAL)
             queueWriterCheckpointIfDue(connection)
             return receipt
         } catch {

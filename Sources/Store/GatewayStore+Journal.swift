@@ -119,7 +119,7 @@ extension GatewayStore {
             try connection.run("DELETE FROM journal WHERE seq > ? AND seq <= ? AND \(delivered.sql)",
                                [.integer(from), .integer(end)] + delivered.bindings)
         }
-        if removed > 0 { checkpointer?.request() }
+        if removed > 0 { checkpointer?.request(frames: connection.framesInWAL) }
         return (removed, end < cut ? end : nil)
     }
 

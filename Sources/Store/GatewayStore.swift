@@ -22,10 +22,17 @@ public actor GatewayStore {
         public var readOnly: Bool
         /// The WAL's size, in pages, at which the writer checkpoints (tests make it small).
         public var writerCheckpointPages: Int
+        /// The WAL's size, in pages, at which a checkpoint beside the writer starts, and the age
+        /// in seconds of the oldest uncopied frame at which one starts anyway (``WALCheckpointer``).
+        public var checkpointPages: Int
+        public var checkpointAge: Double
 
         public init(durability: StoreDurability = .normal, outboxCap: Int = 1_000_000,
                     busyTimeoutMilliseconds: Int = 5000, readOnly: Bool = false,
-                    writerCheckpointPages: Int = WALCheckpointer.writerCheckpointPages) {
+                    writerCheckpointPages: Int = WALCheckpointer.writerCheckpointPages,
+                    checkpointPages: Int = WALCheckpointer.checkpointPages, checkpointAge: Double = WALCheckpointer.maxAge) {
+            self.checkpointPages = checkpointPages
+            self.checkpointAge = checkpointAge
             self.durability = durability
             self.outboxCap = outboxCap
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -55,6 +62,8 @@ public actor GatewayStore {
     var streams: OutboxStreams
     /// WAL checkpoints run beside the writer since opening (0 when read-only).
     public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
+    /// WAL checkpoints started beside the writer since opening.
+    public nonisolated var checkpointsStarted: Int { checkpointer?.started ?? 0 }
     /// Counters since opening.
     public internal(set) var statistics = StoreStatistics()
     /// A writer checkpoint is queued on the store's queue.
@@ -100,7 +109,8 @@ public actor GatewayStore {
             // Checkpoints run on their own connection, and the writer's finish them as jobs of
             // their own (``commit(_:)``), never inside a commit.
             connection.trackWALFrames()
-            checkpointer = try WALCheckpointer(path: path, synchronous: options.durability.synchronous)
+            checkpointer = try WALCheckpointer(
+                path: path, synchronous: options.durability.synchronous, pages: options.checkpointPages, maxAge: options.checkpointAge)
         }
         var counts = OutboxCounts()
         var streams = OutboxStreams(local: OutboxStream(settled: 0), remote: OutboxStream(settled: 0))

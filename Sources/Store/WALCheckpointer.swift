@@ -6,9 +6,13 @@ import Synchronization
 /// the commit that crosses `wal_autocheckpoint` pages and, with `synchronous=NORMAL`, is the
 /// only place that commit would sync the disk).
 ///
-/// The store asks for a checkpoint after each commit; at most one runs at a time, and a new one
-/// starts no sooner than ``interval`` after the previous one started. Checkpoints are PASSIVE:
-/// they never wait for the writer, copy what they can, and leave the rest for the next one.
+/// The store offers a checkpoint after each commit; one starts only once the WAL holds
+/// ``pages`` frames or its oldest frame not yet copied is ``maxAge`` old, at most one runs at a
+/// time, and a new one starts no sooner than ``interval`` after the previous one started. A
+/// checkpoint copies each page once however often commits wrote it, so on an SD card few of
+/// them mean few writes (README "On the box"); the WAL itself is as durable as the database
+/// file. Checkpoints are PASSIVE: they never wait for the writer, copy what they can, and
+/// leave the rest for the next one.
 ///
 /// Under continuous writes a checkpoint beside the writer never finds the WAL fully copied, and
 /// only a complete checkpoint lets the next transaction start the WAL again from its beginning:
@@ -21,8 +25,11 @@ public final class WALCheckpointer: Sendable {
     private struct State {
         var running = false
         var lastStart: ContinuousClock.Instant?
+        /// When a commit first left frames that no checkpoint started since has seen.
+        var uncopiedSince: ContinuousClock.Instant?
         var closed = false
         var checkpoints = 0
+        var started = 0
     }
 
     /// Checkpoints start at most this often.
@@ -36,28 +43,48 @@ public final class WALCheckpointer: Sendable {
     /// 4.6 to 1.4 ms there. The WAL may grow to 40 MB under such a load; the checkpoints beside
     /// the writer keep most of it copied.
     public static let writerCheckpointPages = 10_000
+    /// The WAL's size, in pages, at which a checkpoint beside the writer starts (4 MiB).
+    public static let checkpointPages = 1_024
+    /// A checkpoint starts at the latest this long after a commit left frames (seconds).
+    public static let maxAge = 600.0
+
+    /// ``checkpointPages`` and ``maxAge`` of this store (tests make them small).
+    let pages: Int
+    let maxAge: Duration
 
     private let queue = DispatchQueue(label: "geotrigger.store.checkpoint", qos: .utility)
     /// Used only on `queue`; nil once closed.
     private nonisolated(unsafe) var connection: SQLiteConnection?
     private let state = Mutex(State())
 
-    init(path: String, synchronous: SQLiteConnection.Synchronous) throws(SQLiteError) {
+    init(path: String, synchronous: SQLiteConnection.Synchronous, pages: Int, maxAge: Double) throws(SQLiteError) {
+        self.pages = pages
+        self.maxAge = .milliseconds(Int64(maxAge * 1000))
         connection = try SQLiteConnection(
             path: path, options: SQLiteConnection.Options(readOnly: false, create: false, synchronous: synchronous))
     }
 
     /// Checkpoints that ran to the end (counting those that could not copy every frame).
     var checkpoints: Int { state.withLock { $0.checkpoints } }
+    /// Checkpoints started (decided within the commit that offered them).
+    var started: Int { state.withLock { $0.started } }
 
-    /// Starts a checkpoint unless one is running or the last started less than ``interval`` ago.
-    func request() {
+    /// A commit left `frames` frames in the WAL: starts a checkpoint when they reach ``pages``
+    /// or the oldest uncopied one is ``maxAge`` old (judged at this commit: an idle store keeps
+    /// its WAL until the next commit or its close), unless one is running or the last started
+    /// less than ``interval`` ago.
+    func request(frames: Int) {
         let start: Bool = state.withLock { s in
             let now = ContinuousClock.now
-            guard !s.closed, !s.running else { return false }
+            guard !s.closed, !s.running, frames > 0 else { return false }
+            let since = s.uncopiedSince ?? now
+            s.uncopiedSince = since
+            guard frames >= pages || now - since >= maxAge else { return false }
             if let last = s.lastStart, now - last < WALCheckpointer.interval { return false }
             s.running = true
             s.lastStart = now
+            s.uncopiedSince = nil
+            s.started += 1
             return true
         }
         guard start else { return }

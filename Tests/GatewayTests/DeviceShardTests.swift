@@ -25,7 +25,8 @@ import TestSupport
         let snapshot: EngineSnapshot
         let pool: MonitorPool
 
-        init(_ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
+        /// `hold`: the trigger's `enterAfter` and `exitAfter` (seconds of fix time).
+        init(hold: Double = 0, _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
             directory = try TemporaryDirectory(prefix: "device-shard")
             var config = GatewayConfig()
             config.gateway.database = directory.file("gw.db")
@@ -45,7 +46,7 @@ import TestSupport
             snapshot = try EngineSnapshot(
                 layers: [layer.layer],
                 configTriggers: .array([.object(["name": .string("zone"), "fences": .array([.string("zones")]),
-                                                 "enterAfter": .number(0), "exitAfter": .number(0)])]))
+                                                 "enterAfter": .number(hold), "exitAfter": .number(hold)])]))
             pool = MonitorPool(context: context, snapshot: snapshot, shardCount: 1)
         }
 
@@ -106,6 +107,39 @@ import TestSupport
         #expect(monitor.lastFixTime == Self.t0 + 20)
         #expect(rig.counters.accepted.load(ordering: .relaxed) == 3)
         #expect(rig.pool.deviceCount == 1)
+        await rig.close()
+    }
+
+    /// A device parked on the fence's edge with `enterAfter`/`exitAfter` 30: each fix starts or
+    /// cancels a hold and decides nothing, so nothing is written (README "On the box"); the
+    /// decision that finally comes is committed with the state, and a stop saves the hold
+    /// still running.
+    @Test func holdsStartedAndCancelledWriteNothingUntilADecision() async throws {
+        let rig = try await Rig(hold: 30)
+        let outside = { (t: Double) in LocationUpdate(device: "parked", lat: 34.45, lon: -119.7101, time: Self.t0 + t) }
+        let inside = { (t: Double) in LocationUpdate(device: "parked", lat: 34.45, lon: -119.7099, time: Self.t0 + t) }
+        // The first fix: the trigger now knows the device, a decision of its own.
+        await rig.submit([outside(0)])
+        let known = await rig.store.statistics.transactions
+        #expect(try await rig.state("parked") != nil)
+        // Jitter across the edge: 20 fixes, 5 s apart, each starting or cancelling an enter.
+        await rig.submit((1...20).map { $0 % 2 == 1 ? inside(Double($0) * 5) : outside(Double($0) * 5) })
+        #expect(await rig.store.statistics.transactions == known, "a hold started or cancelled wrote to the database")
+        // It stays inside for 30 s of fix time: the enter, with its state, in one commit.
+        await rig.submit([inside(110), inside(125), inside(141)])
+        #expect(try await rig.events("parked") == ["enter"])
+        #expect(await rig.store.statistics.transactions == known + 1)
+        // An exit hold begins; the stop saves it with the last position.
+        await rig.submit([outside(150)])
+        #expect(await rig.store.statistics.transactions == known + 1)
+        let shard = rig.pool.shard(for: "parked")
+        let running = Task { await shard.run() }
+        await rig.pool.shutdown()
+        await running.value
+        await rig.committer.flush()
+        let (monitor, _) = try DeviceMonitor.restore(from: try #require(try await rig.state("parked")), snapshot: rig.snapshot, now: 300)
+        #expect(monitor.lastFixTime == Self.t0 + 150)
+        #expect(monitor.pendingCount == 1, "the exit hold was saved at the stop")
         await rig.close()
     }
 

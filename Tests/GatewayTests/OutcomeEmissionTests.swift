@@ -12,13 +12,33 @@ import Testing
     @Test func aStepThatDecidedNothingSavesNoState() {
         var emission = OutcomeEmission()
         emission.positionChanged()
-        #expect(emission.savesState(stateChanged: false, notified: false) == false)
-        #expect(emission.positionDirty, "the position waits for the next saved state")
-        #expect(emission.savesState(stateChanged: true, notified: false) == true)
-        #expect(!emission.positionDirty, "saved with the state")
+        #expect(emission.savesState(decisions: 0, stateChanged: false, notified: false) == false)
+        #expect(emission.unsaved, "the position waits for the next saved state")
+        #expect(emission.savesState(decisions: 1, stateChanged: true, notified: false) == true)
+        #expect(!emission.unsaved, "saved with the state")
         emission.positionChanged()
-        #expect(emission.savesState(stateChanged: false, notified: true) == true)
-        #expect(!emission.positionDirty)
+        #expect(emission.savesState(decisions: 1, stateChanged: false, notified: true) == true)
+        #expect(!emission.unsaved)
+    }
+
+    /// A pending crossing that starts or is cancelled (an `enterAfter` or `exitAfter` hold on a
+    /// fence's edge) changes the monitor's state but no decision: nothing is written until a
+    /// decision, a hibernation or a stop (README "On the box").
+    @Test func aHoldStartedOrCancelledSavesNoState() {
+        var emission = OutcomeEmission(decisions: 7)
+        emission.positionChanged()
+        #expect(emission.savesState(decisions: 7, stateChanged: true, notified: false) == false)
+        #expect(emission.unsaved, "the hold waits in memory")
+        #expect(emission.savesState(decisions: 7, stateChanged: true, notified: false) == false)
+        // The hold ends in an exit: a decision, saved with the rest.
+        #expect(emission.savesState(decisions: 8, stateChanged: true, notified: true) == true)
+        #expect(!emission.unsaved)
+        #expect(emission.savedDecisions == 8)
+        // A decision without a notification (a baseline stay, a silent exit) is saved too.
+        #expect(emission.savesState(decisions: 9, stateChanged: true, notified: false) == true)
+        emission.positionChanged()
+        emission.saved(decisions: 9)
+        #expect(!emission.unsaved, "saved at hibernation or a stop")
     }
 
     @Test func publishedWhenTheStaysChangeOrEveryStateInterval() {
@@ -86,7 +106,7 @@ import Testing
         #expect(!emission.publishesHeldBack(now: 13, stateInterval: 10))
         // A state saved (at hibernation) is not a publication: still held back.
         emission.positionChanged()
-        emission.positionSaved()
+        emission.saved(decisions: 0)
         #expect(emission.publishesHeldBack(now: 13, stateInterval: 10))
     }
 

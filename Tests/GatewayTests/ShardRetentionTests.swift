@@ -7,14 +7,14 @@ import Testing
     static let retention = ShardRetention(hibernateAfter: 600, forgetAfter: 86_400)
 
     static func fate(idle: Double, paused: Bool = false, hasDeadline: Bool = false, dirty: Bool = false) -> ShardRetention.Fate {
-        retention.fate(lastReceived: 1_000, now: 1_000 + idle, paused: paused, hasDeadline: hasDeadline, positionDirty: dirty)
+        retention.fate(lastReceived: 1_000, now: 1_000 + idle, paused: paused, hasDeadline: hasDeadline, unsaved: dirty)
     }
 
     @Test func hibernatesOnceIdleForHibernateAfter() {
         #expect(Self.fate(idle: 0) == .stays)
         #expect(Self.fate(idle: 599.9) == .stays)
-        #expect(Self.fate(idle: 600) == .hibernates(savePosition: false))
-        #expect(Self.fate(idle: 3_600, dirty: true) == .hibernates(savePosition: true))
+        #expect(Self.fate(idle: 600) == .hibernates(saves: false))
+        #expect(Self.fate(idle: 3_600, dirty: true) == .hibernates(saves: true))
     }
 
     @Test func aPausedDeviceOrOneWaitingForADeadlineStays() {
@@ -26,15 +26,15 @@ import Testing
     @Test func theDeadlineIsAskedOnlyOfADeviceIdleLongEnough() {
         var asked = 0
         func deadline() -> Bool { asked += 1; return false }
-        _ = Self.retention.fate(lastReceived: 0, now: 10, paused: false, hasDeadline: deadline(), positionDirty: false)
-        _ = Self.retention.fate(lastReceived: 0, now: 10_000, paused: true, hasDeadline: deadline(), positionDirty: false)
+        _ = Self.retention.fate(lastReceived: 0, now: 10, paused: false, hasDeadline: deadline(), unsaved: false)
+        _ = Self.retention.fate(lastReceived: 0, now: 10_000, paused: true, hasDeadline: deadline(), unsaved: false)
         #expect(asked == 0)
-        #expect(Self.retention.fate(lastReceived: 0, now: 10_000, paused: false, hasDeadline: deadline(), positionDirty: false) == .hibernates(savePosition: false))
+        #expect(Self.retention.fate(lastReceived: 0, now: 10_000, paused: false, hasDeadline: deadline(), unsaved: false) == .hibernates(saves: false))
         #expect(asked == 1)
     }
 
     @Test func forgottenInMemoryOnceIdleForForgetAfter() {
-        #expect(Self.fate(idle: 86_399) == .hibernates(savePosition: false))
+        #expect(Self.fate(idle: 86_399) == .hibernates(saves: false))
         #expect(Self.fate(idle: 86_400, dirty: true) == .forgotten)
     }
 
@@ -54,6 +54,6 @@ import Testing
         #expect(!retention.forgets(lastReport: lastReport, now: 42), "500 s of running since its report")
         #expect(!retention.forgets(lastReport: lastReport, now: 42 + 499))
         #expect(retention.forgets(lastReport: lastReport, now: 42 + 500))
-        #expect(retention.fate(lastReceived: lastReport, now: 42 + 500, paused: false, hasDeadline: false, positionDirty: false) == .forgotten)
+        #expect(retention.fate(lastReceived: lastReport, now: 42 + 500, paused: false, hasDeadline: false, unsaved: false) == .forgotten)
     }
 }

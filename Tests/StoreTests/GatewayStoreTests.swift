@@ -307,16 +307,32 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await reopened.close()
     }
 
+    /// A commit of a few pages leaves them in the WAL: a checkpoint (which writes every page it
+    /// copies a second time) waits for `checkpointPages` frames or `checkpointAge` (README "On
+    /// the box"), so on an SD card a page that many commits rewrite is copied once.
+    @Test func smallCommitsLeaveTheirPagesInTheWAL() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("few.db"))
+        for i in 0..<20 { _ = try await store.commit(StoreBatch(events: [testEvent("e\(i)", emitted: Double(i))])) }
+        #expect(store.checkpointsStarted == 0, "20 commits of one event each are far from 1,024 WAL pages")
+        await store.close()
+        // Past the age, the next commit starts one.
+        let aged = try await GatewayStore(path: directory.file("aged.db"), options: .init(checkpointAge: 0))
+        _ = try await aged.commit(StoreBatch(events: [testEvent("a", emitted: 1)]))
+        #expect(aged.checkpointsStarted == 1)
+        await aged.close()
+    }
+
     @Test func theWALIsCheckpointedBesideTheWriter() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("checkpoint.db")
-        let store = try await GatewayStore(path: path)
+        let store = try await GatewayStore(path: path, options: .init(checkpointPages: 8))
         func size(_ file: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
         let before = size(path)
         let events = (0..<200).map { testEvent("e\($0)", emitted: Double($0)) }
         _ = try await store.commit(StoreBatch(events: events))
         // The writer's own checkpoint would wait for thousands of pages: only the checkpointer
-        // copies these few pages into the database file.
+        // copies these pages (more than its 8) into the database file.
         _ = await poll(timeout: .seconds(30)) { store.checkpointCount >= 1 && size(path) > before }
         #expect(store.checkpointCount >= 1)
         #expect(size(path) > before)

@@ -53,7 +53,7 @@ extension GatewayConfig {
         let top = ["gateway", "broker", "remote", "input", "fences", "output", "homeassistant", "journal", "outbox", "runtime", "feeds", "triggers"]
         guard let root = d.object(value, at: [], allowed: Set(top)) else { return }
 
-        if let v = root["gateway"], let o = d.object(v, at: [.key("gateway")], allowed: ["id", "database", "fences", "durability", "hibernateAfter", "forgetAfter"]) {
+        if let v = root["gateway"], let o = d.object(v, at: [.key("gateway")], allowed: ["id", "database", "fences", "durability", "hibernateAfter", "forgetAfter", "commitInterval"]) {
             let p: [JSONPathComponent] = [.key("gateway")]
             if let id = d.string(o, "id", at: p), let id {
                 if let problem = DeviceID.problem(with: id) ?? (id.contains("/") ? "it must be one topic level (no '/')" : nil) {
@@ -67,6 +67,7 @@ extension GatewayConfig {
             if let x = d.choice(o, "durability", at: p, as: Durability.self) { gateway.durability = x }
             if let x = d.number(o, "hibernateAfter", at: p, range: 1...Double.infinity) { gateway.hibernateAfter = x }
             if let x = d.number(o, "forgetAfter", at: p, range: 1...Double.infinity) { gateway.forgetAfter = x }
+            if let x = d.number(o, "commitInterval", at: p, range: 0...5) { gateway.commitInterval = x }
         }
         if let v = root["broker"] {
             broker = Broker(decoding: v, at: [.key("broker")], with: &d) ?? broker

@@ -15,6 +15,10 @@ public struct GatewayConfig: Sendable {
         public var hibernateAfter: Double = 600
         /// Seconds without updates after which a device is forgotten and its retained state cleared.
         public var forgetAfter: Double = 2_592_000
+        /// Seconds a group commit waits after the previous one began, gathering company (README
+        /// "On the box"): one transaction for many decisions at fleet rates; 0: each commit
+        /// starts as soon as the previous one ended.
+        public var commitInterval: Double = 0.5
     }
 
     public enum Durability: String, Sendable, CaseIterable {

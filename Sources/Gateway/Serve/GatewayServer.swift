@@ -109,7 +109,8 @@ struct GatewayServer: Sendable {
         let spill = SpillFile(path: SpillFile.path(forDatabase: config.resolve(config.gateway.database)))
         let spilled = await applySpill(spill, to: store, warnings: warnings, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
-                                       publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled)
+                                       publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled,
+                                       interval: config.gateway.commitInterval)
         let (snapshots, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger,
                                                 adoptions: adoptions)

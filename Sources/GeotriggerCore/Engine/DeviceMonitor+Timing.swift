@@ -86,6 +86,7 @@ extension DeviceMonitor {
                 i += 1
                 continue
             }
+            if entries[i].inside { decided() }
             if entries[i].inside && publishesExit {
                 notifications.append(
                     notification(
@@ -161,6 +162,7 @@ extension DeviceMonitor {
                 continue
             }
             stateChanged = true
+            decided()
             if entry.inside && old.watches[Int(entry.watch)].settings.rule.publishesExit {
                 let position = lastUpdate ?? placeholderUpdate
                 notifications.append(
@@ -174,7 +176,10 @@ extension DeviceMonitor {
         snapshot = newSnapshot
         nearby = FenceIndex.NearbyCache()
         computeMasks()
-        if baselineNewFences(since: old) { stateChanged = true }
+        if baselineNewFences(since: old) {
+            stateChanged = true
+            decided()
+        }
         return notifications
     }
 

@@ -98,6 +98,12 @@ public struct DeviceMonitor: Sendable {
     var allKnown: Bool
     /// Some applicable watch infers stays between sparse fixes (`crossings`).
     var crossingsApply: Bool
+    /// Counts the monitor's decisions that a restart must not lose: a stay confirmed, ended or
+    /// recorded by a baseline, a dwell fired, a trigger that newly knows the device. A pending
+    /// crossing starting or being cancelled, and the last position, do not count: they live in
+    /// memory until a hibernation or a stop (README "On the box"). Not persisted; compare two
+    /// readings of one run.
+    public internal(set) var decisions: UInt32 = 0
     /// The fences near the device's recent positions, for the next query of `snapshot.index`.
     var nearby = FenceIndex.NearbyCache()
 
@@ -118,6 +124,9 @@ public struct DeviceMonitor: Sendable {
         self.crossingsApply = false
         computeMasks()
     }
+
+    /// One more decision a restart must not lose (``decisions``).
+    mutating func decided() { decisions &+= 1 }
 
     /// True when the device is outside every fence with nothing pending (its memory is minimal).
     public var isIdle: Bool { entries.isEmpty }
@@ -178,7 +187,10 @@ public struct DeviceMonitor: Sendable {
         // 0. Stays inferred between the previous fix and this one (`crossings`), before this
         // update's own crossings, which come later in time.
         if crossingsApply, let previous, let gap = snapshot.crossingMaxGap, update.time - previous.time <= gap {
-            if inferCrossings(from: previous, to: update, rejected: rejected, into: &notifications) { changed = true }
+            if inferCrossings(from: previous, to: update, rejected: rejected, into: &notifications) {
+                changed = true
+                decided()
+            }
         }
         let point = update.coordinate
         var preparedPoint: PreparedPoint?
@@ -266,6 +278,7 @@ public struct DeviceMonitor: Sendable {
                 knownMask.insert(w)
                 known.append(snapshot.watches[w].key)
                 changed = true
+                decided()
             }
             allKnown = all
         }
@@ -291,6 +304,7 @@ public struct DeviceMonitor: Sendable {
             entry.inside = true
             entry.baseline = true
             entries.append(entry)
+            decided()
             return
         }
         entry.pending = Pending(toInside: true, crossing: update, distance: d)
@@ -357,6 +371,7 @@ public struct DeviceMonitor: Sendable {
         guard let pending = entries[i].pending else { return }
         let rule = snapshot.rules[Int(entries[i].watch)]
         entries[i].pending = nil
+        decided()
         if pending.toInside {
             entries[i].inside = true
             entries[i].baseline = false
@@ -399,6 +414,7 @@ public struct DeviceMonitor: Sendable {
     mutating func fireDwell(entry i: Int, position: LocationUpdate, distance: Double, into notifications: inout [FenceNotification]) {
         let dwell = snapshot.rules[Int(entries[i].watch)].dwell ?? 0
         entries[i].dwellFired = true
+        decided()
         notifications.append(
             notification(
                 entry: entries[i], type: .dwell, reason: nil, position: position, distance: distance,

@@ -211,7 +211,7 @@ package final class DeviceShard: Sendable {
                         // its restore arrived: never go back to the state read at start.
                         guard s.slots[monitor.device] == nil, s.queued[monitor.device] == nil else { return }
                         var slot = Slot(monitor: monitor, lastReceived: min(now, lastReport ?? now))
-                        slot.emission = OutcomeEmission(publishedStays: monitor.stays)
+                        slot.emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                         context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
@@ -287,7 +287,7 @@ package final class DeviceShard: Sendable {
             if s.slots[device] == nil {
                 if let bytes, let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now) {
                     var slot = Slot(monitor: monitor, lastReceived: now)
-                    slot.emission = OutcomeEmission(publishedStays: monitor.stays)
+                    slot.emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
                     handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                     s.slots[device] = SlotBox(slot)
                 } else {
@@ -416,7 +416,7 @@ package final class DeviceShard: Sendable {
             case .forgotten:
                 s.slots[device] = nil
                 forget(device, mustWait: &mustWait)
-            case .hibernates(let savePosition):
+            case .hibernates(let saves):
                 var slot = s.slots.removeValue(forKey: device)!.slot
                 // Its held-back position goes out now: no later tick publishes it (a slot that
                 // leaves memory before its interval ends, with `gateway.hibernateAfter` under
@@ -424,10 +424,7 @@ package final class DeviceShard: Sendable {
                 if slot.emission.publishesHeldBack(now: now, stateInterval: stateInterval, leaving: true) {
                     handOver(item([], changed: false, now: now, slot: &slot, forcePublish: true), mustWait: &mustWait)
                 }
-                if savePosition {
-                    slot.emission.positionSaved()
-                    handOver(EventCommitter.Item(state: DeviceStateChange(device: device, state: slot.monitor.serialized())), mustWait: &mustWait)
-                }
+                if saves { handOver(save(&slot), mustWait: &mustWait) }
                 s.hibernated[device] = slot.lastReceived
                 context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
             }
@@ -454,7 +451,21 @@ package final class DeviceShard: Sendable {
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
         return retention.fate(
             lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
-            hasDeadline: slot.monitor.nextDeadline() != nil, positionDirty: slot.emission.positionDirty)
+            hasDeadline: slot.monitor.nextDeadline() != nil, unsaved: slot.emission.unsaved)
+    }
+
+    /// The slot's state as it is in memory, to be saved (hibernation, a stop).
+    private func save(_ slot: inout Slot) -> EventCommitter.Item {
+        slot.emission.saved(decisions: slot.monitor.decisions)
+        return EventCommitter.Item(state: DeviceStateChange(device: slot.monitor.device, state: slot.monitor.serialized()))
+    }
+
+    /// Saves every state in memory that differs from the database's (positions, pending
+    /// crossings: README "On the box"), at a stop, before the committer's last commit.
+    func saveUnsaved() async {
+        await mutate { s, mustWait in
+            for box in s.slots.values where box.slot.emission.unsaved { handOver(save(&box.slot), mustWait: &mustWait) }
+        }
     }
 
     /// When each device of this shard last reported (gateway clock), in memory or hibernated.
@@ -483,7 +494,7 @@ package final class DeviceShard: Sendable {
         let device = slot.monitor.device
         // Device state: when the inside set changes, else at most every stateInterval.
         var stays: [DeviceMonitor.Stay]?
-        if slot.emission.savesState(stateChanged: changed, notified: !notes.isEmpty) {
+        if slot.emission.savesState(decisions: slot.monitor.decisions, stateChanged: changed, notified: !notes.isEmpty) {
             item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
             let current = slot.monitor.stays
             stays = current

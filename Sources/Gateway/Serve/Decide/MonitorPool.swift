@@ -243,6 +243,9 @@ package final class MonitorPool: Service, Sendable {
 
     package func shutdown() async {
         await barrier()
+        // Positions and pending crossings live in memory between decisions: saved now, for
+        // the committer's last commit (it stops after the monitors).
+        for shard in shards { await shard.saveUnsaved() }
         // Every device's last report on the running clock: the next start forgets by it.
         var reports: [String: Double] = [:]
         for shard in shards {

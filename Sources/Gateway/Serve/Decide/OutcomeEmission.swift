@@ -15,8 +15,12 @@ struct OutcomeEmission: Sendable, Equatable {
     private(set) var publishedStays: [DeviceMonitor.Stay] = []
     /// When the state was last published (gateway clock).
     private(set) var lastPublished = -Double.infinity
-    /// The last accepted position is not yet in the database.
-    private(set) var positionDirty = false
+    /// The state in memory differs from the database's: the last accepted position, or a
+    /// pending crossing started or cancelled since the last save. Saved at hibernation and at a
+    /// stop (README "On the box": writes follow decisions, not updates).
+    private(set) var unsaved = false
+    /// The monitor's ``DeviceMonitor/decisions`` at the last saved state.
+    private(set) var savedDecisions: UInt32
     /// The last accepted position is not yet in the retained state: `stateInterval` held it
     /// back, and it goes out when the interval ends (``publishesHeldBack(now:stateInterval:leaving:)``).
     private(set) var positionUnpublished = false
@@ -33,25 +37,37 @@ struct OutcomeEmission: Sendable, Equatable {
         case limited(first: Bool)
     }
 
-    init(publishedStays: [DeviceMonitor.Stay] = []) {
+    /// `decisions`: the monitor's ``DeviceMonitor/decisions`` as the database has it (a new or
+    /// restored monitor's).
+    init(publishedStays: [DeviceMonitor.Stay] = [], decisions: UInt32 = 0) {
         self.publishedStays = publishedStays
+        self.savedDecisions = decisions
     }
 
     /// An accepted update moved the device: its position waits for the next saved state and
     /// the next publication.
     mutating func positionChanged() {
-        positionDirty = true
+        unsaved = true
         positionUnpublished = true
     }
 
-    /// The position was saved (with the state at hibernation).
-    mutating func positionSaved() { positionDirty = false }
+    /// The state was saved as it is in memory (at hibernation or a stop).
+    mutating func saved(decisions: UInt32) {
+        unsaved = false
+        savedDecisions = decisions
+    }
 
-    /// Whether a step's state is saved: it decided something (`stateChanged`) or notified
-    /// (`notified`); the saved state carries the position too.
-    mutating func savesState(stateChanged: Bool, notified: Bool) -> Bool {
-        guard stateChanged || notified else { return false }
-        positionDirty = false
+    /// Whether a step's state is saved: the monitor decided something a restart must not lose
+    /// since the last save (`decisions` moved on: a stay began or ended, a dwell fired, a
+    /// trigger newly knows the device) or the step notified (`notified`); the saved state
+    /// carries the position and pending crossings too. A step that only started or cancelled
+    /// a pending crossing (`stateChanged`) is not saved: it leaves the state ``unsaved``.
+    mutating func savesState(decisions: UInt32, stateChanged: Bool, notified: Bool) -> Bool {
+        guard decisions != savedDecisions || notified else {
+            if stateChanged { unsaved = true }
+            return false
+        }
+        saved(decisions: decisions)
         return true
     }
 

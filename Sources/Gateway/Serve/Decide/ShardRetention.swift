@@ -17,9 +17,9 @@ struct ShardRetention: Sendable, Equatable {
     enum Fate: Sendable, Equatable {
         /// It stays in memory.
         case stays
-        /// Its slot leaves memory; `savePosition`: its last accepted position is not in the
-        /// database yet and is committed with its state first.
-        case hibernates(savePosition: Bool)
+        /// Its slot leaves memory; `saves`: its state in memory (last accepted position,
+        /// pending crossings) is not in the database yet and is committed first.
+        case hibernates(saves: Bool)
         /// Idle for `forgetAfter`: forgotten at once.
         case forgotten
     }
@@ -29,11 +29,11 @@ struct ShardRetention: Sendable, Equatable {
     /// stale clock resumes when the feed comes back, with or without a new update, so it must
     /// stay); `hasDeadline`: its monitor still waits for a deadline (after the tick advanced it;
     /// asked last, only of a device idle long enough, as it walks the monitor's entries);
-    /// `positionDirty`: its last accepted position is not in the database.
-    func fate(lastReceived: Double, now: Double, paused: Bool, hasDeadline: @autoclosure () -> Bool, positionDirty: Bool) -> Fate {
+    /// `unsaved`: its state in memory is not the database's.
+    func fate(lastReceived: Double, now: Double, paused: Bool, hasDeadline: @autoclosure () -> Bool, unsaved: Bool) -> Fate {
         let idle = now - lastReceived
         guard !paused, idle >= hibernateAfter, !hasDeadline() else { return .stays }
-        return idle >= forgetAfter ? .forgotten : .hibernates(savePosition: positionDirty)
+        return idle >= forgetAfter ? .forgotten : .hibernates(saves: unsaved)
     }
 
     /// Whether a hibernated device that last reported at `lastReport` is forgotten at `now`.

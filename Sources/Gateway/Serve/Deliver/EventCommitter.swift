@@ -44,11 +44,17 @@ package protocol CommittedOutbox: Sendable {
     var deliveredFromMemory: Set<String> { get }
     /// The database took these events again, with outbox rows (see ``OutboxWindow/committedFromMemory(_:)``).
     func committedFromMemory(_ events: Set<String>)
+    /// Acknowledgements and settling due, for the group commit to carry (no rows to insert).
+    func takeProgress() -> StoreBatch?
+    /// The group commit that carried ``takeProgress()``'s batch ended.
+    func progressCarried(committed: Bool)
 }
 
 extension CommittedOutbox {
     package var deliveredFromMemory: Set<String> { [] }
     package func committedFromMemory(_ events: Set<String>) {}
+    package func takeProgress() -> StoreBatch? { nil }
+    package func progressCarried(committed: Bool) {}
 }
 
 package final class EventCommitter: Service, StepSink, Sendable {
@@ -70,8 +76,10 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var waiters: [@Sendable () -> Void] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var committing = false
-        /// A commit job is queued on the store's queue, or running.
+        /// A commit job is queued on the store's queue (or waits for ``EventCommitter/interval``), or running.
         var scheduled = false
+        /// When the last commit began (monotonic clock).
+        var lastStart = -Double.infinity
         /// After ``shutdown()``: no more jobs are queued.
         var finished = false
         /// State and journal of batches the database refused, tried again with the next commit.
@@ -88,6 +96,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
             scheduled = true
             return true
         }
+
+        /// Seconds until a commit may begin: `interval` after the last one began.
+        func wait(interval: Double, now: Double) -> Double { lastStart + interval - now }
     }
 
     package let name = "committer"
@@ -103,6 +114,10 @@ package final class EventCommitter: Service, StepSink, Sendable {
     let retryCap: Int
     /// Whether the network thread commits its bursts itself (`durability: normal`).
     let commitsBursts: Bool
+    /// `gateway.commitInterval`: a commit begins at least this long after the previous one
+    /// began, so that at fleet rates one transaction (and its WAL pages) carries the decisions
+    /// of many updates; an item that finds the store idle since longer commits at once.
+    let interval: Double
     /// Where refused batches are kept while the database fails (nil: memory only).
     let spill: SpillFile?
     /// Commits run by that network thread, and commit jobs queued on the store's queue.
@@ -116,8 +131,10 @@ package final class EventCommitter: Service, StepSink, Sendable {
     package init(
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
-        limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch()
+        limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch(),
+        interval: Double = 0
     ) {
+        self.interval = interval
         self.store = store
         self.counters = counters
         self.warnings = warnings
@@ -149,7 +166,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             let full = p.count > limit
             return (full, deferred && !full ? false : p.schedule())
         }
-        if schedule { queueCommit() }
+        if schedule { queueCommitAfterInterval() }
         return mustWait
     }
 
@@ -238,7 +255,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// (it takes the items), the database is being retried (once a second), or every commit is
     /// the store queue's (`durability: full`).
     func commitBurst() {
-        guard commitsBursts, pending.withLock({ p in !p.isEmpty && p.schedule() }) else { return }
+        guard commitsBursts, let wait = pending.withLock({ p in !p.isEmpty && p.schedule() ? p.wait(interval: interval, now: MonotonicClock.now()) : nil })
+        else { return }
+        if wait > 0 { return commitLater(wait) }
         if store.performHereIfIdle({ store in self.commit(on: store) }) {
             networkThreadCommits.add(1, ordering: .relaxed)
         } else {
@@ -251,6 +270,17 @@ package final class EventCommitter: Service, StepSink, Sendable {
         store.perform { store in self.commit(on: store) }
     }
 
+    /// Queues the commit a caller scheduled, once ``interval`` has passed since the last began.
+    private func queueCommitAfterInterval() {
+        let wait = pending.withLock { $0.wait(interval: interval, now: MonotonicClock.now()) }
+        if wait > 0 { commitLater(wait) } else { queueCommit() }
+    }
+
+    /// Queues the scheduled commit in `seconds` (one timer per commit, only at fleet rates).
+    private func commitLater(_ seconds: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in queueCommit() }
+    }
+
     /// One group commit, on the store's queue: takes everything pending, commits it, hands the
     /// events and states on, and queues the next commit if more arrived meanwhile.
     private func commit(on store: isolated GatewayStore) {
@@ -261,6 +291,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             p.waiters = []
             p.retry = StoreBatch()
             p.committing = true
+            p.lastStart = MonotonicClock.now()
             return t
         }
         for resume in waiters { resume() }
@@ -279,8 +310,19 @@ package final class EventCommitter: Service, StepSink, Sendable {
         batch.expectations += taken.expectations
         var retry = StoreBatch()
         if !batch.isEmpty {
+            // The outboxes' acknowledgements ride along: no transaction of their own.
+            var carried: [any CommittedOutbox] = []
+            for publisher in publishers.values {
+                guard let progress = publisher.takeProgress() else { continue }
+                batch.acknowledgements += progress.acknowledgements
+                for (destination, through) in progress.settled { batch.settle(destination, through: through) }
+                carried.append(publisher)
+            }
+            var committed = false
+            defer { for publisher in carried { publisher.progressCarried(committed: committed) } }
             do {
                 let receipt = try store.commit(batch)
+                committed = true
                 warnings.clear("database", resolved: "the database accepts writes again")
                 if !retried.isEmpty {
                     spill?.remove()
@@ -351,7 +393,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             }
         } else if again {
             // Behind whatever else waits on the store's queue (reads, acknowledgements).
-            queueCommit()
+            queueCommitAfterInterval()
         }
     }
 }

@@ -37,12 +37,12 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
         case progressDue
     }
 
-    /// Acknowledgements and the stream's settling are committed at most this often (seconds),
-    /// but at once for an event the broker refused, and at the end. Each commit is a
-    /// transaction of its own: one per burst of acknowledgements was half of all the
-    /// transactions under load. Waiting only delays removal: after a `kill -9` the events
-    /// acknowledged in the last interval are sent again, with the same ids.
-    static let progressInterval = 0.1
+    /// Acknowledgements and the stream's settling ride with the next group commit
+    /// (``takeProgress()``); when none comes they are committed on their own after this long
+    /// (seconds), at once for an event the broker refused, and at the end. Waiting only delays
+    /// removal: after a `kill -9` the events acknowledged since are sent again, with the same
+    /// ids (README "On the box").
+    static let progressInterval = 2.0
 
     let name: String
     let destination: OutboxDestination
@@ -93,6 +93,19 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     }
 
     /// Feeds the machine under its lock and publishes how many messages are in flight.
+    /// The progress due, for the committer's next group commit to carry
+    /// (``OutboxWindow/progressForGroupCommit(now:)``); answer with ``progressCarried(committed:)``.
+    package func takeProgress() -> StoreBatch? {
+        withWindow { $0.progressForGroupCommit(now: MonotonicClock.now()) }
+    }
+
+    /// The group commit that carried ``takeProgress()``'s batch ended.
+    package func progressCarried(committed: Bool) {
+        withWindow { window in
+            if committed { window.progressCommitted(outboxSequences: []) } else { window.progressCommitFailed() }
+        }
+    }
+
     private func withWindow<Result: Sendable>(_ body: (inout OutboxWindow) -> Result) -> Result {
         machine.withLock { window in
             let result = body(&window)

@@ -517,11 +517,26 @@ struct OutboxWindow: Sendable {
     /// Whether to commit the progress at monotonic time `now` (seconds): at most every
     /// ``progressInterval``, but at once when a stream event was refused, and always when
     /// `final` (the end of ``OutboxPublisher/run()``).
+    /// While a group commit carries the progress (``progressForGroupCommit(now:)``) there is
+    /// nothing to do but wait for it.
     mutating func progressDue(now: Double, final: Bool = false) -> ProgressAction {
-        precondition(committing == nil, "one progress commit at a time")
+        if committing != nil { return final ? .none : .armTimer(after: progressInterval) }
         if !final, refusals.isEmpty, now < nextProgressCommit { return .armTimer(after: nextProgressCommit - now) }
         progressStarted = now
         return nextProgressStep()
+    }
+
+    /// The acknowledgements and how far the stream is settled, for a group commit to carry
+    /// (README "On the box": acknowledgement marks ride with the next commit rather than a
+    /// transaction of their own), marked as being committed: answer with
+    /// ``progressCommitted(outboxSequences:)`` (no rows) or ``progressCommitFailed()``. Nil when
+    /// nothing is due, a progress commit runs, or refused events wait to move to the table
+    /// (those take a progress commit of their own).
+    mutating func progressForGroupCommit(now: Double) -> StoreBatch? {
+        guard committing == nil, refusals.isEmpty, work.outbox.isEmpty else { return nil }
+        progressStarted = now
+        guard case .commit(let batch) = nextProgressStep() else { return nil }
+        return batch
     }
 
     /// The refused stream event ``ProgressAction/readRefused(_:)`` asked for (nil, or another
