@@ -242,6 +242,31 @@ import Testing
         #expect(w.progressDue(now: 10.25, final: true) == .commit(StoreBatch(acknowledgements: [OutboxAcknowledgement(destination: .local, sequence: 3)])))
     }
 
+    /// The settling rides with a group commit (README "On the box": no transaction of its own),
+    /// at most every interval; while the group commit carries it the outbox's own progress
+    /// commit waits, and a failed group commit gives it back.
+    @Test func theSettlingRidesWithTheGroupCommitAtMostEveryInterval() {
+        var w = Self.streamInFlight()
+        w.start(settled: 0)
+        #expect(w.acknowledged(Self.success(1)) == .delivered)
+        #expect(w.progressForGroupCommit(now: 10) == StoreBatch(settled: [.local: 1]))
+        // Carried: the publisher's own timer finds nothing to do but wait.
+        #expect(Self.about(Self.timer(w.progressDue(now: 10.01)), 0.1))
+        #expect(w.progressForGroupCommit(now: 10.01) == nil)
+        w.progressCommitted(outboxSequences: [])
+        #expect(w.settled == 1)
+        // Within the interval the next group commit carries nothing.
+        #expect(w.acknowledged(Self.success(2)) == .delivered)
+        #expect(w.progressForGroupCommit(now: 10.05) == nil)
+        // Past it, it does; the commit fails: the work is kept for the next one.
+        #expect(w.progressForGroupCommit(now: 10.2) == StoreBatch(settled: [.local: 2]))
+        w.progressCommitFailed()
+        #expect(w.settled == 1)
+        #expect(w.progressDue(now: 10.4) == .commit(StoreBatch(settled: [.local: 2])))
+        w.progressCommitted(outboxSequences: [])
+        #expect(w.settled == 2)
+    }
+
     @Test func aRefusedStreamEventMovesToTheTableAtOnceAndIsNotSentAgain() {
         var w = Self.streamInFlight()
         #expect(w.progressDue(now: 10) == .none)

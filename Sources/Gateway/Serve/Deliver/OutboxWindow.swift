@@ -530,10 +530,11 @@ struct OutboxWindow: Sendable {
     /// (README "On the box": acknowledgement marks ride with the next commit rather than a
     /// transaction of their own), marked as being committed: answer with
     /// ``progressCommitted(outboxSequences:)`` (no rows) or ``progressCommitFailed()``. Nil when
-    /// nothing is due, a progress commit runs, or refused events wait to move to the table
-    /// (those take a progress commit of their own).
+    /// nothing is due (at most every ``progressInterval``: the stream's row is a page of its
+    /// own), a progress commit runs, or refused events wait to move to the table (those take a
+    /// progress commit of their own).
     mutating func progressForGroupCommit(now: Double) -> StoreBatch? {
-        guard committing == nil, refusals.isEmpty, work.outbox.isEmpty else { return nil }
+        guard committing == nil, refusals.isEmpty, work.outbox.isEmpty, now >= nextProgressCommit else { return nil }
         progressStarted = now
         guard case .commit(let batch) = nextProgressStep() else { return nil }
         return batch
