@@ -236,14 +236,21 @@ final class LoadGenerator: Sendable {
         on connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int, from first: Int = 0, raw: Bool = false
     ) async -> Run {
         await BenchThread.run { [self] in
-            publishLoop(connections, qos: qos, rate: rate, duration: duration, window: window, first: first, topics: raw ? rawTopics : topics)
+            Self.publishLoop(
+                connections, topics: raw ? rawTopics : topics, qos: qos, rate: rate, duration: duration, window: window, first: first,
+                payload: { writePayload(device: $0, step: $1, into: &$2) })
         }
     }
 
-    private func publishLoop(
-        _ connections: [Connection], qos: MQTTQoS, rate: Double?, duration: Double, window: Int, first: Int, topics: [String]
+    /// The publishing loop of ``publish(on:qos:rate:duration:window:from:raw:)``, for any
+    /// devices: update `i` is step `i / topics.count` of device `i % topics.count`, published to
+    /// `topics[device]` with the bytes `payload(device, step, &bytes)` writes (`bench endurance`
+    /// writes its fleet's payloads with it). Blocks the calling thread.
+    static func publishLoop(
+        _ connections: [Connection], topics: [String], qos: MQTTQoS, rate: Double?, duration: Double, window: Int, first: Int,
+        payload writePayload: (_ device: Int, _ step: Int, _ bytes: inout [UInt8]) -> Void
     ) -> Run {
-        let devices = tracks.count
+        let devices = topics.count
         var sendTimes: [Double] = []
         sendTimes.reserveCapacity(Int((rate ?? 150_000) * duration * 1.05) + 1024)
         var published = [Int](repeating: 0, count: connections.count)
@@ -281,7 +288,7 @@ final class LoadGenerator: Sendable {
                     try? connections[c].publisher.service(timeout: 0.001)
                     if MonotonicClock.now() - start >= duration { break loop }
                 }
-                writePayload(device: d, step: k, into: &payload)
+                writePayload(d, k, &payload)
                 let t = MonotonicClock.now()
                 let ok: Bool = payload.withUnsafeBytes { bytes in
                     (try? connections[c].publisher.publish(topic: topics[d], payload: bytes, qos: qos)) != nil
