@@ -16,7 +16,7 @@ package enum BenchCommand: Subcommand {
     /// Every benchmark, in the order `--help` lists them.
     static let benchmarks: [Benchmark] = [
         IndexBenchmark.benchmark, EngineBenchmark.benchmark, LoadBenchmark.benchmark, StoreBenchmark.benchmark,
-        EndToEndBenchmark.benchmark, ScaleBenchmark.benchmark,
+        EndToEndBenchmark.benchmark, ScaleBenchmark.benchmark, EnduranceBenchmark.benchmark,
     ]
 
     package static var help: String {

@@ -566,10 +566,10 @@ enum EndToEndBenchmark {
 
     // MARK: Set-up
 
-    /// A fresh directory under /tmp.
-    static func makeWorkDirectory() throws -> String {
-        var template = Array("/tmp/geotrigger-e2e-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory in /tmp") }
+    /// A fresh directory `geotrigger-NAME-XXXXXX` under `parent`.
+    static func makeWorkDirectory(under parent: String = "/tmp", name: String = "e2e") throws -> String {
+        var template = Array("\(parent)/geotrigger-\(name)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a work directory in \(parent)") }
         return String(cString: made)
     }
 
@@ -609,8 +609,14 @@ enum EndToEndBenchmark {
             log_type warning
 
             """
+        return try launchBroker(config: conf, port: port, work: work)
+    }
+
+    /// `/usr/sbin/mosquitto` with `config` (written to `work`/mosquitto.conf, its log to
+    /// mosquitto.log), waited for until it accepts connections on 127.0.0.1:`port`.
+    static func launchBroker(config: String, port: Int, work: String) throws -> ChildProcess {
         let path = work + "/mosquitto.conf"
-        guard FileManager.default.createFile(atPath: path, contents: Data(conf.utf8)) else { throw UsageError("cannot write \(path)") }
+        guard FileManager.default.createFile(atPath: path, contents: Data(config.utf8)) else { throw UsageError("cannot write \(path)") }
         let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", path], logPath: work + "/mosquitto.log")
         let deadline = MonotonicClock.now() + 10
         while !ChildProcess.accepts(host: "127.0.0.1", port: port) {

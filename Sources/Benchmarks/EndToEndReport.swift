@@ -6,6 +6,12 @@ import Glibc
 #endif
 
 extension EndToEndBenchmark {
+    /// The `p` quantile (0...1) of `sorted` values (the nearest rank above), nil when empty.
+    static func percentile(_ p: Double, of sorted: [Double]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        return sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))]
+    }
+
     /// The figures of one run, as a text report or one JSON line, with its targets (README "Performance").
     struct Report {
         var options: Options
@@ -37,9 +43,7 @@ extension EndToEndBenchmark {
         }
 
         func percentile(_ p: Double, of values: [Double]? = nil) -> Double? {
-            let l = values ?? gateway.latencies
-            guard !l.isEmpty else { return nil }
-            return l[min(l.count - 1, Int((p * Double(l.count - 1)).rounded(.up)))]
+            EndToEndBenchmark.percentile(p, of: values ?? gateway.latencies)
         }
 
         var targets: [Target] {
