@@ -53,4 +53,89 @@ import Testing
         await loop.value
         #expect(!stop.isFired)
     }
+
+    // MARK: Sleeping until a deadline or a poke
+
+    @Test func aSleepEndsAtItsDeadline() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let deadline = MonotonicClock.now() + 0.02
+        #expect(await stop.sleep(until: deadline, or: wakeup) == .due)
+        #expect(MonotonicClock.now() >= deadline)
+    }
+
+    @Test func aPokeEndsASleepWithoutADeadline() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let sleeper = Task { await stop.sleep(until: nil, or: wakeup) }
+        // Poked before or during the wait: either way it ends the sleep as poked.
+        wakeup.poke()
+        #expect(await sleeper.value == .poked)
+        #expect(!wakeup.takePoke(), "the sleep took the poke")
+    }
+
+    @Test func aPokeWhileNobodyWaitsEndsTheNextSleepAtOnce() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        wakeup.poke()
+        wakeup.poke()  // pokes meanwhile are one
+        #expect(await stop.sleep(until: MonotonicClock.now() + 3600, or: wakeup) == .poked)
+        #expect(await stop.sleep(until: MonotonicClock.now() + 0.01, or: wakeup) == .due)
+    }
+
+    @Test func aStopEndsASleepWithNothingDue() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let sleeper = Task { await stop.sleep(until: nil, or: wakeup) }
+        stop.fire()
+        #expect(await sleeper.value == .stopped)
+        #expect(await stop.sleep(until: nil, or: wakeup) == .stopped)
+    }
+
+    @Test func cancellingASleepEndsItAndLeavesLaterPokes() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let sleeper = Task { await stop.sleep(until: nil, or: wakeup) }
+        sleeper.cancel()
+        #expect(await sleeper.value == .stopped)
+        wakeup.poke()
+        #expect(await stop.sleep(until: nil, or: wakeup) == .poked)
+    }
+
+    /// The loop runs at once, then at the time its body returned or at a poke, whichever is
+    /// first, and sleeps without a deadline when the body returns none.
+    @Test func theLoopRunsAtItsDeadlinesAndWhenPoked() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let runs = Atomic<Int>(0)
+        let loop = Task {
+            await repeating(until: stop, wakeup: wakeup) {
+                let run = runs.add(1, ordering: .relaxed).newValue
+                // The first two runs ask to be run again soon; then only a poke brings one.
+                return run <= 2 ? MonotonicClock.now() + 0.01 : nil
+            }
+        }
+        while runs.load(ordering: .relaxed) < 3 { await Task.yield() }
+        wakeup.poke()
+        while runs.load(ordering: .relaxed) < 4 { await Task.yield() }
+        stop.fire()
+        await loop.value
+        #expect(runs.load(ordering: .relaxed) == 4)
+    }
+
+    @Test func aPokeDuringTheBodyRunsItAgain() async {
+        let stop = StopSignal()
+        let wakeup = Wakeup()
+        let runs = Atomic<Int>(0)
+        let loop = Task {
+            await repeating(until: stop, wakeup: wakeup) {
+                if runs.add(1, ordering: .relaxed).newValue == 1 { wakeup.poke() }
+                return nil
+            }
+        }
+        while runs.load(ordering: .relaxed) < 2 { await Task.yield() }
+        stop.fire()
+        await loop.value
+        #expect(runs.load(ordering: .relaxed) == 2)
+    }
 }

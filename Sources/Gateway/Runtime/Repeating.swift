@@ -51,23 +51,111 @@ final class StopSignal: Sendable {
     /// Sleeps `seconds`; returns true when the time passed, false at once when the signal is
     /// fired (or the task cancelled) first.
     func sleep(seconds: Double) async -> Bool {
-        guard !isFired, !Task.isCancelled else { return false }
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                do {
-                    try await Task.sleep(for: .milliseconds(Int((max(0, seconds) * 1000).rounded(.up))))
-                    return true
-                } catch {
-                    return false
+        await sleep(until: MonotonicClock.now() + max(0, seconds), or: nil) == .due
+    }
+
+    /// How a ``sleep(until:or:)`` ended.
+    enum Waking: Sendable, Equatable {
+        /// The deadline came.
+        case due
+        /// The ``Wakeup`` was poked (or had been, since its last wait).
+        case poked
+        /// The signal fired or the task was cancelled.
+        case stopped
+    }
+
+    /// Sleeps until the monotonic time `deadline` (nil: no deadline), until `wakeup` is poked
+    /// (a poke made since its last wait ends this one at once), or until the signal fires or
+    /// the task is cancelled, whichever comes first: the one way the gateway waits for "this or
+    /// a deadline".
+    func sleep(until deadline: Double?, or wakeup: Wakeup?) async -> Waking {
+        guard !isFired, !Task.isCancelled else { return .stopped }
+        if let wakeup, wakeup.takePoke() { return .poked }
+        if let deadline, deadline <= MonotonicClock.now() { return .due }
+        let first = await withTaskGroup(of: Waking.self) { group in
+            if let deadline {
+                group.addTask {
+                    let seconds = deadline - MonotonicClock.now()
+                    do {
+                        if seconds > 0 { try await Task.sleep(for: .microseconds(Int64((seconds * 1_000_000).rounded(.up)))) }
+                        return .due
+                    } catch {
+                        return .stopped
+                    }
                 }
+            }
+            if let wakeup {
+                group.addTask { await wakeup.wait() ? .poked : .stopped }
             }
             group.addTask {
                 await self.wait()
-                return false
+                return .stopped
             }
-            let first = await group.next() ?? false
+            let first = await group.next() ?? .stopped
             group.cancelAll()
-            return first && !isFired
+            return first
+        }
+        return isFired || Task.isCancelled ? .stopped : first
+    }
+}
+
+/// A loop's wake-up call: ``poke()`` (from any thread, never waiting) ends the loop's current
+/// wait, or its next one if it is not waiting (pokes meanwhile are one). One loop waits on it
+/// (``StopSignal/sleep(until:or:)``); whoever makes work for that loop pokes it.
+final class Wakeup: Sendable {
+    private struct State {
+        var poked = false
+        var waiter: CheckedContinuation<Bool, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Wakes the waiting loop (resumed after the lock is released), or the next wait.
+    func poke() {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            guard let waiter = s.waiter else {
+                s.poked = true
+                return nil
+            }
+            s.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: true)
+    }
+
+    /// Takes a poke made while nobody waited: true if there was one.
+    func takePoke() -> Bool {
+        state.withLock { s in
+            defer { s.poked = false }
+            return s.poked
+        }
+    }
+
+    /// Returns true when poked (at once for a poke made while nobody waited), false when the
+    /// task is cancelled first. One waiter at a time.
+    func wait() async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now: Bool? = state.withLock { s in
+                    // A cancelled wait leaves a poke for the next one.
+                    if Task.isCancelled { return false }
+                    if s.poked {
+                        s.poked = false
+                        return true
+                    }
+                    precondition(s.waiter == nil, "one loop waits on a Wakeup")
+                    s.waiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                defer { s.waiter = nil }
+                return s.waiter
+            }?.resume(returning: false)
         }
     }
 }
@@ -75,13 +163,26 @@ final class StopSignal: Sendable {
 /// The gateway's one periodic loop: runs `body` at once and then every `interval` seconds (on
 /// the monotonic clock, from the start of one run to the start of the next) until `stop` is
 /// fired or the task is cancelled; a stop during the wait ends the loop at once, a stop during
-/// `body` after it. Used by every periodic service (status, journal retention, thread
-/// priorities, expected arrivals, occupancy, runtime fences) and the monitors' clock.
+/// `body` after it. For fixed periods (tests, a loop with nothing to be woken for);
+/// the gateway's loops use ``repeating(until:wakeup:_:)``, which sleeps until they have work.
 func repeating(every interval: Double, until stop: StopSignal, _ body: () async -> Void) async {
-    while !stop.isFired, !Task.isCancelled {
+    await repeating(until: stop) {
         let next = MonotonicClock.now() + interval
         await body()
-        let wait = next - MonotonicClock.now()
-        if wait > 0, await !stop.sleep(seconds: wait) { return }
+        return next
+    }
+}
+
+/// The gateway's loop that sleeps until it has work: runs `body` at once, then again whenever
+/// the monotonic time it returned comes (nil: no deadline) or `wakeup` is poked, whichever is
+/// first, until `stop` is fired or the task is cancelled (a stop during the wait ends the loop
+/// at once, a stop during `body` after it). A poke during `body` makes the next run follow at
+/// once. Used by every periodic service (status, journal retention, thread priorities,
+/// expected arrivals, occupancy, runtime fences) and the monitors' clock: with nothing due,
+/// the loop's task sleeps and no thread wakes for it.
+func repeating(until stop: StopSignal, wakeup: Wakeup? = nil, _ body: () async -> Double?) async {
+    while !stop.isFired, !Task.isCancelled {
+        let next = await body()
+        if await stop.sleep(until: next, or: wakeup) == .stopped { return }
     }
 }
