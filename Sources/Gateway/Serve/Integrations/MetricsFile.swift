@@ -9,7 +9,7 @@ import Synchronization
 /// format (``MetricsExposition``) for node_exporter's textfile collector (docs/metrics.md).
 ///
 /// ``StatusReporter`` hands it a ``StatusSample`` at start, every `output.statusInterval` and
-/// at a graceful stop. The file is replaced atomically: the text goes to a hidden temporary
+/// at a graceful stop; it is written only when its text differs from what the file holds. The file is replaced atomically: the text goes to a hidden temporary
 /// file in the same folder (`.NAME.tmp`, which the collector's `*.prom` pattern skips), mode
 /// 0644 whatever the umask (the collector runs as another user), then is renamed over `path`.
 /// Neither is ever written through a symbolic link planted at its name: the temporary is
@@ -25,8 +25,9 @@ final class MetricsFile: Sendable {
     private let temporary: String
     private let warnings: Warnings
     private let queue = DispatchQueue(label: "geotrigger.metrics")
-    /// The text waiting to be written (a newer one replaces it) and whether a write is queued.
-    private let pending = Mutex<(text: String?, queued: Bool)>((nil, false))
+    /// The text waiting to be written (a newer one replaces it), whether a write is queued, and
+    /// the text the file holds (written last with success): the same text is not written again.
+    private let pending = Mutex<(text: String?, queued: Bool, written: String?)>((nil, false, nil))
 
     init(path: String, warnings: Warnings) {
         self.path = path
@@ -73,10 +74,12 @@ final class MetricsFile: Sendable {
         return e.text
     }
 
-    /// Writes `sample` soon, on the metrics queue (returns at once).
+    /// Writes `sample` soon, on the metrics queue (returns at once); nothing when the file
+    /// already holds that text (an idle gateway does not rewrite it every interval).
     func write(_ sample: StatusSample) {
         let text = Self.exposition(sample)
         let queue: Bool = pending.withLock { p in
+            if p.text == nil, p.written == text { return false }
             p.text = text
             if p.queued { return false }
             p.queued = true
@@ -100,10 +103,14 @@ final class MetricsFile: Sendable {
             defer { p.text = nil }
             return p.text
         }) else { return }
+        // A write asked for while the previous one waited may hold what the file already has.
+        if pending.withLock({ $0.written == text }) { return }
         do {
             try replace(with: text)
+            pending.withLock { $0.written = text }
             warnings.clear("metricsFile", resolved: "the metrics file \(path) is written again")
         } catch {
+            pending.withLock { $0.written = nil }
             warnings.set("metricsFile", "cannot write the metrics file \(path): \(error.message)")
         }
     }

@@ -18,7 +18,8 @@ final class StatusReporter: Service, Sendable {
     let counters: GatewayCounters
     let warnings: Warnings
     let since: Double
-    /// Where the outbox sizes are read (a few times a second, for the payload).
+    /// Where the outbox sizes are read (before each periodic report; a connect's `started`
+    /// has those of the last one).
     let store: GatewayStore
     /// The upstream broker's client, when `remote` is configured (for its connection state).
     let remote: MQTTClient?
@@ -113,26 +114,25 @@ final class StatusReporter: Service, Sendable {
         await metricsFile.writeAndWait(sample())
     }
 
+    /// Sleeps until each report is due (`output.statusInterval`): the outbox counts are read
+    /// from the store just before it, so an idle gateway wakes once per report.
     func run() async throws {
         if let metricsFile {
             await refreshOutboxCounts()
             metricsFile.write(sample())
         }
         var next = MonotonicClock.now() + interval
-        var nextCounts = 0.0
-        // Every 100 ms: the outbox counts at most every 0.25 s, the report when it is due.
-        guard await stop.sleep(seconds: 0.1) else { return }
-        await repeating(every: 0.1, until: stop) {
+        guard await stop.sleep(until: next, or: nil) == .due else { return }
+        await repeating(until: stop) {
             let now = MonotonicClock.now()
-            if now >= nextCounts {
-                nextCounts = now + 0.25
+            if now >= next, !stop.isFired {
+                next = now + interval
                 await refreshOutboxCounts()
+                let sample = sample()
+                if client.isConnected { republish(sample) }
+                metricsFile?.write(sample)
             }
-            guard now >= next, !stop.isFired else { return }
-            next = now + interval
-            let sample = sample()
-            if client.isConnected { republish(sample) }
-            metricsFile?.write(sample)
+            return next
         }
     }
 
