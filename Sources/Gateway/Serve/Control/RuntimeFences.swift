@@ -61,21 +61,28 @@ final class RuntimeFences: Service, Sendable {
     private let backlog = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
     /// Something may be due for ``run()``: a change to rebuild, a save to retry, a following
-    /// fence to move. Without it the loop's visit does not go to the queue.
+    /// fence to move. Without it the loop sleeps; set from false it pokes `wakeup`.
     private let workPending = Atomic<Bool>(true)
+    /// Wakes ``run()``'s loop when `workPending` is set (``markWork()``).
+    private let wakeup = Wakeup()
     /// Ends ``run()``'s loop (``shutdown()``).
     private let stop = StopSignal()
-    /// How often ``run()`` looks at `workPending` (seconds).
+    /// While work waits for its time (a rebuild interval, a save retry, a follow interval),
+    /// ``run()`` looks again this often (seconds); with none it sleeps until poked.
     static let loopInterval = 0.05
     /// Where each rebuilt snapshot goes (the ``MonitorPool`` adopts them in order).
     private let adoptions: AsyncStream<EngineSnapshot>.Continuation
+    /// Told of each new live snapshot (the occupancy publisher's wake-up), after it is live.
+    private let snapshotChanged: @Sendable () -> Void
 
     /// The runtime fences saved in `store`, applied over `setup`'s file layers and triggers.
     init(
         setup: GatewaySetup, client: MQTTClient, store: GatewayStore, warnings: Warnings, logger: Logger,
-        adoptions: AsyncStream<EngineSnapshot>.Continuation, rebuildInterval: Double = 0.25, followInterval: Double = 1
+        adoptions: AsyncStream<EngineSnapshot>.Continuation, rebuildInterval: Double = 0.25, followInterval: Double = 1,
+        snapshotChanged: @escaping @Sendable () -> Void = {}
     ) async {
         self.adoptions = adoptions
+        self.snapshotChanged = snapshotChanged
         self.prefix = setup.config.output.prefix
         topics = ControlTopics(prefix: prefix, kind: "fences", levels: 2, client: client, warnings: warnings)
         self.client = client
@@ -186,7 +193,7 @@ final class RuntimeFences: Service, Sendable {
         queue.async { [self] in
             apply(message)
             backlog.subtract(1, ordering: .relaxed)
-            workPending.store(true, ordering: .releasing)
+            markWork()
         }
         if waiting > Self.backlogLimit { await onQueue {} }
     }
@@ -290,7 +297,7 @@ final class RuntimeFences: Service, Sendable {
     /// ``followInterval``; the latest position wins).
     func followedDeviceMoved(_ update: LocationUpdate) {
         followers.withLock { $0.moved(update.device, to: update.coordinate) }
-        workPending.store(true, ordering: .releasing)
+        markWork()
     }
 
     /// Who follows whom, from the book's fences (at start and after each adoption).
@@ -339,6 +346,8 @@ final class RuntimeFences: Service, Sendable {
                 namedRuntimeLayers: names.subtracting(fileLayers.map(\.name)))
         } }
         await rebuildIfDue()
+        // What the rebuild left (a save to retry, a change waiting for its interval) is the loop's.
+        if workPending.load(ordering: .acquiring) { wakeup.poke() }
     }
 
     /// Rebuilds and hands the snapshot to the pool when something changed and the interval passed.
@@ -368,7 +377,10 @@ final class RuntimeFences: Service, Sendable {
             adoptions.yield(snapshot)
             return true
         }
-        if newest { await onQueue { self.updateFollowing() } }
+        if newest {
+            snapshotChanged()
+            await onQueue { self.updateFollowing() }
+        }
         let rejected = Set(actions.compactMap { action -> FenceKey? in
             if case .reject(let key, _) = action { key } else { nil }
         })
@@ -412,20 +424,28 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// On the queue: keeps ``run()`` coming while a change waits for its rebuild interval, a
-    /// save for its retry, or a followed device's position for its fences' move.
+    /// save for its retry, or a followed device's position for its fences' move. Not a poke:
+    /// the loop (or the reload) that got here looks at the flag when it is done.
     private func noteRemainingWork(_ book: RuntimeFenceBook) {
         if followers.withLock({ book.workRemaining($0) }) {
             workPending.store(true, ordering: .releasing)
         }
     }
 
-    /// Every ``loopInterval``, until ``shutdown()``: when something may be due, a rebuild and a
-    /// save retry (idle, the usual case, does not visit the queue).
+    /// Something may be due for ``run()``: wakes it if it sleeps (one poke until it looks).
+    private func markWork() {
+        if !workPending.exchange(true, ordering: .acquiringAndReleasing) { wakeup.poke() }
+    }
+
+    /// Until ``shutdown()``: when something may be due, a rebuild and a save retry; while
+    /// something waits for its time, again every ``loopInterval``; otherwise (idle, the usual
+    /// case) it sleeps until ``markWork()`` pokes it.
     func run() async throws {
-        await repeating(every: Self.loopInterval, until: stop) {
-            guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        await repeating(until: stop, wakeup: wakeup) {
+            guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
             await rebuildIfDue()
             await retryUnsaved()
+            return workPending.load(ordering: .acquiring) ? MonotonicClock.now() + Self.loopInterval : nil
         }
     }
 
