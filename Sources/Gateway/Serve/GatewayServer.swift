@@ -113,7 +113,7 @@ struct GatewayServer: Sendable {
                                        interval: config.gateway.commitInterval)
         let (snapshots, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger,
-                                                adoptions: adoptions)
+                                                adoptions: adoptions, snapshotChanged: { statePublisher.occupancyChanged.poke() })
         let (questions, askShards) = AsyncStream.makeStream(of: DeviceShard.DeviceQuestion.self)
         let expectations = await Expectations(config: config, client: local, store: store, committer: committer, warnings: warnings,
                                               logger: logger, snapshot: { runtimeFences.snapshot }, questions: askShards)

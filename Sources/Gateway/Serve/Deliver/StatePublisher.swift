@@ -31,6 +31,9 @@ package final class StatePublisher: Sendable {
     /// With `output.occupancy`: the devices in each fence, from the device publications.
     let occupancyEnabled: Bool
     let occupancy = LeveledMutex(OccupancyBook(), level: .occupancy)
+    /// Poked when an occupancy topic became due sooner than the ``OccupancyPublisher`` looks,
+    /// or the fences changed: its loop waits on it.
+    let occupancyChanged = Wakeup()
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
     private let perform: Perform
@@ -188,7 +191,9 @@ package final class StatePublisher: Sendable {
                 set(.topic(discovery.attributesTopic(device: publication.device)), attributes, in: &book)
             }
         }
-        if occupancyEnabled { occupancy.withLock { $0.update(device: publication.device, stays: publication.stays) } }
+        if occupancyEnabled, occupancy.withLock({ $0.update(device: publication.device, stays: publication.stays) }) {
+            occupancyChanged.poke()
+        }
         schedulePump()
     }
 

@@ -22,25 +22,50 @@ struct OccupancyBook: Sendable {
     private var lastPublished: [OccupancyKey: Double] = [:]
     /// Keys whose topic was published in this run and not cleared since.
     private(set) var published: Set<OccupancyKey> = []
+    /// When the publisher's loop looks next (monotonic; nil: nothing was due when it looked).
+    private var wakeAt: Double?
     let interval: Double
 
     init(interval: Double = 1) { self.interval = interval }
 
     /// `device`'s confirmed stays are now `stays` (none: it left every fence, or was forgotten).
-    mutating func update(device: String, stays: [DeviceMonitor.Stay]) {
+    /// True when a topic became due before the publisher's loop looks next: poke it.
+    @discardableResult
+    mutating func update(device: String, stays: [DeviceMonitor.Stay]) -> Bool {
         let now = Set(stays.map { OccupancyKey(trigger: $0.trigger, layer: $0.layer, fence: $0.fence) })
         let before = keysOfDevice[device] ?? []
-        guard now != before else { return }
+        guard now != before else { return false }
+        var sooner = false
         for key in before.subtracting(now) {
             devices[key]?.remove(device)
             if devices[key]?.isEmpty == true { devices[key] = nil }
-            dirty.insert(key)
+            if markDirty(key) { sooner = true }
         }
         for key in now.subtracting(before) {
             devices[key, default: []].insert(device)
-            dirty.insert(key)
+            if markDirty(key) { sooner = true }
         }
         keysOfDevice[device] = now.isEmpty ? nil : now
+        return sooner
+    }
+
+    /// When `key`'s topic may go out (monotonic): `interval` after its last publication.
+    private func due(_ key: OccupancyKey) -> Double { (lastPublished[key] ?? -.infinity) + interval }
+
+    /// Marks `key` changed; true when it is due before the loop looks next.
+    private mutating func markDirty(_ key: OccupancyKey) -> Bool {
+        dirty.insert(key)
+        let due = due(key)
+        guard wakeAt.map({ due < $0 }) ?? true else { return false }
+        wakeAt = due
+        return true
+    }
+
+    /// When the publisher's loop must look next (monotonic; nil: nothing is due until a
+    /// change), after it took and published what was due.
+    mutating func nextDue() -> Double? {
+        wakeAt = dirty.map(due).min()
+        return wakeAt
     }
 
     /// The devices in `key`, sorted.
@@ -50,7 +75,9 @@ struct OccupancyBook: Sendable {
 
     /// Every published key is looked at again (the fences or triggers changed: removed ones
     /// are cleared).
-    mutating func recheckPublished() { dirty.formUnion(published) }
+    mutating func recheckPublished() {
+        for key in published { _ = markDirty(key) }
+    }
 
     /// The keys to publish now (monotonic `now`), taken off the due set; each is then either
     /// ``published(_:at:)`` or ``cleared(_:)``.

@@ -2,7 +2,8 @@ import GeotriggerCore
 
 /// Publishes the retained occupancy topics `PREFIX/occupancy/TRIGGER/LAYER/FENCE` (with
 /// `output.occupancy`): the devices with a confirmed stay in each fence, as the `inside` query
-/// counts them, when the set changed, at most once a second per fence (the newest set wins),
+/// counts them, when the set changed, at most once a second per fence (the newest set wins;
+/// its loop sleeps until one is due),
 /// through the ``StatePublisher`` (so every connect publishes them again). A fence or trigger
 /// that is gone has its topic (and its Home Assistant sensor) cleared.
 final class OccupancyPublisher: Service, Sendable {
@@ -19,24 +20,29 @@ final class OccupancyPublisher: Service, Sendable {
         self.snapshot = snapshot
     }
 
+    /// Sleeps until a topic is due: a change pokes it (``StatePublisher/occupancyChanged``),
+    /// as does a new snapshot (its fences' topics are looked at again); a topic published less
+    /// than a second ago is due when that second ends.
     func run() async throws {
         var seen: ObjectIdentifier?
-        await repeating(every: 0.25, until: stop) {
+        await repeating(until: stop, wakeup: states.occupancyChanged) {
             let current = snapshot()
             if seen != ObjectIdentifier(current) {
                 if seen != nil { states.occupancy.withLock { $0.recheckPublished() } }
                 seen = ObjectIdentifier(current)
             }
-            publishDue(snapshot: current)
+            return publishDue(snapshot: current)
         }
     }
 
     func shutdown() async { stop.fire() }
 
-    /// Publishes (or clears) every occupancy topic that is due now.
-    func publishDue(snapshot: EngineSnapshot, now: Double = MonotonicClock.now()) {
+    /// Publishes (or clears) every occupancy topic that is due now; returns when the next one
+    /// is due (monotonic; nil: none until a change).
+    @discardableResult
+    func publishDue(snapshot: EngineSnapshot, now: Double = MonotonicClock.now()) -> Double? {
         let due = states.occupancy.withLock { $0.takeDue(now: now) }
-        guard !due.isEmpty else { return }
+        guard !due.isEmpty else { return states.occupancy.withLock { $0.nextDue() } }
         let triggers = Set(snapshot.triggers.map(\.name))
         let updated = ISO8601Time.format(WallClock.now(), milliseconds: true)
         for key in due {
@@ -63,5 +69,6 @@ final class OccupancyPublisher: Service, Sendable {
             }
             states.publish(topic: topic, payload: JSONValue.object(payload).serializedBytes())
         }
+        return states.occupancy.withLock { $0.nextDue() }
     }
 }
