@@ -44,8 +44,9 @@ struct ExpectationBook: Sendable {
     /// Open expectation ids per device.
     private(set) var openByDevice: [String: Set<String>] = [:]
     private(set) var openCount = 0
-    /// No open deadline is earlier (a lower bound: an entry that left may have set it).
-    private var nextDeadline = Double.infinity
+    /// No open deadline is earlier (a lower bound: an entry that left may have set it; exact
+    /// after ``tick(now:)``). Wall-clock time; infinity: nothing open.
+    private(set) var nextDeadline = Double.infinity
     private var generation = 0
     /// Clears published and not yet seen coming back, per id.
     private(set) var echoes: [String: Int] = [:]

@@ -35,7 +35,8 @@ final class Expectations: Service, Sendable {
     /// ``capacity`` of them; a real one is about 120 bytes).
     static let payloadLimit = 1024
     let snapshot: @Sendable () -> EngineSnapshot
-    /// How often deadlines, stay checks and clears are looked at (seconds).
+    /// How soon work left by the loop (a clear whose commit is not stored yet, a stay check
+    /// being answered) is looked at again (seconds).
     let interval: Double
     /// The most open expectations.
     static let capacity = 100_000
@@ -54,6 +55,11 @@ final class Expectations: Service, Sendable {
         ([], []), level: .expectationWork)
     /// Fired by ``shutdown()``: the loop ends.
     private let stop = StopSignal()
+    /// Wakes the loop: an expectation opened, changed or decided (a deadline, a stay check or a clear to do).
+    private let wakeup = Wakeup()
+    /// The loop sleeps at most this long while expectations are open (seconds): their deadlines
+    /// are wall-clock times, and the wall clock may be stepped meanwhile.
+    static let longestSleep: Double = 60
     /// Fired when the loop has returned.
     private let exited = StopSignal()
 
@@ -145,8 +151,10 @@ final class Expectations: Service, Sendable {
     /// book's lock, so the database sees the changes of an id in the order they were decided.
     private func apply(_ body: (inout ExpectationBook) -> [ExpectationBook.Action]) {
         var publish: [ExpectationBook.Action] = []
+        var actionsWereEmpty = true
         book.withLock { b in
             let actions = body(&b)
+            actionsWereEmpty = actions.isEmpty
             var item = EventCommitter.Item()
             for action in actions {
                 switch action {
@@ -159,6 +167,7 @@ final class Expectations: Service, Sendable {
             openCount.store(b.openCount, ordering: .relaxed)
             if !item.expectations.isEmpty { _ = committer.enqueue(item) }
         }
+        if !publish.isEmpty || !actionsWereEmpty { wakeup.poke() }
         for action in publish {
             switch action {
             case .clearRetained(let id): clearRetained(id)
@@ -184,6 +193,7 @@ final class Expectations: Service, Sendable {
             destination: .local, eventID: decision.id, topic: "\(prefix)/expect/\(expectation.id)/result",
             payload: decision.resultJSON(emitted: WallClock.now()).serializedBytes(), qos: qos))
         work.withLock { $0.clears.append((id: expectation.id, resultID: decision.id)) }
+        wakeup.poke()
         logger.info("expectation settled", [
             "expectation": expectation.id, "device.id": expectation.device, "result": decision.result,
             "time": ISO8601Time.format(decision.time),
@@ -250,12 +260,14 @@ final class Expectations: Service, Sendable {
 
     // MARK: The loop
 
-    /// Every ``interval`` seconds, the first one after the start: the deadlines, the stay
-    /// checks, the clears.
+    /// The deadlines, the stay checks, the clears: first ``interval`` after the start, then
+    /// whenever something was opened, changed or decided (a poke), at the next deadline (at
+    /// most ``longestSleep`` ahead), and every ``interval`` while work is left; with nothing
+    /// open it sleeps until poked.
     func run() async throws {
         defer { exited.fire() }
         guard await stop.sleep(seconds: interval) else { return }
-        await repeating(every: interval, until: stop) {
+        await repeating(until: stop, wakeup: wakeup) {
             let now = WallClock.now()
             var due: [ExpectationDecision] = []
             book.withLock { b in
@@ -265,7 +277,19 @@ final class Expectations: Service, Sendable {
             }
             await checkStays()
             await clearSettled()
+            return nextLook()
         }
+    }
+
+    /// When the loop looks next (monotonic; nil: when poked).
+    private func nextLook() -> Double? {
+        let now = MonotonicClock.now()
+        if work.withLock({ !$0.checks.isEmpty || !$0.clears.isEmpty }) { return now + interval }
+        let deadline = book.withLock { $0.nextDeadline }
+        guard deadline.isFinite else { return nil }
+        let wait = deadline - WallClock.now()
+        // Passed: an expectation whose stay check is being answered (the answer decides it).
+        return now + (wait > 0 ? min(wait, Self.longestSleep) : interval)
     }
 
     /// Stops the loop, then answers the stay checks still pending (the monitors stop after
