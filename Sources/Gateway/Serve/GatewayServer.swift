@@ -108,9 +108,10 @@ struct GatewayServer: Sendable {
             discovery: config.homeassistant.discovery ? HomeAssistantDiscovery(config: config) : nil, occupancy: config.output.occupancy)
         let spill = SpillFile(path: SpillFile.path(forDatabase: config.resolve(config.gateway.database)))
         let spilled = await applySpill(spill, to: store, warnings: warnings, logger: logger)
+        let retention = JournalRetention(store: store, days: config.journal.retentionDays, maxRows: config.journal.maxRows, logger: logger)
         let committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger,
                                        publishers: publishers, statePublisher: statePublisher, spill: spill, retry: spilled,
-                                       interval: config.gateway.commitInterval)
+                                       interval: config.gateway.commitInterval, journalGrew: { retention.journalGrew() })
         let (snapshots, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
         let runtimeFences = await RuntimeFences(setup: setup, client: local, store: store, warnings: warnings, logger: logger,
                                                 adoptions: adoptions, snapshotChanged: { statePublisher.occupancyChanged.poke() })
@@ -182,7 +183,7 @@ struct GatewayServer: Sendable {
         services.add(.queries, queries)
         services.add(.control, control)
         services.add(.localConnection, localConnection)
-        services.add(.journalRetention, JournalRetention(store: store, days: config.journal.retentionDays, maxRows: config.journal.maxRows, logger: logger))
+        services.add(.journalRetention, retention)
         if ownsProcess { services.add(.threadPriorities, NetworkThreadPriority(clients: [local, remote].compactMap { $0 }, logger: logger)) }
         if config.output.occupancy { services.add(.occupancy, OccupancyPublisher(states: statePublisher, snapshot: { runtimeFences.snapshot })) }
         services.add(.status, status)

@@ -120,6 +120,8 @@ package final class EventCommitter: Service, StepSink, Sendable {
     let interval: Double
     /// Where refused batches are kept while the database fails (nil: memory only).
     let spill: SpillFile?
+    /// Told after a commit that stored events (journal retention looks at the size then).
+    let journalGrew: @Sendable () -> Void
     /// Commits run by that network thread, and commit jobs queued on the store's queue.
     let networkThreadCommits = Atomic<Int>(0)
     let queuedCommits = Atomic<Int>(0)
@@ -132,10 +134,11 @@ package final class EventCommitter: Service, StepSink, Sendable {
         store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
         limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch(),
-        interval: Double = 0
+        interval: Double = 0, journalGrew: @escaping @Sendable () -> Void = {}
     ) {
         self.interval = interval
         self.store = store
+        self.journalGrew = journalGrew
         self.counters = counters
         self.warnings = warnings
         self.logger = logger
@@ -323,6 +326,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             do {
                 let receipt = try store.commit(batch)
                 committed = true
+                if !batch.events.isEmpty { journalGrew() }
                 warnings.clear("database", resolved: "the database accepts writes again")
                 if !retried.isEmpty {
                     spill?.remove()
