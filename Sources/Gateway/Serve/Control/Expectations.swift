@@ -287,7 +287,9 @@ final class Expectations: Service, Sendable {
         if work.withLock({ !$0.checks.isEmpty || !$0.clears.isEmpty }) { return now + interval }
         let deadline = book.withLock { $0.nextDeadline }
         guard deadline.isFinite else { return nil }
-        let wait = deadline - WallClock.now()
+        // Woken in the millisecond after the deadline: a miss's `emitted`, written to the
+        // millisecond, is never before its `by`.
+        let wait = ((deadline * 1000).rounded(.down) + 1) / 1000 - WallClock.now()
         // Passed: an expectation whose stay check is being answered (the answer decides it).
         return now + (wait > 0 ? min(wait, Self.longestSleep) : interval)
     }
