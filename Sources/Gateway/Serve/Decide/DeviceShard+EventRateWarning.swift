@@ -26,6 +26,13 @@ extension DeviceShard {
             warnings.set(Self.key, "device \(device) decided more than \(limit) events in a minute of fix time (input.maxEventsPerDevice): the rest are counted as eventRateLimited, neither journaled nor published", origin: .client)
         }
 
+        /// When ``clearIfQuiet(now:)`` clears the warning if no event is refused before (gateway
+        /// clock; nil: the warning is down).
+        var clearDue: Double? {
+            let last = lastRefused.load(ordering: .relaxed)
+            return last == 0 ? nil : Double(bitPattern: last) + Self.clearAfter
+        }
+
         /// Clears the warning once no event was refused for ``clearAfter`` seconds before `now`.
         func clearIfQuiet(now: Double) {
             let last = lastRefused.load(ordering: .relaxed)

@@ -103,14 +103,24 @@ package final class DeviceShard: Sendable {
     let retention: ShardRetention
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
+    /// When this shard's next tick is due (monotonic seconds, as a bit pattern; infinity:
+    /// none): every ``tickInterval`` while a device is in memory, else when the first
+    /// hibernated one is to be forgotten. Set under the lock; the pool's clock reads it.
+    private let tickDueBits = Atomic<UInt64>(Double.infinity.bitPattern)
+    /// The pool's clock: poked when a tick became due sooner than it sleeps.
+    private let clock: Wakeup
+    /// Seconds between ticks while a device is in memory.
+    let tickInterval: Double
 
     /// Devices of this shard with a state saved by the previous run (restored at start).
     let saved: Set<String>
     private let state: LeveledMutex<State>
 
     init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, eventRate: EventRateWarning,
-         saved: Set<String> = []) {
+         saved: Set<String> = [], clock: Wakeup = Wakeup(), tickInterval: Double = 0.5) {
         self.context = context
+        self.clock = clock
+        self.tickInterval = tickInterval
         self.census = census
         self.eventRate = eventRate
         self.retention = ShardRetention(hibernateAfter: context.config.gateway.hibernateAfter, forgetAfter: context.config.gateway.forgetAfter)
@@ -145,6 +155,7 @@ package final class DeviceShard: Sendable {
                 box = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
                 s.slots[device] = box
                 recount(s.slots.count + s.hibernated.count)
+                ticksDue(by: now + tickInterval)
             }
             var mustWait = false
             handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot),
@@ -171,6 +182,25 @@ package final class DeviceShard: Sendable {
             context.warnings.set(ShardAdmission.userWarning, census.admission.userWarningText(user), origin: .client)
             return false
         }
+    }
+
+    /// When this shard's next tick is due (monotonic; infinity: nothing is due until a device
+    /// comes).
+    var tickDue: Double { Double(bitPattern: tickDueBits.load(ordering: .relaxed)) }
+
+    /// Under the lock: a device came into memory, so a tick is due by `due`; pokes the pool's
+    /// clock if it sleeps longer (once: while devices are in memory the ticks keep it sooner).
+    private func ticksDue(by due: Double) {
+        guard due < tickDue else { return }
+        tickDueBits.store(due.bitPattern, ordering: .relaxed)
+        clock.poke()
+    }
+
+    /// Under the lock, after a tick at `now`: the next one is due in ``tickInterval`` while a
+    /// device is in memory, else when the first hibernated device is to be forgotten.
+    private func scheduleTicks(_ s: State, now: Double) {
+        let due = s.slots.isEmpty ? (s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity) : now + tickInterval
+        tickDueBits.store(due.bitPattern, ordering: .relaxed)
     }
 
     /// Updates this shard's device count and the census total.
@@ -258,6 +288,7 @@ package final class DeviceShard: Sendable {
             var mustWait = false
             body(&s, &mustWait)
             recount(s.slots.count + s.hibernated.count)
+            if !s.slots.isEmpty { ticksDue(by: MonotonicClock.now() + tickInterval) }
             return mustWait
         }
         if mustWait { await context.committer.waitForRoom() }
@@ -433,6 +464,7 @@ package final class DeviceShard: Sendable {
             s.hibernated[device] = nil
             forget(device, mustWait: &mustWait)
         }
+        scheduleTicks(s, now: now)
     }
 
     /// One slot's part of a tick at `now`: its deadlines, its held-back position's trailing

@@ -2,7 +2,9 @@ import GeotriggerCore
 import Synchronization
 
 /// The device monitors: one ``DeviceShard`` per core, each device always on the same shard
-/// (by a stable hash of its id), and a clock that ticks them every `tickInterval` seconds.
+/// (by a stable hash of its id), and a clock that ticks a shard every `tickInterval` seconds
+/// while it has a device in memory (else when a hibernated one is to be forgotten), and
+/// otherwise sleeps.
 /// New fence snapshots (runtime fences, SIGHUP) arrive on the `snapshots` stream and are
 /// adopted in order; questions about one device (expected arrivals) arrive on `questions` and
 /// go to its shard.
@@ -21,6 +23,8 @@ package final class MonitorPool: Service, Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Fired by ``shutdown()`` with `stopping`: the clock's loop ends.
     private let ticks = StopSignal()
+    /// Wakes the clock's loop: a shard's tick became due sooner (a device came into memory).
+    private let clockWakeup: Wakeup
 
     /// Monitor states saved by the previous run, and when each of those devices last reported
     /// on the running clock: restored when the pool starts, then let go.
@@ -28,7 +32,7 @@ package final class MonitorPool: Service, Sendable {
     /// The running clock (``RunningClock``), carried across restarts.
     let clock: RunningClock
     /// The running clock is saved this often (seconds), and with every device at the stop.
-    static let clockSaveInterval = 60.0
+    static let clockSaveInterval = 600.0
     /// The feeds' connection going down and up (``feedsDown(at:)``), in the order it happened.
     private let connectionChanges: AsyncStream<DeviceShard.Work>
     private let connectionContinuation: AsyncStream<DeviceShard.Work>.Continuation
@@ -58,8 +62,11 @@ package final class MonitorPool: Service, Sendable {
         let census = DeviceShard.Census(limit: context.config.input.maxDevices, perUser: context.config.input.maxDevicesPerUser)
         let eventRate = DeviceShard.EventRateWarning(limit: context.config.input.maxEventsPerDevice, warnings: context.warnings)
         self.eventRate = eventRate
+        let clockWakeup = Wakeup()
+        self.clockWakeup = clockWakeup
         self.shards = saved.map {
-            DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, eventRate: eventRate, saved: $0)
+            DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, eventRate: eventRate, saved: $0,
+                        clock: clockWakeup, tickInterval: tickInterval)
         }
         self.committer = context.committer
         self.initial = Mutex((initialStates, lastReports))
@@ -209,11 +216,12 @@ package final class MonitorPool: Service, Sendable {
                 var jumps = ClockJumpDetector(wall: WallClock.now(), monotonic: now)
                 var lastSave = now
                 var lastJump: Double?
-                // Every tickInterval, the first one after the start; ends at the shutdown (or
-                // when cancelled, where a flag-and-sleep loop would spin: a cancelled sleep
-                // returns at once).
+                // The first look one tickInterval after the start; then whenever something is
+                // due: a shard's tick (``DeviceShard/tickDue``), the running clock's save, the
+                // event-rate warning's clearing, the clock-jump warning's end. Ends at the
+                // shutdown (or when cancelled).
                 guard await ticks.sleep(seconds: tickInterval) else { return }
-                await repeating(every: tickInterval, until: ticks) {
+                await repeating(until: ticks, wakeup: clockWakeup) {
                     let now = MonotonicClock.now()
                     if let step = jumps.check(wall: WallClock.now(), monotonic: now) {
                         clockJumped(step)
@@ -227,8 +235,20 @@ package final class MonitorPool: Service, Sendable {
                         try? await context.store.saveRunningClock(seconds: clock.running(atMonotonic: now))
                     }
                     eventRate.clearIfQuiet(now: now)
-                    // A busy shard skips a tick rather than queueing clock work behind updates.
-                    for shard in shards where !stopping.load(ordering: .relaxed) { _ = shard.mailbox.trySend(.tick(now)) }
+                    var next = min(lastSave + Self.clockSaveInterval, lastJump.map { $0 + 3600 } ?? .infinity,
+                                   eventRate.clearDue ?? .infinity)
+                    for shard in shards where !stopping.load(ordering: .relaxed) {
+                        let due = shard.tickDue
+                        guard due <= now else {
+                            next = min(next, due)
+                            continue
+                        }
+                        // A busy shard skips a tick rather than queueing clock work behind
+                        // updates; either way the next look is a tickInterval on.
+                        _ = shard.mailbox.trySend(.tick(now))
+                        next = min(next, now + tickInterval)
+                    }
+                    return next
                 }
             }
         }
