@@ -285,7 +285,8 @@ final class MQTTClientCore: @unchecked Sendable {
                         _ = mosquitto_disconnect_v5(handle, 0, nil)
                     }
                 }
-                code = turn(handle, timeout: stopping ? 100 : 1000, reading: !stopping || connecting, connecting: connecting, delegate: delegate)
+                code = turn(handle, timeout: stopping ? 100 : connecting ? 1000 : idleWait, reading: !stopping || connecting,
+                            connecting: connecting, delegate: delegate)
             } while code == Int32(MOSQ_ERR_SUCCESS.rawValue)
             setLooping(false)
             lock.lock()
@@ -365,6 +366,15 @@ final class MQTTClientCore: @unchecked Sendable {
     /// wake every millisecond.
     static let batchBytes: Int32 = 4096
     static let batchWait: Int32 = 1
+
+    /// How long (ms) a connected turn waits in `poll` with nothing to read, write or run: a
+    /// quarter of the keepalive (at least 1 s; a minute without one). `mosquitto_loop_misc`
+    /// sends the PINGREQ once `keepalive` passed since the last packet out or in, so it goes at
+    /// most a quarter late, well before the broker's limit of one and a half keepalives; jobs
+    /// and stops wake the thread through the eventfd, packets through the socket.
+    var idleWait: Int32 {
+        configuration.keepalive > 0 ? Int32(clamping: max(1000, configuration.keepalive * 250)) : 60_000
+    }
 
     /// One turn of the connection loop, as `mosquitto_loop` does it but with the wake-up eventfd
     /// beside the socket: waits up to `timeout` ms for either, runs the queued jobs, reads what
