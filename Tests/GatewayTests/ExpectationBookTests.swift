@@ -109,12 +109,41 @@ import Testing
         let r15 = book.offer(e, now: Self.by - 40)
         #expect(r15 == [ExpectationBook.Action.clearRetained("e1")])
         #expect(!book.hasOpen(device: e.device))
-        // Both clears come back: the settled row goes once the broker holds no copy.
+        // Both clears come back: the broker holds no copy; the settled entry and its row stay,
+        // cleared, to recognise a copy an old save of the broker brings back.
         let r16 = book.cancel("e1")
-        #expect(r16 == [ExpectationBook.Action.store(.remove("e1", onlySettled: true))])
+        #expect(r16.isEmpty)
         let r17 = book.cancel("e1")
         #expect(r17.isEmpty)
-        #expect(book.entries["e1"] == nil)
+        #expect(book.entries["e1"]?.cleared == true)
+        #expect(book.echoes["e1"] == nil)
+        // The broker restarts from a save older than the clear: the request comes back at the
+        // connect, and is cleared again, not decided a second time.
+        let r16b = book.offer(e, now: Self.by + 100)
+        #expect(r16b == [ExpectationBook.Action.clearRetained("e1")])
+        let r16c = book.tick(now: Self.by + 200)
+        #expect(!book.hasOpen(device: e.device) && r16c.isEmpty)
+        #expect(book.entries["e1"]?.status == .settled(resultID: resultID))
+        let r16d = book.cancel("e1")
+        #expect(r16d.isEmpty && book.entries["e1"]?.cleared == true)
+    }
+
+    /// Cleared settled entries do not hold places of open ones, and past `capacity` of them
+    /// the oldest leave with their rows.
+    @Test func clearedSettledOnesAreBoundedAndHoldNoPlace() {
+        var book = ExpectationBook(capacity: 2)
+        for n in 0..<5 {
+            let e = Self.expectation("x\(n)")
+            _ = book.offer(e, now: Self.by - 100)
+            let decided = book.arrival(device: e.device, layer: "fleet", fence: "depot", time: Self.by - 50, now: Self.by - 50)
+            #expect(decided.count == 1)
+            let clearing = book.clearing("x\(n)", resultID: decided[0].id)
+            #expect(clearing)
+            let removed = book.cancel("x\(n)")
+            #expect(removed == (n >= 2 ? [ExpectationBook.Action.store(.remove("x\(n - 2)", onlySettled: true))] : []))
+        }
+        #expect(book.clearedCount == 2 && book.entries.count == 2)
+        #expect(book.entries["x3"]?.cleared == true && book.entries["x4"]?.cleared == true)
     }
 
     @Test func anEmptyPayloadCancelsButTheGatewaysOwnClearDoesNot() throws {

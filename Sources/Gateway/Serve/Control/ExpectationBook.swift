@@ -6,10 +6,12 @@ import Store
 /// broker or a database (`ExpectationBookTests`). Times are passed in.
 ///
 /// An expectation is *open* until it is decided (arrived or missed) or cancelled; a decided one
-/// stays *settled* here until the broker's retained copy of it is known to be cleared (an empty
-/// message comes back for it), so that a retained copy arriving again (after a restart before
-/// the clear went out) is cleared again instead of being opened anew. Each decision is made
-/// once: the first of the device's enters, its stay, and the deadline wins.
+/// stays *settled* here, so that a retained copy arriving again is cleared again instead of being
+/// opened anew: after a restart before the clear went out, and also after the clear came back
+/// (the entry is then *cleared*), since a broker restarted from an old save brings the request
+/// back. The ``capacity`` most recently cleared ones are kept (the older ones leave, with their
+/// rows). Each decision is made once: the first of the device's enters, its stay, and the
+/// deadline wins.
 struct ExpectationBook: Sendable {
     enum Status: Sendable, Equatable {
         /// Open; `generation` tells this version from a replacement (for stay answers).
@@ -23,6 +25,9 @@ struct ExpectationBook: Sendable {
         var status: Status
         /// A stay check is on the way: the deadline waits for its answer.
         var checking = false
+        /// Settled, and the broker's retained copy was seen cleared: kept to recognise a copy an
+        /// old save of the broker brings back (not counted against the open and waiting bound).
+        var cleared = false
     }
 
     enum Action: Sendable, Equatable {
@@ -50,6 +55,11 @@ struct ExpectationBook: Sendable {
     private var generation = 0
     /// Clears published and not yet seen coming back, per id.
     private(set) var echoes: [String: Int] = [:]
+    /// Settled entries whose retained copy was seen cleared, oldest first (an id may be listed
+    /// again; an entry no longer cleared is skipped), and how many are cleared now.
+    private var clearedOrder: [String] = []
+    private var clearedHead = 0
+    private(set) var clearedCount = 0
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
@@ -86,14 +96,19 @@ struct ExpectationBook: Sendable {
             case .open:
                 return []  // a retained copy of what is open
             case .settled:
-                // A retained copy of a settled one (its clear did not reach the broker).
+                // A retained copy of a settled one: its clear did not reach the broker, or an old
+                // save of the broker brought it back. Cleared again, never decided again.
+                if entry.cleared {
+                    entries[id]!.cleared = false
+                    clearedCount -= 1
+                }
                 echoes[id, default: 0] += 1
                 return [.clearRetained(id)]
             }
         }
         let replacing: Bool = if case .open? = entries[id]?.status { true } else { false }
         // Settled ones leave when their clear comes back; while the broker is away they wait.
-        if !replacing, openCount >= capacity || entries.count >= 2 * capacity {
+        if !replacing, openCount >= capacity || entries.count - clearedCount >= 2 * capacity {
             return [.reject(id, "\(capacity) expectations are open or waiting for their topic to be cleared; cancel one or wait for one to be settled first")]
         }
         remove(id)
@@ -115,10 +130,14 @@ struct ExpectationBook: Sendable {
         }
         switch entry.status {
         case .settled:
-            // The broker holds no copy of it any more.
-            entries[id] = nil
+            // The broker holds no copy of it any more: kept (and its row) as cleared, to clear
+            // it again should an old save of the broker bring it back.
+            if entry.cleared { return [] }
+            entries[id]!.cleared = true
             echoes[id] = nil
-            return [.store(.remove(id, onlySettled: true))]
+            clearedCount += 1
+            clearedOrder.append(id)
+            return evictCleared()
         case .open:
             // Our clear of an earlier version coming back after a new payload: the new one stays.
             if echo { return [] }
@@ -194,6 +213,24 @@ struct ExpectationBook: Sendable {
 
     // MARK: Bookkeeping
 
+    /// Past ``capacity`` cleared entries the oldest leave, with their rows.
+    private mutating func evictCleared() -> [Action] {
+        var actions: [Action] = []
+        while clearedCount > capacity, clearedHead < clearedOrder.count {
+            let id = clearedOrder[clearedHead]
+            clearedHead += 1
+            guard let entry = entries[id], entry.cleared else { continue }
+            entries[id] = nil
+            clearedCount -= 1
+            actions.append(.store(.remove(id, onlySettled: true)))
+        }
+        if clearedHead > 1024, clearedHead * 2 > clearedOrder.count {
+            clearedOrder.removeFirst(clearedHead)
+            clearedHead = 0
+        }
+        return actions
+    }
+
     @discardableResult
     private mutating func open(_ expectation: ExpectedArrival) -> Int {
         generation += 1
@@ -207,6 +244,7 @@ struct ExpectationBook: Sendable {
     /// Removes `id`'s entry (open or settled).
     private mutating func remove(_ id: String) {
         guard let entry = entries.removeValue(forKey: id) else { return }
+        if entry.cleared { clearedCount -= 1 }
         guard case .open = entry.status else { return }
         leaveOpen(entry.expectation)
     }
