@@ -96,6 +96,50 @@ import Testing
         #expect(Self.offer(&book, Self.key("zz"), []) == [] && book.unsaved.count == 1)
     }
 
+    /// A broker restarted from an old save sends, at the connect, retained copies the gateway
+    /// has since replaced or deleted: the gateway's version wins (published again, or the topic
+    /// cleared), nothing changes live, nothing is saved. A retained fence it never had, and a
+    /// change published now (not flagged retained), are taken as before.
+    @Test func aStaleRetainedCopyIsReplacedByTheGatewaysVersion() throws {
+        var book = try Self.book()
+        let parser = Parser()
+        let (a, b) = (Self.key("a"), Self.key("b"))
+        _ = Self.offer(&book, a, Self.point(lat: 34.45))
+        _ = Self.offer(&book, b, Self.point(lat: 34.46))
+        _ = try Self.build(&book, now: 0)
+        _ = book.takeUnsaved()
+        // b is deleted after the broker's save.
+        _ = Self.offer(&book, b, [])
+        _ = try Self.build(&book, now: 1)
+        _ = book.takeUnsaved()
+        // The old save's copies come back at the connect, flagged retained.
+        let old = Self.point(lat: 34.40)
+        let r1 = book.offer(a, payload: old, retained: true) { parser($0, $1) }
+        #expect(r1 == [.restoreRetained(a, Self.point(lat: 34.45))])
+        let r2 = book.offer(b, payload: Self.point(lat: 34.46), retained: true) { parser($0, $1) }
+        #expect(r2 == [.restoreRetained(b, nil)])
+        #expect(parser.calls == 0, "a stale copy is not even parsed")
+        #expect(book.layers["jobs"]?["a"]?.feature == Self.point(lat: 34.45) && book.layers["jobs"]?["b"] == nil)
+        let unsaved = book.takeUnsaved()
+        #expect(!book.dirty && unsaved.isEmpty)
+        // The gateway's own copies coming back change nothing.
+        let r3 = book.offer(a, payload: Self.point(lat: 34.45), retained: false) { parser($0, $1) }
+        let r4 = Self.offer(&book, b, [])
+        let r5 = book.offer(a, payload: Self.point(lat: 34.45), retained: true) { parser($0, $1) }
+        #expect(r3.isEmpty && r4.isEmpty && r5.isEmpty && !book.dirty)
+        // A retained fence the gateway never had is a change made while it was away.
+        let c = Self.key("c")
+        let r6 = book.offer(c, payload: Self.point(lat: 34.47), retained: true) { parser($0, $1) }
+        #expect(r6.isEmpty && book.layers["jobs"]?["c"] != nil && book.dirty)
+        // A change published now wins as always, and b added again is no longer deleted.
+        let r7 = Self.offer(&book, a, old)
+        #expect(r7.isEmpty && book.layers["jobs"]?["a"]?.feature == old)
+        let r8 = Self.offer(&book, b, Self.point(lat: 34.48))
+        #expect(r8.isEmpty && !book.deleted.contains(b))
+        let r9 = book.offer(b, payload: Self.point(lat: 34.48), retained: true) { parser($0, $1) }
+        #expect(r9.isEmpty)
+    }
+
     @Test func aDeleteOfAFenceLeftOutAtStartDeletesItsRowAndTheLastClearsTheWarning() throws {
         var book = try Self.book(maxFences: 1)
         #expect(book.fitsAtStart(restored: 0, bytes: 0, size: 10))

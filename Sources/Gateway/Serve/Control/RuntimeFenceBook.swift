@@ -17,7 +17,12 @@ import GeotriggerCore
 /// - the unsaved changes go to the store after a rebuild; a failed save gives them back, to be
 ///   tried again a second later (or at shutdown), unless a newer change to the fence came;
 /// - a following fence (`properties.follow`) moves to its device's latest position at most once
-///   per ``followInterval`` seconds (``Followers``).
+///   per ``followInterval`` seconds (``Followers``);
+/// - the broker's retained copy (sent at a connect, flagged retained) of a fence the gateway
+///   holds in another version, or deleted, is stale (a broker restarted from an old save
+///   brought it back): the gateway's version wins and is published again, or the topic cleared
+///   (``Action/restoreRetained(_:_:)``). A retained fence the gateway never had is taken as a
+///   change.
 struct RuntimeFenceBook: Sendable {
     /// (layer, fence id).
     struct FenceKey: Sendable, Hashable {
@@ -40,6 +45,9 @@ struct RuntimeFenceBook: Sendable {
         case leftOutResolved
         /// The build failed on something no fence is to blame for: log it (the live snapshot stays).
         case buildProblem(String)
+        /// The broker's retained copy of the fence is stale: publish this version retained
+        /// again (nil: clear the topic, the fence is deleted) and warn.
+        case restoreRetained(FenceKey, [UInt8]?)
     }
 
     /// What ``RuntimeFences`` builds: an ``EngineSnapshot`` of these layers and triggers,
@@ -145,6 +153,10 @@ struct RuntimeFenceBook: Sendable {
     /// Fences in the database that the start left out (over the budget): a delete of one still
     /// deletes its row.
     private(set) var leftOut: Set<FenceKey> = []
+    /// Fences deleted in this run, oldest first (at most ``maxFences``): a retained copy of one
+    /// is stale and cleared again.
+    private(set) var deleted: Set<FenceKey> = []
+    private var deletedOrder: [FenceKey] = []
     /// The build under way: serial → fence id per runtime layer, and the attempts made.
     private var building: (bySerial: [String: [Int: String]], attempts: Int)?
 
@@ -196,9 +208,12 @@ struct RuntimeFenceBook: Sendable {
 
     /// A message on `PREFIX/fences/LAYER/FENCE_ID`: `payload` adds or replaces the fence, an
     /// empty one deletes it. The cheap checks come first; `parse` (called at most once, only
-    /// when they pass) checks the payload as a fence.
+    /// when they pass) checks the payload as a fence. `retained`: the broker's retained copy
+    /// (the message came flagged retained, as at a connect's subscription), not a change
+    /// published now: where the gateway holds another version of the fence, or deleted it, the
+    /// copy is stale and the gateway's version is put back instead.
     mutating func offer(
-        _ key: FenceKey, payload: [UInt8], parse: (FenceKey, [UInt8]) -> Result<Fence, FenceError>
+        _ key: FenceKey, payload: [UInt8], retained: Bool = false, parse: (FenceKey, [UInt8]) -> Result<Fence, FenceError>
     ) -> [Action] {
         if key.layer.isEmpty || key.fence.isEmpty {
             return [.reject(key, "the topic needs a layer and a fence id: \(prefix)/fences/LAYER/FENCE_ID")]
@@ -210,6 +225,13 @@ struct RuntimeFenceBook: Sendable {
             return [.reject(key, "the payload is \(payload.count) bytes, over the \(maxPayload) bytes a runtime fence may have")]
         }
         if payload.isEmpty { return delete(key) }
+        if retained {
+            if let live = layers[key.layer]?[key.fence] {
+                if live.feature != payload { return [.restoreRetained(key, live.feature)] }
+            } else if deleted.contains(key) {
+                return [.restoreRetained(key, nil)]
+            }
+        }
         if let reason = overBudget(key, payload: payload) { return [.reject(key, reason)] }
         switch parse(key, payload) {
         case .failure(let problem):
@@ -226,6 +248,7 @@ struct RuntimeFenceBook: Sendable {
             layers[key.layer, default: [:]][key.fence] = Entry(fence: fence, feature: payload)
             unsaved[key] = .some(payload)
             dirty = true
+            deleted.remove(key)
             // One the start left out, live again in a version that fits.
             return leftOut.remove(key) != nil && leftOut.isEmpty ? [.leftOutResolved] : []
         }
@@ -243,7 +266,18 @@ struct RuntimeFenceBook: Sendable {
         if layers[key.layer]!.isEmpty { layers[key.layer] = nil }
         unsaved[key] = .some(nil)
         dirty = true
+        rememberDeleted(key)
         return []
+    }
+
+    /// Remembers that `key` was deleted in this run, within ``maxFences`` of them.
+    private mutating func rememberDeleted(_ key: FenceKey) {
+        guard deleted.insert(key).inserted else { return }
+        deletedOrder.append(key)
+        while deleted.count > maxFences, !deletedOrder.isEmpty {
+            deleted.remove(deletedOrder.removeFirst())
+        }
+        if deletedOrder.count > 2 * max(maxFences, 16) { deletedOrder.removeAll { !deleted.contains($0) } }
     }
 
     /// Why `payload` as fence `key` would pass `runtime.maxBytes` (nil: it fits): the live

@@ -215,7 +215,7 @@ final class RuntimeFences: Service, Sendable {
         let maxVertices = maxVertices
         // Only this queue takes the book's lock, so parsing under it holds up nobody.
         let actions = book.withLock { book in
-            book.offer(key, payload: message.payload) { key, payload in
+            book.offer(key, payload: message.payload, retained: message.retain) { key, payload in
                 RuntimeFences.parse(payload, layer: key.layer, id: key.fence, topic: message.topic, maxVertices: maxVertices)
             }
         }
@@ -230,8 +230,28 @@ final class RuntimeFences: Service, Sendable {
             case .reject(let key, let reason): reject(key, reason)
             case .leftOutResolved: warnings.clear(Self.leftOutWarning, resolved: "no saved runtime fence is left out any more")
             case .buildProblem(let problem): logger.error("runtime fences: the snapshot cannot be built", ["problem": problem])
+            case .restoreRetained(let key, let feature): restoreRetained(key, feature)
             }
         }
+    }
+
+    /// The broker's retained copy of `key` is stale (a broker restarted from a save older than
+    /// the gateway's database): publishes the gateway's version retained again, or clears the
+    /// topic (nil: deleted), and warns until the fence's next change is saved. The copy coming
+    /// back is the live version (or an empty message for a fence not held): no change.
+    private func restoreRetained(_ key: FenceKey, _ feature: [UInt8]?) {
+        let name = "\(key.layer)/\(key.fence)"
+        let topic = String(decoding: topics.base, as: UTF8.self) + name
+        let what = feature == nil ? "it is deleted in the gateway's database: the topic is cleared again"
+            : "the gateway's database holds another version: that version is published again"
+        let text = "runtime fence \(name): the broker held an old retained version (restarted from an old save?); \(what)"
+        do {
+            _ = try client.publish(topic: topic, payload: feature ?? [], qos: .atLeastOnce, retain: true)
+        } catch {
+            logger.warning("cannot publish a runtime fence again", ["fence": name, "error": "\(error)"])
+        }
+        logger.warning(text, ["layer": key.layer, "fence": key.fence])
+        warnings.set("fence-\(name)", text, origin: .client)
     }
 
     /// Publishes why a fence was rejected (not retained) and sets a status warning.
