@@ -60,6 +60,11 @@ package final class StatePublisher: Sendable {
         var states: [String: [UInt8]] = [:]
         /// The newest payload of every other retained topic (a cleared topic is absent).
         var payloads: [String: [UInt8]] = [:]
+        /// Topics cleared in this run (a forgotten device's, a removed fence's occupancy), the
+        /// last ``StatePublisher/clearedKept`` of them, oldest first: every connect clears them
+        /// again, so a broker restarted from an old save does not keep them.
+        var cleared: Set<Retained> = []
+        var clearedOrder = ArrayQueue<Retained>()
         /// Topics whose newest payload has not been handed to libmosquitto, oldest first, and
         /// the same as a set.
         var due = ArrayQueue<Retained>()
@@ -216,10 +221,27 @@ package final class StatePublisher: Sendable {
         }
     }
 
+    /// Cleared topics remembered to be cleared again at every connect (the oldest are let go).
+    static let clearedKept = 10_000
+
     private func set(_ retained: Retained, _ payload: [UInt8]?, in book: inout Book) {
         switch retained {
         case .state(let device): book.states[device] = payload
         case .topic(let topic): book.payloads[topic] = payload
+        }
+        if payload == nil {
+            if book.cleared.insert(retained).inserted {
+                book.clearedOrder.append(retained)
+                while book.cleared.count > Self.clearedKept, let oldest = book.clearedOrder.popFirst() { book.cleared.remove(oldest) }
+            }
+        } else if !book.cleared.isEmpty {
+            // Set again: no longer cleared. Its place in the order is skipped when it comes
+            // first; a queue grown past the set with such places is made again from the set.
+            book.cleared.remove(retained)
+            if book.clearedOrder.count > 2 * Self.clearedKept {
+                book.clearedOrder.removeAll()
+                for kept in book.cleared { book.clearedOrder.append(kept) }
+            }
         }
         if send != nil { book.markDue(retained) }
     }
@@ -238,9 +260,11 @@ package final class StatePublisher: Sendable {
         }
     }
 
-    /// Publishes every retained topic again (after a connect). libmosquitto sends again what it
-    /// held when the connection dropped; those acknowledgements no longer count here, so a
-    /// message lost with a session cannot hold a place in the window for ever.
+    /// Publishes every retained topic again (after a connect), and clears again the topics
+    /// cleared in this run (``Book/cleared``): a broker restarted from an old save is back in
+    /// step. libmosquitto sends again what it held when the connection dropped; those
+    /// acknowledgements no longer count here, so a message lost with a session cannot hold a
+    /// place in the window for ever.
     func republishAll() {
         guard send != nil else { return }
         perform { [self] in
@@ -250,6 +274,7 @@ package final class StatePublisher: Sendable {
                 book.epoch &+= 1
                 for device in book.states.keys { book.markDue(.state(device: device)) }
                 for topic in book.payloads.keys { book.markDue(.topic(topic)) }
+                for retained in book.cleared { book.markDue(retained) }
                 return onThread ? book.beginPump(window: window) : nil
             })
         }
