@@ -143,6 +143,30 @@ import TestSupport
         await rig.close()
     }
 
+    /// The shard's clock wakes only for what is due (README "On the box": an idle gateway
+    /// sleeps): a hold ended by silence, then nothing until the device would hibernate.
+    @Test func aShardsTickIsDueOnlyWhenADeviceNeedsOne() async throws {
+        let rig = try await Rig(hold: 30) {
+            $0.output.stateInterval = 1_000
+            $0.gateway.hibernateAfter = 600
+        }
+        let shard = rig.pool.shard(for: "parked")
+        let running = Task { await shard.run() }
+        // Outside at gateway clock 100, inside at 101: the enter's hold ends by silence at 131.
+        await rig.submit([LocationUpdate(device: "parked", lat: 34.45, lon: -119.80, time: Self.t0),
+                          LocationUpdate(device: "parked", lat: 34.45, lon: -119.70, time: Self.t0 + 10)])
+        #expect(shard.tickDue == 131)
+        await rig.tick(shard, 131)
+        #expect(try await rig.events("parked") == ["enter"])
+        // Nothing more is due until the device would hibernate, 600 s after its last update.
+        #expect(shard.tickDue == 701)
+        await rig.tick(shard, 701)
+        #expect(shard.tickDue == .infinity || shard.tickDue > 100_000, "hibernated: only its forgetting is due")
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+
     /// The shard on its own: an update of a new device is handled on the calling thread.
     @Test func aShardHandlesANewDevicesUpdatesOnTheCallingThread() async throws {
         let rig = try await Rig()

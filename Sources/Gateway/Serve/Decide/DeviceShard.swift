@@ -104,8 +104,10 @@ package final class DeviceShard: Sendable {
     /// Devices in memory plus hibernated ones (for the status counters).
     let deviceCount = Atomic<Int>(0)
     /// When this shard's next tick is due (monotonic seconds, as a bit pattern; infinity:
-    /// none): every ``tickInterval`` while a device is in memory, else when the first
-    /// hibernated one is to be forgotten. Set under the lock; the pool's clock reads it.
+    /// none): the earliest of its devices' deadlines (``due(_:now:)``: a hold ended by
+    /// silence, a held-back state publication, a hibernation) and the first hibernated
+    /// device's forgetting, at most every ``tickInterval``. Set under the lock; the pool's
+    /// clock reads it.
     private let tickDueBits = Atomic<UInt64>(Double.infinity.bitPattern)
     /// The pool's clock: poked when a tick became due sooner than it sleeps.
     private let clock: Wakeup
@@ -155,7 +157,6 @@ package final class DeviceShard: Sendable {
                 box = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
                 s.slots[device] = box
                 recount(s.slots.count + s.hibernated.count)
-                ticksDue(by: now + tickInterval)
             }
             var mustWait = false
             handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot),
@@ -196,11 +197,25 @@ package final class DeviceShard: Sendable {
         clock.poke()
     }
 
-    /// Under the lock, after a tick at `now`: the next one is due in ``tickInterval`` while a
-    /// device is in memory, else when the first hibernated device is to be forgotten.
+    /// Under the lock, after a tick at `now`: the next one is due when the first of its
+    /// devices needs one, or the first hibernated device is to be forgotten.
     private func scheduleTicks(_ s: State, now: Double) {
-        let due = s.slots.isEmpty ? (s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity) : now + tickInterval
-        tickDueBits.store(due.bitPattern, ordering: .relaxed)
+        var due = s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity
+        for box in s.slots.values { due = min(due, self.due(box.slot, now: now)) }
+        tickDueBits.store(max(due, now + tickInterval).bitPattern, ordering: .relaxed)
+    }
+
+    /// When `slot` next needs a tick (gateway clock): its monitor's next deadline (a hold
+    /// confirmed by silence, a dwell, `staleAfter`), the end of `output.stateInterval` for a
+    /// position held back, its phone's waiting claims, its hibernation (not while paused: a
+    /// resume asks for a tick). A device that only reports needs none: an idle gateway whose
+    /// devices stopped sleeps from their last publication to their hibernation.
+    private func due(_ slot: Slot, now: Double) -> Double {
+        var due = slot.monitor.isPaused ? Double.infinity : slot.lastReceived + retention.hibernateAfter
+        if let deadline = slot.monitor.nextDeadline() { due = min(due, deadline) }
+        if slot.emission.positionUnpublished { due = min(due, slot.emission.lastPublished + context.config.output.stateInterval) }
+        if let phone = slot.phone, phone.ledger.waitingClaims > 0 { due = min(due, now + tickInterval) }
+        return due
     }
 
     /// Updates this shard's device count and the census total.
@@ -222,7 +237,7 @@ package final class DeviceShard: Sendable {
             case .update(let update, let now, let trackerID, let owntracks, let userLevel):
                 await handleQueued(update, now: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel)
             case .tick(let now):
-                await mutate { s, mustWait in tick(now: now, state: &s, mustWait: &mustWait) }
+                await mutate(reschedules: false) { s, mustWait in tick(now: now, state: &s, mustWait: &mustWait) }
             case .adopt(let newSnapshot, let now):
                 await mutate { s, mustWait in
                     s.snapshot = newSnapshot
@@ -282,13 +297,15 @@ package final class DeviceShard: Sendable {
     }
 
     /// Runs `body` under the lock (it hands items over with ``handOver(_:mustWait:inBurst:)``), then
-    /// waits for room if that filled the committer.
-    private func mutate(_ body: (inout State, inout Bool) -> Void) async {
+    /// waits for room if that filled the committer. `reschedules`: a tick is due a
+    /// ``tickInterval`` on (a snapshot adopted, a restore, a pause or a resume: rare), unless
+    /// `body` says itself when (a tick, an update).
+    private func mutate(reschedules: Bool = true, _ body: (inout State, inout Bool) -> Void) async {
         let mustWait = state.withLock { s in
             var mustWait = false
             body(&s, &mustWait)
             recount(s.slots.count + s.hibernated.count)
-            if !s.slots.isEmpty { ticksDue(by: MonotonicClock.now() + tickInterval) }
+            if reschedules, !s.slots.isEmpty { ticksDue(by: MonotonicClock.now() + tickInterval) }
             return mustWait
         }
         if mustWait { await context.committer.waitForRoom() }
@@ -349,6 +366,7 @@ package final class DeviceShard: Sendable {
         case .filtered:
             context.counters.drop(.filtered)
             slot.lastReceived = now
+            ticksDue(by: max(due(slot, now: now), now + tickInterval))
             return nil
         case .outOfOrder:
             context.counters.drop(.outOfOrder)
@@ -359,6 +377,8 @@ package final class DeviceShard: Sendable {
         }
         if outcome.positionChanged { slot.emission.positionChanged() }
         let result = item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        // A hold begun, a position held back: the shard's clock wakes for it.
+        ticksDue(by: max(due(slot, now: now), now + tickInterval))
         guard let phone = slot.phone,
               let push = phone.plan.observe(update.coordinate, time: update.time, device: update.device, snapshot: snapshot)
         else { return result }
