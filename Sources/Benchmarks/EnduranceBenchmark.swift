@@ -56,7 +56,9 @@ enum EnduranceBenchmark {
         at most 10 s), and a thread of the benchmark opens the gateway's database and runs
         PRAGMA wal_checkpoint(PASSIVE); what that thread wrote (/proc/thread-self/io) is added
         to the gateway's figure. The broker's forced save is one save of its database more per
-        segment than autosave_interval alone would have made (its bytes are printed apart).
+        segment than autosave_interval alone would have made (its bytes are printed apart, and the
+        broker's own writes without it: in a window shorter than the time between two autosaves,
+        the forced save is all of the broker's figure).
 
         Figures, per segment and per process (gateway PID, broker PID):
           bytes/day       write_bytes - cancelled_write_bytes of /proc/PID/io (bytes the process
