@@ -69,7 +69,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var expectations: [ExpectationChange] = []
     }
 
-    private struct Pending {
+    struct Pending {
         var batch = StoreBatch()
         var publications: [DevicePublication] = []
         /// Monitors waiting for room (a resumed continuation or an opened gate).
@@ -80,6 +80,11 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var scheduled = false
         /// When the last commit began (monotonic clock).
         var lastStart = -Double.infinity
+        /// The number of the timer a scheduled commit waits for (``start(interval:now:)``);
+        /// nil: none waits.
+        var waitingFor: Int?
+        /// Timers armed so far.
+        var timers = 0
         /// After ``shutdown()``: no more jobs are queued.
         var finished = false
         /// State and journal of batches the database refused, tried again with the next commit.
@@ -97,9 +102,46 @@ package final class EventCommitter: Service, StepSink, Sendable {
             return true
         }
 
-        /// Seconds until a commit may begin: `interval` after the last one began.
-        func wait(interval: Double, now: Double) -> Double { lastStart + interval - now }
+        /// How the next commit starts, once something is pending (``start(interval:now:)``).
+        enum Start: Equatable {
+            /// Nothing to do: a commit is queued, running or finished, or waits for its timer.
+            case none
+            /// Queue it now.
+            case now
+            /// Arm timer `timer` for `seconds`; when it fires, ``timerFired(_:)`` says whether
+            /// the commit is still the timer's to start.
+            case later(seconds: Double, timer: Int)
+        }
+
+        /// Claims the next commit: at once when `interval` has passed since the last one began
+        /// or the batch has ``EventCommitter/company`` items already, else once it has passed. A
+        /// commit waiting for its timer starts at once when the company comes.
+        mutating func start(interval: Double, now: Double) -> Start {
+            if waitingFor != nil {
+                guard count >= EventCommitter.company else { return .none }
+                waitingFor = nil
+                return .now
+            }
+            guard schedule() else { return .none }
+            let wait = lastStart + interval - now
+            if wait <= 0 || count >= EventCommitter.company { return .now }
+            timers += 1
+            waitingFor = timers
+            return .later(seconds: wait, timer: timers)
+        }
+
+        /// Timer `timer` fired: whether it starts the commit (nothing started it meanwhile).
+        mutating func timerFired(_ timer: Int) -> Bool {
+            guard waitingFor == timer else { return false }
+            waitingFor = nil
+            return true
+        }
     }
+
+    /// Items in a batch that make a commit start without waiting for ``interval``: past a fleet's
+    /// rate (a burst, `bench e2e`) a transaction is large anyway, and events leave as soon as
+    /// before.
+    static let company = 256
 
     package let name = "committer"
     let store: GatewayStore
@@ -160,16 +202,16 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// ``commitBurst()`` (unless this fills the committer, nothing is queued now).
     package func enqueue(_ item: Item, inBurst: Bool = false) -> Bool {
         let deferred = inBurst && commitsBursts
-        let (mustWait, schedule): (Bool, Bool) = pending.withLock { p in
+        let (mustWait, start): (Bool, Pending.Start) = pending.withLock { p in
             if let state = item.state { p.batch.stateChanges.append(state) }
             p.batch.events.append(contentsOf: item.events)
             p.batch.outbox.append(contentsOf: item.outbox)
             p.batch.expectations.append(contentsOf: item.expectations)
             if let publication = item.publication { p.publications.append(publication) }
             let full = p.count > limit
-            return (full, deferred && !full ? false : p.schedule())
+            return (full, deferred && !full ? .none : p.start(interval: interval, now: MonotonicClock.now()))
         }
-        if schedule { queueCommitAfterInterval() }
+        begin(start)
         return mustWait
     }
 
@@ -258,9 +300,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// (it takes the items), the database is being retried (once a second), or every commit is
     /// the store queue's (`durability: full`).
     func commitBurst() {
-        guard commitsBursts, let wait = pending.withLock({ p in !p.isEmpty && p.schedule() ? p.wait(interval: interval, now: MonotonicClock.now()) : nil })
-        else { return }
-        if wait > 0 { return commitLater(wait) }
+        guard commitsBursts else { return }
+        let start = pending.withLock { p in p.isEmpty ? .none : p.start(interval: interval, now: MonotonicClock.now()) }
+        guard start == .now else { return begin(start) }
         if store.performHereIfIdle({ store in self.commit(on: store) }) {
             networkThreadCommits.add(1, ordering: .relaxed)
         } else {
@@ -273,15 +315,19 @@ package final class EventCommitter: Service, StepSink, Sendable {
         store.perform { store in self.commit(on: store) }
     }
 
-    /// Queues the commit a caller scheduled, once ``interval`` has passed since the last began.
-    private func queueCommitAfterInterval() {
-        let wait = pending.withLock { $0.wait(interval: interval, now: MonotonicClock.now()) }
-        if wait > 0 { commitLater(wait) } else { queueCommit() }
-    }
-
-    /// Queues the scheduled commit in `seconds` (one timer per commit, only at fleet rates).
-    private func commitLater(_ seconds: Double) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in queueCommit() }
+    /// Does what ``Pending/start(interval:now:)`` said: queues the commit now, or arms its
+    /// timer (one per commit, only at fleet rates).
+    private func begin(_ start: Pending.Start) {
+        switch start {
+        case .none:
+            break
+        case .now:
+            queueCommit()
+        case .later(let seconds, let timer):
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                if pending.withLock({ $0.timerFired(timer) }) { queueCommit() }
+            }
+        }
     }
 
     /// One group commit, on the store's queue: takes everything pending, commits it, hands the
@@ -379,25 +425,25 @@ package final class EventCommitter: Service, StepSink, Sendable {
             statePublisher.publish(publication)
         }
         let failed = !retry.isEmpty
-        let (idle, again): ([CheckedContinuation<Void, Never>], Bool) = pending.withLock { p in
+        let (idle, next): ([CheckedContinuation<Void, Never>], Pending.Start) = pending.withLock { p in
             p.committing = false
             p.retry = retry
             // After a refused commit the next one waits a second (below), and nothing queues
             // one before: the database is retried once a second, as the README says.
             p.scheduled = failed
-            guard p.isIdle else { return ([], failed ? false : p.schedule()) }
+            guard p.isIdle else { return ([], failed ? .none : p.start(interval: interval, now: MonotonicClock.now())) }
             let w = p.idleWaiters
             p.idleWaiters = []
-            return (w, false)
+            return (w, .none)
         }
         for w in idle { w.resume() }
         if failed {
             DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
                 if !pending.withLock({ $0.finished }) { queueCommit() }
             }
-        } else if again {
+        } else {
             // Behind whatever else waits on the store's queue (reads, acknowledgements).
-            queueCommitAfterInterval()
+            begin(next)
         }
     }
 }
