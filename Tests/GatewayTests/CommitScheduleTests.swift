@@ -5,7 +5,8 @@ import Testing
 
 /// When the group commit starts (``EventCommitter/Pending/start(interval:now:)``), as values:
 /// at fleet rates it waits for `gateway.commitInterval` after the last one began, gathering
-/// company (README "On the box"); past ``EventCommitter/company`` items it starts at once.
+/// company (README "On the box"); with ``EventCommitter/company`` items it starts at once; one
+/// timer at a time.
 @Suite struct CommitScheduleTests {
     static func event(_ n: Int) -> JournalEvent {
         JournalEvent(id: "e\(n)", device: "d", trigger: "t", layer: "l", fence: "f", type: "enter", fixTime: Double(n),
@@ -16,44 +17,57 @@ import Testing
         for n in 0..<count { p.batch.events.append(event(n)) }
     }
 
+    static func about(_ start: EventCommitter.Pending.Start, _ seconds: Double) -> Bool {
+        if case .later(let s) = start { abs(s - seconds) < 1e-9 } else { false }
+    }
+
     @Test func aCommitWaitsForTheIntervalSinceTheLastBegan() {
         var p = EventCommitter.Pending()
         Self.adding(1, to: &p)
-        // Nothing committed yet: at once.
-        let start = p.start(interval: 0.5, now: 100)
-        #expect(start == .now)
+        let first = p.start(interval: 0.5, now: 100)
+        #expect(first == .now, "nothing committed yet: at once")
         p.lastStart = 100
         p.scheduled = false
-        // 0.2 s after the last began: 0.3 s later, on timer 1.
-        guard case .later(let seconds, let timer) = p.start(interval: 0.5, now: 100.2) else { Issue.record("no timer"); return }
-        #expect(abs(seconds - 0.3) < 1e-9 && timer == 1)
+        let second = p.start(interval: 0.5, now: 100.2)
+        #expect(Self.about(second, 0.3), "0.3 s later")
+        let meanwhile = p.start(interval: 0.5, now: 100.3)
+        #expect(meanwhile == .none, "one commit waits already")
+        let fired = p.timerFired(interval: 0.5, now: 100.5)
+        #expect(fired == .now)
+        let again = p.timerFired(interval: 0.5, now: 100.6)
+        #expect(again == .none, "once")
     }
 
-    @Test func theTimerStartsTheCommitUnlessCompanyCameFirst() {
+    /// Company starts the waiting commit; the timer, armed for it, then finds nothing waiting,
+    /// or re-arms itself for the next commit that waits.
+    @Test func companyStartsTheCommitAndOneTimerServesTheNext() {
         var p = EventCommitter.Pending()
         p.lastStart = 100
         Self.adding(1, to: &p)
-        guard case .later(_, let first) = p.start(interval: 0.5, now: 100.1) else { Issue.record("no timer"); return }
-        let waiting = p.start(interval: 0.5, now: 100.2)
-        #expect(waiting == .none, "one commit waits already")
-        let fired = p.timerFired(first)
-        #expect(fired, "the timer starts it")
-        let firedAgain = p.timerFired(first)
-        #expect(!firedAgain, "once")
-        // The next commit waits again; company comes before its timer: it starts at once, and
-        // the timer, when it fires, does nothing.
-        p.scheduled = false
-        p.lastStart = 101
-        guard case .later(_, let second) = p.start(interval: 0.5, now: 101.1) else { Issue.record("no timer"); return }
-        #expect(second != first)
+        let waits = p.start(interval: 0.5, now: 100.1)
+        #expect(Self.about(waits, 0.4))
         Self.adding(EventCommitter.company, to: &p)
-        let company = p.start(interval: 0.5, now: 101.15)
+        let company = p.start(interval: 0.5, now: 100.15)
         #expect(company == .now)
-        let lateTimer = p.timerFired(second)
-        #expect(!lateTimer)
+        // That commit began at 100.15 and ended; the next one waits, with the timer still armed
+        // (for 100.5): no second timer.
+        p.lastStart = 100.15
+        p.scheduled = false
+        p.batch = StoreBatch()
+        Self.adding(1, to: &p)
+        let next = p.start(interval: 0.5, now: 100.2)
+        #expect(next == .none, "the armed timer will look")
+        // It fires at 100.5, before the interval since 100.15 ends: armed again for the rest.
+        let early = p.timerFired(interval: 0.5, now: 100.5)
+        #expect(Self.about(early, 0.15))
+        let due = p.timerFired(interval: 0.5, now: 100.65)
+        #expect(due == .now)
+        // Nothing waits: the timer is done.
+        let idle = p.timerFired(interval: 0.5, now: 101)
+        #expect(idle == .none)
     }
 
-    @Test func noIntervalOrAFullBatchCommitsAtOnce() {
+    @Test func noIntervalOrCompanyCommitsAtOnce() {
         var p = EventCommitter.Pending()
         p.lastStart = 100
         Self.adding(1, to: &p)
@@ -62,8 +76,8 @@ import Testing
         var q = EventCommitter.Pending()
         q.lastStart = 100
         Self.adding(EventCommitter.company, to: &q)
-        let fullBatch = q.start(interval: 0.5, now: 100.01)
-        #expect(fullBatch == .now)
+        let company = q.start(interval: 0.5, now: 100.01)
+        #expect(company == .now)
         // Finished (shutdown): nothing more is queued.
         var r = EventCommitter.Pending()
         r.finished = true

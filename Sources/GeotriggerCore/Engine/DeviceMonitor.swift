@@ -83,6 +83,13 @@ public struct DeviceMonitor: Sendable {
     /// Gateway clock: the last accepted or filtered update, or the (re)start.
     var lastReceived: Double
     var pausedAt: Double?
+    /// Counts the monitor's decisions that a restart must not lose: a stay confirmed, ended or
+    /// recorded by a baseline, a dwell fired, a trigger that newly knows the device. A pending
+    /// crossing starting or being cancelled, and the last position, do not count: they live in
+    /// memory until a hibernation or a stop (README "On the box"). Not persisted; compare two
+    /// readings of one run. (Here, in the padding after `pausedAt`: the
+    /// monitor stays 240 bytes.)
+    public internal(set) var decisions: UInt32 = 0
     /// Keys of the watches (trigger, layer) that have state for this device.
     var known: [UInt64]
     var entries: [Entry]
@@ -98,12 +105,6 @@ public struct DeviceMonitor: Sendable {
     var allKnown: Bool
     /// Some applicable watch infers stays between sparse fixes (`crossings`).
     var crossingsApply: Bool
-    /// Counts the monitor's decisions that a restart must not lose: a stay confirmed, ended or
-    /// recorded by a baseline, a dwell fired, a trigger that newly knows the device. A pending
-    /// crossing starting or being cancelled, and the last position, do not count: they live in
-    /// memory until a hibernation or a stop (README "On the box"). Not persisted; compare two
-    /// readings of one run.
-    public internal(set) var decisions: UInt32 = 0
     /// The fences near the device's recent positions, for the next query of `snapshot.index`.
     var nearby = FenceIndex.NearbyCache()
 

@@ -80,11 +80,12 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var scheduled = false
         /// When the last commit began (monotonic clock).
         var lastStart = -Double.infinity
-        /// The number of the timer a scheduled commit waits for (``start(interval:now:)``);
-        /// nil: none waits.
-        var waitingFor: Int?
-        /// Timers armed so far.
-        var timers = 0
+        /// A scheduled commit waits for ``EventCommitter/interval`` (``start(interval:now:)``).
+        var waiting = false
+        /// A timer is armed (at most one at a time: at full rate a commit every few
+        /// milliseconds would otherwise arm one each, and every arming wakes libdispatch's
+        /// timer thread).
+        var timerArmed = false
         /// After ``shutdown()``: no more jobs are queued.
         var finished = false
         /// State and journal of batches the database refused, tried again with the next commit.
@@ -104,44 +105,57 @@ package final class EventCommitter: Service, StepSink, Sendable {
 
         /// How the next commit starts, once something is pending (``start(interval:now:)``).
         enum Start: Equatable {
-            /// Nothing to do: a commit is queued, running or finished, or waits for its timer.
+            /// Nothing to do: a commit is queued, running or finished, or waits for the timer.
             case none
             /// Queue it now.
             case now
-            /// Arm timer `timer` for `seconds`; when it fires, ``timerFired(_:)`` says whether
-            /// the commit is still the timer's to start.
-            case later(seconds: Double, timer: Int)
+            /// Arm the timer for `seconds`; when it fires, ask ``timerFired(interval:now:)``.
+            case later(seconds: Double)
         }
 
         /// Claims the next commit: at once when `interval` has passed since the last one began
         /// or the batch has ``EventCommitter/company`` items already, else once it has passed. A
-        /// commit waiting for its timer starts at once when the company comes.
+        /// commit waiting for the timer starts at once when the company comes.
         mutating func start(interval: Double, now: Double) -> Start {
-            if waitingFor != nil {
+            if waiting {
                 guard count >= EventCommitter.company else { return .none }
-                waitingFor = nil
+                waiting = false
                 return .now
             }
             guard schedule() else { return .none }
             let wait = lastStart + interval - now
             if wait <= 0 || count >= EventCommitter.company { return .now }
-            timers += 1
-            waitingFor = timers
-            return .later(seconds: wait, timer: timers)
+            waiting = true
+            return arm(wait)
         }
 
-        /// Timer `timer` fired: whether it starts the commit (nothing started it meanwhile).
-        mutating func timerFired(_ timer: Int) -> Bool {
-            guard waitingFor == timer else { return false }
-            waitingFor = nil
-            return true
+        /// The timer fired: it starts the waiting commit once `interval` has passed since the
+        /// last one began (it may have been armed for an earlier commit), else it is armed for
+        /// the rest; with no commit waiting it is done.
+        mutating func timerFired(interval: Double, now: Double) -> Start {
+            timerArmed = false
+            guard waiting else { return .none }
+            let wait = lastStart + interval - now
+            guard wait > 0 else {
+                waiting = false
+                return .now
+            }
+            return arm(wait)
+        }
+
+        /// Arms the timer unless it is armed already (it fires sooner: the commit is then
+        /// looked at again).
+        private mutating func arm(_ seconds: Double) -> Start {
+            if timerArmed { return .none }
+            timerArmed = true
+            return .later(seconds: seconds)
         }
     }
 
     /// Items in a batch that make a commit start without waiting for ``interval``: past a fleet's
     /// rate (a burst, `bench e2e`) a transaction is large anyway, and events leave as soon as
     /// before.
-    static let company = 256
+    static let company = 16
 
     package let name = "committer"
     let store: GatewayStore
@@ -323,9 +337,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
             break
         case .now:
             queueCommit()
-        case .later(let seconds, let timer):
+        case .later(let seconds):
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                if pending.withLock({ $0.timerFired(timer) }) { queueCommit() }
+                begin(pending.withLock { $0.timerFired(interval: interval, now: MonotonicClock.now()) })
             }
         }
     }
