@@ -6,7 +6,8 @@ import Synchronization
 
 /// Group commit between the device monitors and the database: monitors hand over what an
 /// update decided (state change, events, state publication) without waiting; this service
-/// commits everything pending in one transaction as soon as the previous one ended, then
+/// commits everything pending in one transaction once the previous one ended and
+/// `gateway.commitInterval` has passed since it began (at once with ``company`` items), then
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
 /// is published (README "Durability"; docs/architecture.md "Commit and outbox").
