@@ -189,8 +189,8 @@ package final class DeviceShard: Sendable {
     /// comes).
     var tickDue: Double { Double(bitPattern: tickDueBits.load(ordering: .relaxed)) }
 
-    /// Under the lock: a device came into memory, so a tick is due by `due`; pokes the pool's
-    /// clock if it sleeps longer (once: while devices are in memory the ticks keep it sooner).
+    /// Under the lock: a tick is due by `due` (a device came into memory, an update began a
+    /// hold or held a position back); pokes the pool's clock if it sleeps longer.
     private func ticksDue(by due: Double) {
         guard due < tickDue else { return }
         tickDueBits.store(due.bitPattern, ordering: .relaxed)
@@ -211,8 +211,12 @@ package final class DeviceShard: Sendable {
     /// resume asks for a tick). A device that only reports needs none: an idle gateway whose
     /// devices stopped sleeps from their last publication to their hibernation.
     private func due(_ slot: Slot, now: Double) -> Double {
-        var due = slot.monitor.isPaused ? Double.infinity : slot.lastReceived + retention.hibernateAfter
-        if let deadline = slot.monitor.nextDeadline() { due = min(due, deadline) }
+        var due = Double.infinity
+        if let deadline = slot.monitor.nextDeadline() {
+            due = deadline  // it stays in memory until then (``ShardRetention``)
+        } else if !slot.monitor.isPaused {
+            due = slot.lastReceived + retention.hibernateAfter
+        }
         if slot.emission.positionUnpublished { due = min(due, slot.emission.lastPublished + context.config.output.stateInterval) }
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { due = min(due, now + tickInterval) }
         return due
@@ -296,6 +300,12 @@ package final class DeviceShard: Sendable {
         }
     }
 
+    /// Under the lock, after an update of `slot` at `now`: a tick is due when the slot needs
+    /// one, unless one comes within ``tickInterval`` anyway (as under load: one atomic read).
+    private func wakesClock(for slot: Slot, now: Double) {
+        if tickDue > now + tickInterval { ticksDue(by: max(due(slot, now: now), now + tickInterval)) }
+    }
+
     /// Runs `body` under the lock (it hands items over with ``handOver(_:mustWait:inBurst:)``), then
     /// waits for room if that filled the committer. `reschedules`: a tick is due a
     /// ``tickInterval`` on (a snapshot adopted, a restore, a pause or a resume: rare), unless
@@ -366,7 +376,7 @@ package final class DeviceShard: Sendable {
         case .filtered:
             context.counters.drop(.filtered)
             slot.lastReceived = now
-            if tickDue > now + tickInterval { ticksDue(by: max(due(slot, now: now), now + tickInterval)) }
+            wakesClock(for: slot, now: now)
             return nil
         case .outOfOrder:
             context.counters.drop(.outOfOrder)
@@ -377,9 +387,8 @@ package final class DeviceShard: Sendable {
         }
         if outcome.positionChanged { slot.emission.positionChanged() }
         let result = item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
-        // A hold begun, a position held back: the shard's clock wakes for it (unless a tick
-        // comes within the interval anyway, as it does under load: one atomic read).
-        if tickDue > now + tickInterval { ticksDue(by: max(due(slot, now: now), now + tickInterval)) }
+        // A hold begun, a position held back: the shard's clock wakes for it.
+        wakesClock(for: slot, now: now)
         guard let phone = slot.phone,
               let push = phone.plan.observe(update.coordinate, time: update.time, device: update.device, snapshot: snapshot)
         else { return result }
