@@ -56,4 +56,17 @@ import Testing
         #expect(retention.forgets(lastReport: lastReport, now: 42 + 500))
         #expect(retention.fate(lastReceived: lastReport, now: 42 + 500, paused: false, hasDeadline: false, unsaved: false) == .forgotten)
     }
+
+    /// The tick a device needs for its fate: its hibernation, but after a deadline it waits for,
+    /// and never while paused.
+    @Test func aDevicesFateIsDueAtItsHibernationAfterItsDeadlineNeverWhilePaused() {
+        let retention = ShardRetention(hibernateAfter: 600, forgetAfter: 86_400)
+        #expect(retention.fateDue(lastReceived: 100, paused: false, deadline: nil) == 700)
+        #expect(retention.fateDue(lastReceived: 100, paused: false, deadline: 130) == 130)
+        #expect(retention.fateDue(lastReceived: 100, paused: false, deadline: 5_000) == 5_000)
+        #expect(retention.fateDue(lastReceived: 100, paused: true, deadline: nil) == .infinity)
+        // Each is the first time the fate itself says more than `stays`.
+        #expect(retention.fate(lastReceived: 100, now: 699, paused: false, hasDeadline: false, unsaved: false) == .stays)
+        #expect(retention.fate(lastReceived: 100, now: 700, paused: false, hasDeadline: false, unsaved: false) == .hibernates(saves: false))
+    }
 }

@@ -211,12 +211,7 @@ package final class DeviceShard: Sendable {
     /// resume asks for a tick). A device that only reports needs none: an idle gateway whose
     /// devices stopped sleeps from their last publication to their hibernation.
     private func due(_ slot: Slot, now: Double) -> Double {
-        var due = Double.infinity
-        if let deadline = slot.monitor.nextDeadline() {
-            due = deadline  // it stays in memory until then (``ShardRetention``)
-        } else if !slot.monitor.isPaused {
-            due = slot.lastReceived + retention.hibernateAfter
-        }
+        var due = retention.fateDue(lastReceived: slot.lastReceived, paused: slot.monitor.isPaused, deadline: slot.monitor.nextDeadline())
         if slot.emission.positionUnpublished { due = min(due, slot.emission.lastPublished + context.config.output.stateInterval) }
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { due = min(due, now + tickInterval) }
         return due

@@ -36,6 +36,15 @@ struct ShardRetention: Sendable, Equatable {
         return idle >= forgetAfter ? .forgotten : .hibernates(saves: unsaved)
     }
 
+    /// When a device in memory that last reported at `lastReceived` needs a tick for its fate
+    /// (the clock time at which ``fate(lastReceived:now:paused:hasDeadline:unsaved:)`` may first
+    /// say anything but `stays`): never while paused (a resume asks for a tick), and after its
+    /// monitor's `deadline` while it has one (it stays in memory until then).
+    func fateDue(lastReceived: Double, paused: Bool, deadline: Double?) -> Double {
+        if let deadline { return deadline }
+        return paused ? .infinity : lastReceived + hibernateAfter
+    }
+
     /// Whether a hibernated device that last reported at `lastReport` is forgotten at `now`.
     func forgets(lastReport: Double, now: Double) -> Bool {
         now - lastReport >= forgetAfter
