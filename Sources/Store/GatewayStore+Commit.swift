@@ -47,13 +47,13 @@ extension GatewayStore {
         })).acknowledged
     }
 
-    /// Once the WAL holds ``Options/writerCheckpointPages``, queues a checkpoint on the
+    /// Once the WAL holds ``writerCheckpointPages``, queues a checkpoint on the
     /// writer's connection behind the jobs already queued: between two transactions it copies
     /// every frame (those beside the writer never catch up under continuous writes), so the next
     /// transaction starts the WAL again. A job of its own, so that its syncs never hold up a
     /// commit's caller (the network thread commits when the store's queue is idle).
     private func queueWriterCheckpointIfDue(_ connection: SQLiteConnection) {
-        guard !writerCheckpointQueued, connection.framesInWAL >= options.writerCheckpointPages else { return }
+        guard !writerCheckpointQueued, connection.framesInWAL >= writerCheckpointPages else { return }
         writerCheckpointQueued = true
         perform { store in
             store.writerCheckpointQueued = false

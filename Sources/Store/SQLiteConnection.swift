@@ -23,13 +23,17 @@ public final class SQLiteConnection {
         public var synchronous: Synchronous
         /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
         public var busyTimeoutMilliseconds: Int
+        /// `PRAGMA page_size` of a database this connection creates (a power of two, 512 to
+        /// 65,536); nil for SQLite's default (4,096). An existing database keeps its own.
+        public var pageSize: Int?
 
         public init(readOnly: Bool = false, create: Bool = true, synchronous: Synchronous = .normal,
-                    busyTimeoutMilliseconds: Int = 5000) {
+                    busyTimeoutMilliseconds: Int = 5000, pageSize: Int? = nil) {
             self.readOnly = readOnly
             self.create = create
             self.synchronous = synchronous
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.pageSize = pageSize
         }
     }
 
@@ -81,6 +85,8 @@ public final class SQLiteConnection {
         try check(sqlite3_busy_timeout(handle, Int32(clamping: options.busyTimeoutMilliseconds)),
                   handle, "sqlite3_busy_timeout")
         if !options.readOnly {
+            // Before the WAL switch, which writes a new file's first page: it sets the size then.
+            if let pageSize = options.pageSize { try execute("PRAGMA page_size = \(pageSize)") }
             let mode = try firstText("PRAGMA journal_mode = WAL") ?? ""
             guard mode.lowercased() == "wal" else {
                 throw SQLiteError(code: SQLITE_ERROR, message: "journal_mode is '\(mode)', WAL expected",

@@ -11,7 +11,7 @@ public struct StoreStatistics: Sendable, Equatable {
     /// Messages dropped by the outbox cap, per outbox.
     public var dropped = OutboxCounts()
     /// Checkpoints the writer ran between transactions (the WAL reached
-    /// `GatewayStore.Options.writerCheckpointPages`).
+    /// `GatewayStore.writerCheckpointPages`).
     public var writerCheckpoints = 0
     /// The last commit error, cleared by the next successful commit.
     public var lastError: SQLiteError?

@@ -34,17 +34,16 @@ public final class WALCheckpointer: Sendable {
 
     /// Checkpoints start at most this often.
     static let interval: Duration = .milliseconds(200)
-    /// The WAL's size, in pages, at which the writer checkpoints (40 MB; SQLite's automatic
-    /// checkpoint defaults to 1,000). A commit of one event writes about eight pages (the
-    /// journal's row and its indexes, the device's state), so at 1,000 commits a second (36,000
-    /// updates/s in `bench e2e`) 1,000 pages filled every eighth of a second, and each of those
-    /// checkpoints took 4-7 ms for its two syncs, with every event behind it. 10,000 pages make
-    /// that ten times rarer: the event-weighted p99 of the wait for a commit to start fell from
-    /// 4.6 to 1.4 ms there. The WAL may grow to 40 MB under such a load; the checkpoints beside
-    /// the writer keep most of it copied.
-    public static let writerCheckpointPages = 10_000
-    /// The WAL's size, in pages, at which a checkpoint beside the writer starts (4 MiB).
-    public static let checkpointPages = 1_024
+    /// The WAL's size at which the writer checkpoints (40 MB; SQLite's automatic checkpoint
+    /// defaults to 1,000 pages). At 1,000 commits a second (36,000 updates/s in `bench e2e`) a
+    /// WAL of 1,000 pages filled every eighth of a second, and each of those checkpoints took
+    /// 4-7 ms for its two syncs, with every event behind it. Ten times the size made that ten
+    /// times rarer: the event-weighted p99 of the wait for a commit to start fell from 4.6 to
+    /// 1.4 ms there. The WAL may grow to 40 MB under such a load; the checkpoints beside the
+    /// writer keep most of it copied.
+    public static let writerCheckpointBytes = 40_960_000
+    /// The WAL's size at which a checkpoint beside the writer starts (4 MiB).
+    public static let checkpointBytes = 4 << 20
     /// A checkpoint starts at the latest this long after a commit left frames (seconds).
     public static let maxAge = 600.0
 

@@ -307,6 +307,24 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await reopened.close()
     }
 
+    /// A new database gets 2 KiB pages (a commit writes its pages whole, README "On the box");
+    /// one made with SQLite's default 4 KiB keeps them, and its WAL thresholds count in its pages.
+    @Test func aNewDatabaseHasSmallPagesAndAnOldOneKeepsItsOwn() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("new.db"))
+        #expect(try await store.withConnection { try $0.scalarInt64("PRAGMA page_size") } == 2048)
+        #expect(store.writerCheckpointPages == WALCheckpointer.writerCheckpointBytes / 2048)
+        await store.close()
+        let old = directory.file("old.db")
+        _ = try SQLiteConnection(path: old, options: .init(pageSize: 4096))
+        let reopened = try await GatewayStore(path: old)
+        #expect(try await reopened.withConnection { try $0.scalarInt64("PRAGMA page_size") } == 4096)
+        #expect(reopened.writerCheckpointPages == WALCheckpointer.writerCheckpointBytes / 4096)
+        _ = try await reopened.commit(StoreBatch(events: [testEvent("e1")]))
+        #expect(try await reopened.journalCount() == 1)
+        await reopened.close()
+    }
+
     /// A commit of a few pages leaves them in the WAL: a checkpoint (which writes every page it
     /// copies a second time) waits for `checkpointPages` frames or `checkpointAge` (README "On
     /// the box"), so on an SD card a page that many commits rewrite is copied once.
@@ -314,7 +332,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("few.db"))
         for i in 0..<20 { _ = try await store.commit(StoreBatch(events: [testEvent("e\(i)", emitted: Double(i))])) }
-        #expect(store.checkpointsStarted == 0, "20 commits of one event each are far from 1,024 WAL pages")
+        #expect(store.checkpointsStarted == 0, "20 commits of one event each are far from 4 MiB of WAL")
         await store.close()
         // Past the age, the next commit starts one.
         let aged = try await GatewayStore(path: directory.file("aged.db"), options: .init(checkpointAge: 0))
@@ -349,10 +367,10 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func aCommitThatFillsTheWALIsFollowedByTheWritersCheckpoint() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("writer.db"), options: .init(writerCheckpointPages: 200))
-        let state = [UInt8](repeating: 7, count: 16_384)  // 4 overflow pages per row and more
+        let state = [UInt8](repeating: 7, count: 16_384)  // 16 KiB of overflow pages per row
         _ = try await store.commit(StoreBatch(stateChanges: (0..<8).map { DeviceStateChange(device: "d\($0)", state: state) }))
         _ = try await store.deviceStates()
-        #expect(await store.statistics.writerCheckpoints == 0, "40-odd pages are below the threshold")
+        #expect(await store.statistics.writerCheckpoints == 0, "130-odd KiB of pages are below the threshold")
         _ = try await store.commit(StoreBatch(stateChanges: (0..<64).map { DeviceStateChange(device: "d\($0)", state: state) }))
         _ = try await store.deviceStates()
         #expect(await store.statistics.writerCheckpoints == 1)
