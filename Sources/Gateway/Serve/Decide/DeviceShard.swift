@@ -197,11 +197,10 @@ package final class DeviceShard: Sendable {
         clock.poke()
     }
 
-    /// Under the lock, after a tick at `now`: the next one is due when the first of its
-    /// devices needs one, or the first hibernated device is to be forgotten.
-    private func scheduleTicks(_ s: State, now: Double) {
-        var due = s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity
-        for box in s.slots.values { due = min(due, self.due(box.slot, now: now)) }
+    /// Under the lock, after a tick at `now` found its devices next due at `slotsDue`: the next
+    /// one is due then, or when the first hibernated device is to be forgotten.
+    private func scheduleTicks(_ s: State, slotsDue: Double, now: Double) {
+        let due = min(slotsDue, s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity)
         tickDueBits.store(max(due, now + tickInterval).bitPattern, ordering: .relaxed)
     }
 
@@ -210,7 +209,7 @@ package final class DeviceShard: Sendable {
     /// position held back, its phone's waiting claims, its hibernation (not while paused: a
     /// resume asks for a tick). A device that only reports needs none: an idle gateway whose
     /// devices stopped sleeps from their last publication to their hibernation.
-    private func due(_ slot: Slot, now: Double) -> Double {
+    private func due(_ slot: borrowing Slot, now: Double) -> Double {
         var due = retention.fateDue(lastReceived: slot.lastReceived, paused: slot.monitor.isPaused, deadline: slot.monitor.nextDeadline())
         if slot.emission.positionUnpublished { due = min(due, slot.emission.lastPublished + context.config.output.stateInterval) }
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { due = min(due, now + tickInterval) }
@@ -460,9 +459,11 @@ package final class DeviceShard: Sendable {
         let paused = s.paused != nil
         let stateInterval = context.config.output.stateInterval
         var leaving: [(device: String, fate: ShardRetention.Fate)] = []
-        // Each slot changed in place through its box (slots leave only after the walk).
+        var slotsDue = Double.infinity  // when the first staying device needs the next tick
+        // Each slot changed in place through its box (slots leave only after the walk), and
+        // looked at where it is, not copied (a copy retains each of its references).
         for (device, box) in s.slots {
-            let fate = tick(&box.slot, now: now, paused: paused, stateInterval: stateInterval, mustWait: &mustWait)
+            let fate = tick(&box.slot, now: now, paused: paused, stateInterval: stateInterval, slotsDue: &slotsDue, mustWait: &mustWait)
             if fate != .stays { leaving.append((device, fate)) }
         }
         for (device, fate) in leaving {
@@ -489,12 +490,14 @@ package final class DeviceShard: Sendable {
             s.hibernated[device] = nil
             forget(device, mustWait: &mustWait)
         }
-        scheduleTicks(s, now: now)
+        scheduleTicks(s, slotsDue: slotsDue, now: now)
     }
 
     /// One slot's part of a tick at `now`: its deadlines, its held-back position's trailing
-    /// publish and its phone's expired claims; whether it stays in memory.
-    private func tick(_ slot: inout Slot, now: Double, paused: Bool, stateInterval: Double, mustWait: inout Bool) -> ShardRetention.Fate {
+    /// publish and its phone's expired claims; whether it stays in memory (if so, `slotsDue`
+    /// takes its next tick into account).
+    private func tick(_ slot: inout Slot, now: Double, paused: Bool, stateInterval: Double, slotsDue: inout Double,
+                      mustWait: inout Bool) -> ShardRetention.Fate {
         if let deadline = slot.monitor.nextDeadline(), deadline <= now {
             var changed = false
             let notes = slot.monitor.advance(to: now, stateChanged: &changed)
@@ -506,9 +509,11 @@ package final class DeviceShard: Sendable {
             handOver(item([], changed: false, now: now, slot: &slot, forcePublish: true), mustWait: &mustWait)
         }
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
-        return retention.fate(
+        let fate = retention.fate(
             lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
             hasDeadline: slot.monitor.nextDeadline() != nil, unsaved: slot.emission.unsaved)
+        if fate == .stays { slotsDue = min(slotsDue, due(slot, now: now)) }
+        return fate
     }
 
     /// The slot's state as it is in memory, to be saved (hibernation, a stop).
