@@ -14,6 +14,10 @@ enum ServeCommand: Subcommand {
         While the fences load at start the retained status says starting (from a client of its
         own, CLIENTID-failed, so the gateway's session is untouched), then started.
 
+        One serve per database: it locks DATABASE.lock beside gateway.database first, and a
+        second serve on the same database exits 1 naming the first one's PID, before it
+        connects to the broker.
+
         SIGHUP reloads fences and triggers (a broken file keeps the old set and adds a status
         warning); broker settings need a restart.
 

@@ -30,7 +30,8 @@ struct GatewayServer: Sendable {
 
     /// Runs the gateway with the config file `configFile` (nil: defaults); returns the exit status.
     ///
-    /// The config is read first; if it is good, ``StartupStatusClient`` says `starting` on
+    /// The config is read first; if it is good, the database's ``DatabaseLock`` is taken (held:
+    /// the exit status is 1 and nothing is said on the broker), then ``StartupStatusClient`` says `starting` on
     /// the broker while the fences load (never holding the load up), and is gone, its
     /// `starting` acknowledged or abandoned, before the gateway's own client connects and
     /// says `started`. A failed load says `failedToStart` through it.
@@ -45,6 +46,18 @@ struct GatewayServer: Sendable {
             }
             return ExitStatus.usage
         }
+        // One `serve` per database, decided before anything is said on the broker: a second one
+        // says neither `starting` nor `failedToStart` over the first one's `started`, and never
+        // connects a client that could take its session (DatabaseLock).
+        let databaseLock: DatabaseLock
+        do {
+            databaseLock = try DatabaseLock(database: config.resolve(config.gateway.database))
+        } catch {
+            logger.error(error.description)
+            if case .unusable = error { await publishFailedToStart(config, problems: [error.description], logger: logger) }
+            return ExitStatus.failure
+        }
+        defer { withExtendedLifetime(databaseLock) {} }
         let startup = StartupStatusClient.begin(config, logger: logger)
         var setup: GatewaySetup?
         do {
