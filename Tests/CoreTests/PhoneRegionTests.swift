@@ -16,8 +16,11 @@ import Testing
         try Kit.snapshot(fences, triggers: triggers)
     }
 
-    static func observe(_ plan: inout PhoneRegionPlan, east: Double, north: Double = 0, time: Double, _ snapshot: EngineSnapshot) -> PhonePush? {
-        plan.observe(Kit.at(east: east, north: north), time: time, device: "workers/alice", snapshot: snapshot)
+    /// `now`: the gateway's clock (nil: as the fix time goes, a live phone).
+    static func observe(
+        _ plan: inout PhoneRegionPlan, east: Double, north: Double = 0, time: Double, now: Double? = nil, _ snapshot: EngineSnapshot
+    ) -> PhonePush? {
+        plan.observe(Kit.at(east: east, north: north), time: time, now: now ?? time, device: "workers/alice", snapshot: snapshot)
     }
 
     /// The push `observe` must give.
@@ -93,6 +96,28 @@ import Testing
         #expect(Self.observe(&plan, east: 1_010, time: 2_000, snapshot) == nil)
     }
 
+    /// A phone that steps its fix time a minute per message (or uploads a backlog at once) is
+    /// pushed at most once a minute of the gateway's clock: each fix is a new minute of fix
+    /// time and moves far enough to want a new set, yet only the first of a running minute is
+    /// pushed; the next fix after the minute is, with the set where the phone is then.
+    @Test func atMostOnePushPerMinuteOfTheGatewaysClockWhateverTheFixTime() throws {
+        let snapshot = try Self.snapshot()
+        var plan = PhoneRegionPlan()
+        var pushes = 0
+        // 30 fixes, 61 s of fix time apart, alternating between the row's two ends, all within
+        // 29 s of the gateway's clock.
+        for i in 0..<30 {
+            let east = i % 2 == 0 ? 0.0 : 1_800
+            if Self.observe(&plan, east: east, time: 1_000 + Double(i) * 61, now: 500 + Double(i), snapshot) != nil { pushes += 1 }
+        }
+        #expect(pushes == 1)
+        #expect(plan.lastPushClock == 500)
+        // The gateway's clock at 559.9: still the same minute. At 560: the set where it is now.
+        #expect(Self.observe(&plan, east: 1_800, time: 5_000, now: 559.9, snapshot) == nil)
+        let next = try #require(Self.observe(&plan, east: 1_800, time: 5_061, now: 560, snapshot))
+        #expect(next.regions.map(\.rid) == ["zones/f7", "zones/f8", "zones/f9"])
+    }
+
     @Test func aFenceAddedOrRemovedNearThePhoneIsPushedAtItsNextFix() throws {
         var plan = PhoneRegionPlan()
         #expect(Self.observe(&plan, east: 250, time: 1_000, try Self.snapshot()) != nil)
@@ -140,7 +165,7 @@ import Testing
         var plan = PhoneRegionPlan()
         #expect(Self.observe(&plan, east: 0, time: 1_000, snapshot) == nil, "workers/alice is no van")
         var vanPlan = PhoneRegionPlan()
-        let van = vanPlan.observe(Kit.at(east: 0, north: 0), time: 1_000, device: "vans/v1", snapshot: snapshot)
+        let van = vanPlan.observe(Kit.at(east: 0, north: 0), time: 1_000, now: 1_000, device: "vans/v1", snapshot: snapshot)
         let push = try #require(van)
         #expect(push.regions.map(\.rid) == ["zones/f0", "zones/f1"] && push.triggers == ["vans"])
     }

@@ -143,21 +143,31 @@ import Testing
 
     @Test func eventsPastTheLimitInAMinuteOfFixTimeAreRefused() {
         var emission = OutcomeEmission()
-        #expect(emission.admitEvent(fixTime: 1_000, limit: 2) == .emit)
-        #expect(emission.admitEvent(fixTime: 1_010, limit: 2) == .emit)
-        #expect(emission.admitEvent(fixTime: 1_020, limit: 2) == .limited(first: true))
-        #expect(emission.admitEvent(fixTime: 1_030, limit: 2) == .limited(first: false))
+        #expect(emission.admitEvent(fixTime: 1_000, now: 0, limit: 2) == .emit)
+        #expect(emission.admitEvent(fixTime: 1_010, now: 0, limit: 2) == .emit)
+        #expect(emission.admitEvent(fixTime: 1_020, now: 0, limit: 2) == .limited(first: true))
+        #expect(emission.admitEvent(fixTime: 1_030, now: 0, limit: 2) == .limited(first: false))
         // A stale exit carries an older time: still this minute.
-        #expect(emission.admitEvent(fixTime: 900, limit: 2) == .limited(first: false))
+        #expect(emission.admitEvent(fixTime: 900, now: 0, limit: 2) == .limited(first: false))
         // The next minute of fix time.
-        #expect(emission.admitEvent(fixTime: 1_060, limit: 2) == .emit)
-        #expect(emission.admitEvent(fixTime: 1_061, limit: 2) == .emit)
-        #expect(emission.admitEvent(fixTime: 1_062, limit: 2) == .limited(first: true))
+        #expect(emission.admitEvent(fixTime: 1_060, now: 0, limit: 2) == .emit)
+        #expect(emission.admitEvent(fixTime: 1_061, now: 0, limit: 2) == .emit)
+        #expect(emission.admitEvent(fixTime: 1_062, now: 0, limit: 2) == .limited(first: true))
+    }
+
+    /// A fix time stepped a minute per event passes the fix-time minute every time; the
+    /// gateway's clock stops it at 10 x the limit in its minute, and says which window did.
+    @Test func eventsPastTenTimesTheLimitInAMinuteOfTheGatewaysClockAreRefused() {
+        var emission = OutcomeEmission()
+        for step in 0..<20 { #expect(emission.admitEvent(fixTime: 1_000 + Double(step) * 61, now: 5, limit: 2) == .emit) }
+        #expect(emission.admitEvent(fixTime: 5_000, now: 5.5, limit: 2) == .limited(first: true, window: .runningClock))
+        #expect(emission.admitEvent(fixTime: 6_000, now: 64.9, limit: 2) == .limited(first: false, window: .runningClock))
+        #expect(emission.admitEvent(fixTime: 7_000, now: 65, limit: 2) == .emit)
     }
 
     @Test func underTheLimitEveryEventGoesOut() {
         var emission = OutcomeEmission()
-        for second in 0..<120 { #expect(emission.admitEvent(fixTime: Double(second) / 4, limit: 120) == .emit) }
-        #expect(emission.admitEvent(fixTime: 30, limit: 120) == .limited(first: true))
+        for second in 0..<120 { #expect(emission.admitEvent(fixTime: Double(second) / 4, now: 0, limit: 120) == .emit) }
+        #expect(emission.admitEvent(fixTime: 30, now: 0, limit: 120) == .limited(first: true))
     }
 }

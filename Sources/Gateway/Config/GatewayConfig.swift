@@ -66,7 +66,8 @@ public struct GatewayConfig: Sendable {
         public var maxDevicesPerUser = 1000
         /// Updates whose accuracy (metres) is larger are dropped as `outOfRange`.
         public var maxAccuracy: Double = 10000
-        /// Events per device per minute of fix time; more are counted as `eventRateLimited`,
+        /// Events per device per minute of fix time, and 10 times that per minute of the
+        /// gateway's clock (``EventRateLimiter``); more are counted as `eventRateLimited`,
         /// neither journaled nor published.
         public var maxEventsPerDevice = 120
     }

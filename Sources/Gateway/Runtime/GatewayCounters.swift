@@ -12,7 +12,7 @@ public final class GatewayCounters: Sendable {
     public let undeliverable = Atomic<Int>(0)
     /// Events decided outside their trigger's `schedule`: neither published nor journaled.
     public let outsideSchedule = Atomic<Int>(0)
-    /// Events past `input.maxEventsPerDevice` in a minute of their device's fix time: neither
+    /// Events past `input.maxEventsPerDevice` in a minute of their device's fix time (or 10 x in a minute of the gateway's clock): neither
     /// published nor journaled (the update that decided them still changed the device's state).
     public let eventRateLimited = Atomic<Int>(0)
     /// Feed messages taken on the network thread and their approximate size on the wire (not

@@ -4,20 +4,25 @@
 /// - A phone is given the `phones.regions` fences of each trigger nearest to its last accepted
 ///   position (``EngineSnapshot/phoneRegions(near:device:)``), as circles.
 /// - At most one push per ``pushInterval`` seconds of fix time, so a replayed or fast-driven
-///   track is judged like a live one.
+///   track is judged like a live one, and at most one per ``pushInterval`` seconds of the
+///   gateway's running clock (the caller's `now`), so a phone that steps its fix time a minute
+///   per message, or uploads an hour of backlog at once, gets no more than real time gives. A
+///   push held back is not lost: the next fix after the interval looks at the set again.
 /// - The set is looked at again only when the phone moved more than a quarter of the distance
 ///   (from where it was last looked at) to the nearest fence left out, or the fences changed
 ///   (a new snapshot): jitter never pushes, and nothing is computed for most fixes.
 /// - A push happens only when the set differs from the last one pushed (a rid in or out, or a
 ///   circle or name changed): the phone then gets the whole set, and the regions that left it.
 public struct PhoneRegionPlan: Sendable {
-    /// Seconds of fix time between two pushes to one phone.
+    /// Seconds of fix time, and of the gateway's clock, between two pushes to one phone.
     public static let pushInterval = 60.0
 
     /// The regions last pushed, in rid order.
     public private(set) var regions: [PhoneRegion] = []
     /// Fix time of the last push.
     public private(set) var lastPush: Double?
+    /// The gateway's clock at the last push.
+    public private(set) var lastPushClock: Double?
     /// Where the set was last looked at, and how far the phone may move from there before it
     /// is looked at again.
     private var anchor: Coordinate?
@@ -27,9 +32,11 @@ public struct PhoneRegionPlan: Sendable {
 
     public init() {}
 
-    /// The push a fix at `position`, fix time `time`, calls for; nil for none.
-    public mutating func observe(_ position: Coordinate, time: Double, device: String, snapshot: EngineSnapshot) -> PhonePush? {
+    /// The push a fix at `position`, fix time `time`, taken when the gateway's clock read
+    /// `now`, calls for; nil for none.
+    public mutating func observe(_ position: Coordinate, time: Double, now: Double, device: String, snapshot: EngineSnapshot) -> PhonePush? {
         if let lastPush, time - lastPush < Self.pushInterval { return nil }
+        if let lastPushClock, now - lastPushClock < Self.pushInterval { return nil }
         if let anchor, generation == snapshot.generation, Earth.distance(anchor, position) <= moveThreshold { return nil }
         let wanted = snapshot.phoneRegions(near: position, device: device)
         anchor = position
@@ -40,6 +47,7 @@ public struct PhoneRegionPlan: Sendable {
         let removed = regions.filter { !kept.contains($0.rid) }
         regions = slotted(wanted.regions)
         lastPush = time
+        lastPushClock = now
         return PhonePush(regions: regions, removed: removed, triggers: wanted.triggers, capped: wanted.capped)
     }
 }

@@ -1,3 +1,4 @@
+import GeotriggerCore
 import Synchronization
 
 extension DeviceShard {
@@ -18,12 +19,22 @@ extension DeviceShard {
             self.warnings = warnings
         }
 
-        /// An event of `device` refused at gateway-clock time `now`; `first`: its first in this
-        /// minute of the device's fix time.
-        func refused(device: String, now: Double, first: Bool) {
+        /// An event of `device` refused at gateway-clock time `now` by `window`; `first`: its
+        /// first in that window's minute.
+        func refused(device: String, now: Double, first: Bool, window: EventRateLimiter.Window = .fixTime) {
             let wasDown = lastRefused.exchange(max(now, .leastNonzeroMagnitude).bitPattern, ordering: .relaxed) == 0
             guard first || wasDown else { return }
-            warnings.set(Self.key, "device \(device) decided more than \(limit) events in a minute of fix time (input.maxEventsPerDevice): the rest are counted as eventRateLimited, neither journaled nor published", origin: .client)
+            warnings.set(Self.key, Self.message(device: device, limit: limit, window: window), origin: .client)
+        }
+
+        /// The warning for `device` refused by `window`.
+        static func message(device: String, limit: Int, window: EventRateLimiter.Window) -> String {
+            switch window {
+            case .fixTime:
+                "device \(device) decided more than \(limit) events in a minute of fix time (input.maxEventsPerDevice): the rest are counted as eventRateLimited, neither journaled nor published"
+            case .runningClock:
+                "device \(device) decided more than \(EventRateLimiter.runningLimit(limit)) events in a minute of the gateway's clock (\(EventRateLimiter.runningFactor) x input.maxEventsPerDevice; its fix time runs faster than real time): the rest are counted as eventRateLimited, neither journaled nor published"
+            }
         }
 
         /// When ``clearIfQuiet(now:)`` clears the warning if no event is refused before (gateway

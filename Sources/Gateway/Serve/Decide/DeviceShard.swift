@@ -384,7 +384,7 @@ package final class DeviceShard: Sendable {
         // A hold begun, a position held back: the shard's clock wakes for it.
         wakesClock(for: slot, now: now)
         guard let phone = slot.phone,
-              let push = phone.plan.observe(update.coordinate, time: update.time, device: update.device, snapshot: snapshot)
+              let push = phone.plan.observe(update.coordinate, time: update.time, now: now, device: update.device, snapshot: snapshot)
         else { return result }
         return pushed(push, to: update.device, at: update.time, with: result)
     }
@@ -570,16 +570,16 @@ package final class DeviceShard: Sendable {
         // The state above keeps every decision; only what is inside its schedule leaves.
         let (published, outside) = notes.inSchedule(clock: wall)
         if outside > 0 { context.counters.outsideSchedule.add(outside, ordering: .relaxed) }
-        // Past `input.maxEventsPerDevice` in a minute of the device's fix time, an event is
-        // counted, not journaled or published; the state above and the publication below still
-        // tell where the device is.
+        // Past `input.maxEventsPerDevice` in a minute of the device's fix time (or ten times it
+        // in a minute of the gateway's clock), an event is counted, not journaled or published;
+        // the state above and the publication below still tell where the device is.
         for note in published {
-            switch slot.emission.admitEvent(fixTime: slot.monitor.lastFixTime ?? note.position.time, limit: eventRate.limit) {
+            switch slot.emission.admitEvent(fixTime: slot.monitor.lastFixTime ?? note.position.time, now: now, limit: eventRate.limit) {
             case .emit:
                 context.eventBuilder.append(note, emitted: wall, trackerID: slot.trackerID, owntracks: slot.owntracks, to: &item)
-            case .limited(let first):
+            case .limited(let first, let window):
                 context.counters.eventRateLimited.add(1, ordering: .relaxed)
-                eventRate.refused(device: device, now: now, first: first)
+                eventRate.refused(device: device, now: now, first: first, window: window)
             }
         }
         if publish {

@@ -24,17 +24,18 @@ struct OutcomeEmission: Sendable, Equatable {
     /// The last accepted position is not yet in the retained state: `stateInterval` held it
     /// back, and it goes out when the interval ends (``publishesHeldBack(now:stateInterval:leaving:)``).
     private(set) var positionUnpublished = false
-    /// Its events per minute of fix time (`input.maxEventsPerDevice`).
+    /// Its events per minute of fix time and of the gateway's clock (`input.maxEventsPerDevice`).
     private(set) var eventRate = EventRateLimiter()
 
     /// What one event decided by the monitor does.
     enum EventVerdict: Sendable, Equatable {
         /// Journaled and published.
         case emit
-        /// Past `input.maxEventsPerDevice` in this minute of the device's fix time: counted as
+        /// Past `input.maxEventsPerDevice` in this minute of the device's fix time, or past ten
+        /// times it in this minute of the gateway's clock (`window`): counted as
         /// `eventRateLimited`, neither journaled nor published; `first`: the first refused in
-        /// its minute (raises the warning).
-        case limited(first: Bool)
+        /// that minute (raises the warning).
+        case limited(first: Bool, window: EventRateLimiter.Window = .fixTime)
     }
 
     /// `decisions`: the monitor's ``DeviceMonitor/decisions`` as the database has it (a new or
@@ -100,10 +101,13 @@ struct OutcomeEmission: Sendable, Equatable {
         positionUnpublished && (leaving || now - lastPublished >= stateInterval)
     }
 
-    /// Whether one more event, decided when the device's fix time is `fixTime`, goes out: at
-    /// most `limit` per minute of fix time (``EventRateLimiter``).
-    mutating func admitEvent(fixTime: Double, limit: Int) -> EventVerdict {
-        if eventRate.admit(at: fixTime, limit: limit) { return .emit }
-        return .limited(first: eventRate.isFirstRefused(limit: limit))
+    /// Whether one more event, decided when the device's fix time is `fixTime` and the
+    /// gateway's clock reads `now`, goes out: at most `limit` per minute of fix time and ten
+    /// times that per minute of the gateway's clock (``EventRateLimiter``).
+    mutating func admitEvent(fixTime: Double, now: Double, limit: Int) -> EventVerdict {
+        switch eventRate.admit(at: fixTime, now: now, limit: limit) {
+        case .admitted: .emit
+        case .refused(let first, let window): .limited(first: first, window: window)
+        }
     }
 }

@@ -50,7 +50,7 @@ final class MetricsFile: Sendable {
         e.family("geotrigger_events_total", .counter, help: "Geotrigger events emitted, by trigger and type (enter, exit, dwell); a kind appears once seen.",
                  c.eventsByKind.map { .init($0.value, labels: [("trigger", $0.key.trigger), ("type", $0.key.type)]) })
         e.family("geotrigger_events_undeliverable_total", .counter, help: "Events no broker would take (too large, say): kept in the journal, not published.", [.init(c.undeliverable)])
-        e.family("geotrigger_events_rate_limited_total", .counter, help: "Events past input.maxEventsPerDevice in a minute of their device's fix time: neither journaled nor published.", [.init(c.eventRateLimited)])
+        e.family("geotrigger_events_rate_limited_total", .counter, help: "Events past input.maxEventsPerDevice in a minute of their device's fix time (or 10 times it in a minute of the gateway's clock): neither journaled nor published.", [.init(c.eventRateLimited)])
         if let phones = c.phones {
             e.family("geotrigger_phone_pushes_total", .counter, help: "setWaypoints commands pushed to OwnTracks phones, by trigger with phones on.",
                      phones.triggers.map { .init($0.value.pushes, labels: [("trigger", $0.key)]) })
