@@ -82,6 +82,41 @@ import Testing
         #expect(Self.select(snapshot, around, offset: 9) == ([], false))
     }
 
+    /// Without a box, or with the world as its box, a page is cut from the layers' runs of
+    /// fence numbers: it looks at the fences it returns and one more, whatever its offset and
+    /// however many fences there are (it used to look at every fence before the page, or with
+    /// the world as box, at every fence, sorted, for each page). The pages are those of a scan.
+    @Test func aPageWithoutABoxOrWithTheWorldLooksOnlyAtItsOwnFences() throws {
+        let layers = (0..<3).map { l in
+            FenceLayer(name: "l\(l)", file: "l\(l).geojson", fences: (0..<4_000).map { i in
+                Self.box("f\(i)", layer: "l\(l)", west: Double(i % 100) * 0.02, south: Double(l) + Double(i / 100) * 0.005, size: 0.001)
+            })
+        }
+        let triggers: JSONValue = .array([.object(["name": .string("some"), "fences": .array([.string("l1")])])])
+        let snapshot = try EngineSnapshot(layers: layers, configTriggers: triggers)
+        let world = FeaturesQuery.BoundingBox(west: -180, south: -90, east: 180, north: 90).bounds
+        #expect(world.coversTheWorld && !FeaturesQuery.BoundingBox(west: -179.9, south: -90, east: 180, north: 90).bounds.coversTheWorld)
+        for box in [nil, world] {
+            for layers in [nil, Set(["l2", "l0"]), Set(["l1"]), Set<String>()] {
+                let selected = snapshot.fences.indices.filter { layers?.contains(snapshot.fences[$0].fence.layer) ?? true }
+                for offset in [0, 3_995, 4_000, 7_990, 11_990, 12_000, 50_000] {
+                    for limit in [0, 10, 2_000] {
+                        let page = snapshot.fencePage(meeting: box, layers: layers, limit: limit, offset: offset)
+                        let expected = Array(selected.dropFirst(offset).prefix(limit))
+                        #expect(page.numbers == expected && page.more == (selected.count > offset + limit),
+                                "box \(box != nil), layers \(layers ?? []), offset \(offset), limit \(limit)")
+                        #expect(page.examined <= limit + 1, "box \(box != nil), layers \(layers ?? []), offset \(offset): \(page.examined) fences looked at")
+                    }
+                }
+            }
+        }
+        // A box short of the world goes through the indexes, and finds the same fences.
+        let almost = FeaturesQuery.BoundingBox(west: -179, south: -89, east: 179, north: 89).bounds
+        let page = snapshot.fencePage(meeting: almost, layers: nil, limit: 10, offset: 11_990)
+        #expect(page.numbers == Array(11_990..<12_000) && !page.more)
+        #expect(page.examined == 12_000)
+    }
+
     @Test func aBoxSelectsByTheBufferedBoundsThroughBothIndexes() throws {
         let snapshot = try Self.snapshot()
         // Around `a`: `a` and the unwatched `q` on top of it.

@@ -29,25 +29,27 @@ extension EngineSnapshot {
     /// The positions in ``fences`` (so in layer then file order) of the fences of `layers` (every
     /// layer when nil) whose bounding box, grown by their ``largestBuffer(ofFence:)``, meets `box`
     /// (anywhere when nil): the first `limit` after skipping `offset` of them, and whether more
-    /// matched past those. With a box the spatial indexes find them (the watched fences' and the
-    /// unwatched ones'), not a scan of every fence.
+    /// matched past those. ``fencePage(meeting:layers:limit:offset:)`` with its cost left out.
     public func fenceNumbers(meeting box: GeoBounds?, layers: Set<String>?, limit: Int, offset: Int = 0) -> (numbers: [Int], more: Bool) {
+        let page = fencePage(meeting: box, layers: layers, limit: limit, offset: offset)
+        return (page.numbers, page.more)
+    }
+
+    /// One page of the `features` query's fences (``fenceNumbers(meeting:layers:limit:offset:)``)
+    /// and what it cost: `examined`, the fences looked at to find it.
+    ///
+    /// Without a box, or with one that covers the whole world (every fence meets it), a page is
+    /// cut from the layers' runs of fence numbers by arithmetic: it looks at the `limit` fences
+    /// it returns (and one more, for `more`), whatever `offset` is and however many fences
+    /// there are. With a box the spatial indexes find the fences that meet it (the watched
+    /// fences' and the unwatched ones'), not a scan of every fence, and those are sorted.
+    public func fencePage(meeting box: GeoBounds?, layers: Set<String>?, limit: Int, offset: Int = 0) -> (numbers: [Int], more: Bool, examined: Int) {
+        guard let box, !box.coversTheWorld else { return pageOfRuns(layers: layers, limit: limit, offset: offset) }
         func inLayers(_ f: Int) -> Bool { layers.map { $0.contains(fences[f].fence.layer) } ?? true }
-        guard let box else {
-            var numbers: [Int] = []
-            var skipped = 0
-            for f in fences.indices where inLayers(f) {
-                guard skipped >= offset else {
-                    skipped += 1
-                    continue
-                }
-                guard numbers.count < limit else { return (numbers, true) }
-                numbers.append(f)
-            }
-            return (numbers, false)
-        }
         var found: [Int] = []
+        var examined = 0
         func consider(_ f: Int) {
+            examined += 1
             guard inLayers(f) else { return }
             let bounds = fences[f].bounds
             let grown = largestBuffer(ofFence: f).map { bounds.expanded(by: $0) } ?? bounds
@@ -57,6 +59,37 @@ extension EngineSnapshot {
         unwatchedIndex.query(box, consider)
         found.sort()
         let after = found.dropFirst(offset)
-        return after.count > limit ? (Array(after.prefix(limit)), true) : (Array(after), false)
+        return after.count > limit ? (Array(after.prefix(limit)), true, examined) : (Array(after), false, examined)
+    }
+
+    /// The page of every fence of `layers` (all when nil), in layer then file order: each layer
+    /// is one run of fence numbers, so `offset` is skipped by arithmetic over the runs.
+    private func pageOfRuns(layers: Set<String>?, limit: Int, offset: Int) -> (numbers: [Int], more: Bool, examined: Int) {
+        var runs: [Range<Int>] = []
+        if let layers {
+            for (l, name) in fenceNumbers.layerNames.enumerated() where layers.contains(name) {
+                let run = fenceNumbers.fences(ofLayer: l).clamped(to: fences.indices)
+                if !run.isEmpty { runs.append(run) }
+            }
+        } else if !fences.isEmpty {
+            runs = [fences.indices]
+        }
+        var numbers: [Int] = []
+        numbers.reserveCapacity(min(max(limit, 0), 10_000))
+        var skip = max(offset, 0)
+        for run in runs {
+            guard skip < run.count else {
+                skip -= run.count
+                continue
+            }
+            let start = run.lowerBound + skip
+            skip = 0
+            let room = max(limit, 0) - numbers.count
+            guard room > 0 else { return (numbers, true, numbers.count + 1) }
+            let end = start + min(room, run.upperBound - start)
+            numbers.append(contentsOf: start..<end)
+            if end < run.upperBound { return (numbers, true, numbers.count + 1) }
+        }
+        return (numbers, false, numbers.count)
     }
 }

@@ -37,6 +37,10 @@ public struct GeoBounds: Sendable, Equatable {
         maxLon = Swift.max(maxLon, other.maxLon)
     }
 
+    /// True if the box holds every point of the world: 360 degrees of longitude, from the
+    /// south pole to the north pole. Every box meets it.
+    public var coversTheWorld: Bool { maxLon - minLon >= 360 && minLat <= -90 && maxLat >= 90 }
+
     /// True if the box reaches past 180 or below -180 degrees of longitude.
     public var crossesAntimeridian: Bool { maxLon > 180 || minLon < -180 }
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import GeotriggerCore
 import MQTT
 import Store
+import Synchronization
 
 /// Request/response queries on `PREFIX/query/GATEWAY_ID` (the dispatcher's "who is inside?").
 ///
@@ -22,6 +23,12 @@ import Store
 /// `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
 /// The device shards answer about their own devices.
+///
+/// A reply's budget counts everything each of its messages carries beside its JSON: the reply
+/// topic, the MQTT v5 correlation data copied from the query and the packet's own header
+/// (``messageOverhead(topic:correlationData:)``; user properties are not copied). One querying
+/// user (``ReplyWriting``) has at most 4 replies being written (published and not all
+/// acknowledged by the broker) at a time; a query past that is answered `{"error": "busy"}`.
 final class QueryService: Service, Sendable {
     let name = "queries"
     let topic: String
@@ -35,6 +42,10 @@ final class QueryService: Service, Sendable {
     /// Answers `{"expectations": ...}`; nil: that query is refused.
     let expectations: Expectations?
     private let queue: BoundedQueue<MQTTMessage>
+    /// The replies being written per querying user, and their parts' message ids.
+    private let writing = Mutex(ReplyWriting())
+    /// Parts published and not acknowledged (so an acknowledgement of another's message skips the lock).
+    private let partsInFlight = Atomic<Int>(0)
 
     init(
         prefix: String, gatewayID: String, client: MQTTClient, pool: MonitorPool, store: GatewayStore, logger: Logger,
@@ -71,59 +82,110 @@ final class QueryService: Service, Sendable {
 
     private func answer(_ message: MQTTMessage) async {
         let request = QueryRequest.parse(message.payload, file: message.topic)
+        let (target, refusal) = QueryRequest.replyTopic(
+            asked: message.responseTopic ?? request.replyTo, repliesPrefix: repliesPrefix, fallback: "\(topic)/reply")
+        if let refusal { return reply(.object(["error": .string(refusal)]), to: message, request: request) }
+        let user = ReplyWriting.user(ofReplyTopic: target, repliesPrefix: repliesPrefix)
+        guard writing.withLock({ $0.begin(user: user) }) else {
+            let busy = "busy: \(ReplyWriting.perUser) replies to \(repliesPrefix)\(user) are still being written; ask again once one has arrived"
+            return reply(.object(["error": .string(busy)]), to: message, request: request)
+        }
+        // Every message of the reply carries the JSON correlation, the topic and the v5
+        // correlation data beside its rows: the writers count them all.
+        let appended = (request.correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0)
+            + Self.messageOverhead(topic: target, correlationData: replyProperties(for: message)?.correlationData)
+        let answers: [[UInt8]]
         do {
-            switch try await respond(to: request.kind.get(), correlation: request.correlation) {
-            case .value(let answer): reply(answer, to: message, request: request)
-            case .written(let answers): reply(written: answers, to: message, request: request)
+            switch try await respond(to: request.kind.get(), appended: appended) {
+            case .value(let answer): answers = [Self.object(answer)]
+            case .written(let written): answers = written
             }
         } catch let error as QueryProblem {
-            reply(.object(["error": .string(error.message)]), to: message, request: request)
+            answers = [Self.object(.object(["error": .string(error.message)]))]
         } catch {
-            reply(.object(["error": .string("\(error)")]), to: message, request: request)
+            answers = [Self.object(.object(["error": .string("\(error)")]))]
         }
+        reply(written: answers, to: message, request: request, user: user)
+    }
+
+    /// The bytes of one reply message besides its payload: the PUBLISH's fixed header (at most
+    /// 5), the topic (2 + its length), the packet id (2), and with MQTT v5 the properties'
+    /// length (at most 4) and the correlation data (3 + its length).
+    static func messageOverhead(topic: String, correlationData: [UInt8]?) -> Int {
+        5 + 2 + topic.utf8.count + 2 + 4 + (correlationData.map { 3 + $0.count } ?? 0)
+    }
+
+    /// `answer` as a JSON object's bytes.
+    private static func object(_ answer: JSONValue) -> [UInt8] { JSONValue.object(answer.objectValue ?? JSONObject()).serializedBytes() }
+
+    /// The v5 properties of a reply to `message`: its correlation data (nil on v3.1.1, or for a
+    /// query with neither correlation data nor a response topic).
+    private func replyProperties(for message: MQTTMessage) -> MQTTPublishProperties? {
+        guard client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil else { return nil }
+        return MQTTPublishProperties(correlationData: message.correlationData)
     }
 
     /// Publishes `answer` to the query's reply topic (its `correlation` copied in), or an error
-    /// to the default reply topic when the asked topic is not under ``repliesPrefix``.
+    /// to the default reply topic when the asked topic is not under ``repliesPrefix``. Not
+    /// counted among the replies being written (an error or a refusal: one small message).
     private func reply(_ answer: JSONValue, to message: MQTTMessage, request: QueryRequest) {
-        reply(written: [JSONValue.object(answer.objectValue ?? JSONObject()).serializedBytes()], to: message, request: request)
+        reply(written: [Self.object(answer)], to: message, request: request, user: nil)
     }
 
     /// ``reply(_:to:request:)`` with the answer already written as JSON objects, published in
     /// order to the same topic (each with the correlation); a refused reply topic gets one error.
-    private func reply(written answers: [[UInt8]], to message: MQTTMessage, request: QueryRequest) {
+    /// `user`: the querying user whose slot (``ReplyWriting/begin(user:)``) the reply holds until
+    /// the broker has acknowledged its parts. Published on the network thread, where the
+    /// acknowledgements are read, so the parts' ids are recorded before any can arrive.
+    private func reply(written answers: [[UInt8]], to message: MQTTMessage, request: QueryRequest, user: String?) {
         let (target, refusal) = QueryRequest.replyTopic(
             asked: message.responseTopic ?? request.replyTo, repliesPrefix: repliesPrefix, fallback: "\(topic)/reply")
         let payloads = refusal.map { [JSONValue.object(["error": .string($0)]).serializedBytes()] } ?? answers
-        var properties: MQTTPublishProperties?
-        if client.configuration.protocolVersion == .v5, message.correlationData != nil || message.responseTopic != nil {
-            properties = MQTTPublishProperties(correlationData: message.correlationData)
-        }
-        for (i, answer) in payloads.enumerated() {
-            var payload = answer
-            if let correlation = request.correlation {
-                // The object's last member: `}` becomes `,"correlation":VALUE}` (no comma after `{`).
-                payload.removeLast()
-                if payload.count > 1 { payload.append(UInt8(ascii: ",")) }
-                payload.append(contentsOf: #""correlation":"#.utf8)
-                correlation.write(to: &payload)
-                payload.append(UInt8(ascii: "}"))
-            }
-            do {
-                try client.publish(topic: target, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
-            } catch {
-                if payloads.count == 1 {
-                    logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
-                } else {
-                    // The parts after a lost one would not make a whole reply: stop there.
-                    logger.warning(
-                        "cannot publish a query reply",
-                        ["mqtt.topic": target, "part": "\(i + 1) of \(payloads.count)", "error": "\(error)"])
+        let properties = replyProperties(for: message)
+        let correlation = request.correlation
+        client.perform { [self] in
+            var published: [Int32] = []
+            for (i, answer) in payloads.enumerated() {
+                var payload = answer
+                if let correlation {
+                    // The object's last member: `}` becomes `,"correlation":VALUE}` (no comma after `{`).
+                    payload.removeLast()
+                    if payload.count > 1 { payload.append(UInt8(ascii: ",")) }
+                    payload.append(contentsOf: #""correlation":"#.utf8)
+                    correlation.write(to: &payload)
+                    payload.append(UInt8(ascii: "}"))
                 }
-                return
+                do {
+                    published.append(try client.publish(topic: target, payload: payload, qos: .atLeastOnce, retain: false, properties: properties))
+                } catch {
+                    if payloads.count == 1 {
+                        logger.warning("cannot publish a query reply", ["mqtt.topic": target, "error": "\(error)"])
+                    } else {
+                        // The parts after a lost one would not make a whole reply: stop there.
+                        logger.warning(
+                            "cannot publish a query reply",
+                            ["mqtt.topic": target, "part": "\(i + 1) of \(payloads.count)", "error": "\(error)"])
+                    }
+                    break
+                }
             }
+            guard let user else { return }
+            partsInFlight.add(published.count, ordering: .relaxed)
+            writing.withLock { $0.published(user: user, messageIDs: published) }
         }
     }
+
+    /// The broker acknowledged message `ack`: whether it was a part of a reply (called on the
+    /// network thread, before the other owners of the client's acknowledgements).
+    func acknowledged(_ ack: MQTTAcknowledgement) -> Bool {
+        guard partsInFlight.load(ordering: .relaxed) > 0 else { return false }
+        let mine = writing.withLock { $0.acknowledged(ack.messageId) }
+        if mine { partsInFlight.subtract(1, ordering: .relaxed) }
+        return mine
+    }
+
+    /// Replies being written, of every querying user (for tests).
+    var repliesBeingWritten: Int { writing.withLock { $0.count } }
 
     /// A query's answer: a value, or JSON objects already written (the `features`, `fences`,
     /// `near` and `inside` replies, written within their byte budget as they grow: one message,
@@ -133,9 +195,9 @@ final class QueryService: Service, Sendable {
         case written([[UInt8]])
     }
 
-    private func respond(to kind: QueryRequest.Kind, correlation: JSONValue?) async throws -> Answer {
-        // The reply carries the correlation too (every message of it): the writers count its bytes.
-        let correlationBytes = correlation.map { #","correlation":"#.utf8.count + $0.serializedBytes().count } ?? 0
+    /// `correlationBytes`: what every message of the reply carries beside its rows (the JSON
+    /// correlation, the topic, the v5 correlation data): the writers count them.
+    private func respond(to kind: QueryRequest.Kind, appended correlationBytes: Int) async throws -> Answer {
         switch kind {
         case .inside(let layer, let fence): return .written([try await inside(layer: layer, fence: fence, correlationBytes: correlationBytes)])
         case .device(let device): return .value(try await deviceState(device))
@@ -221,7 +283,8 @@ final class QueryService: Service, Sendable {
         if let partBytes = query.partBytes, partBytes < writer.emptyPartBytes {
             throw QueryProblem(
                 "\"features\": \"partBytes\" \(partBytes) is less than the \(writer.emptyPartBytes) bytes a part takes "
-                    + "without features beside this correlation")
+                    + "without features beside this correlation and reply topic: expected partBytes of at least that, "
+                    + "or less correlation data")
         }
         let snapshot = self.snapshot()
         var layers: Set<String>?

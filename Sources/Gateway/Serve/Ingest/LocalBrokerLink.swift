@@ -14,8 +14,8 @@ import Synchronization
 ///   may be handled first.
 /// - After each burst of reads it commits what the burst decided (``EventCommitter/commitBurst()``),
 ///   and the fresh events go out in the same turn.
-/// - Acknowledgements go to the state publisher or the local outbox, whichever sent the
-///   message.
+/// - Acknowledgements go to the query service (a reply's parts), the state publisher or the
+///   local outbox, whichever sent the message.
 /// - Connection events: logged and kept as warnings by the ``BrokerConnection``; on a loss
 ///   the monitors' clocks pause; on every connect they go on, the control topics are
 ///   subscribed afresh, `started` is published, then the retained device states, and the
@@ -149,6 +149,8 @@ final class LocalBrokerLink: MQTTClientDelegate {
         client.assertOnNetworkThread()
         switch event {
         case .acknowledged(let ack):
+            // A query reply's part first: its id was recorded when it was published, here.
+            if control?.queries.acknowledged(ack) == true { return }
             if statePublisher.acknowledged(ack) { return }
             outbox?.acknowledged(ack)
         case .connection(let change):
