@@ -26,6 +26,7 @@ package struct LockLevel: Sendable {
     package static let deviceShard = LockLevel(10, "DeviceShard.state")
     package static let runtimeFenceBook = LockLevel(10, "RuntimeFences.book")
     package static let expectationBook = LockLevel(20, "Expectations.book")
+    package static let censusAdmission = LockLevel(25, "DeviceShard.Census.admission")
     package static let expectationWork = LockLevel(30, "Expectations.work")
     package static let fenceFollowers = LockLevel(30, "RuntimeFences.followers")
     package static let census = LockLevel(30, "DeviceShard.Census.users")
@@ -33,6 +34,7 @@ package struct LockLevel: Sendable {
     package static let outboxWindow = LockLevel(40, "OutboxPublisher.machine")
     package static let committerPending = LockLevel(50, "EventCommitter.pending")
     package static let occupancy = LockLevel(50, "StatePublisher.occupancy")
+    package static let eventRateWarning = LockLevel(80, "DeviceShard.EventRateWarning.lastRefused")
     package static let counters = LockLevel(90, "GatewayCounters (dropped, eventsByKind)")
     package static let warnings = LockLevel(90, "Warnings.current")
 }

@@ -156,7 +156,8 @@ package final class DeviceShard: Sendable {
                 guard admitNewDevice(device, userLevel: userLevel) else { return .handled(mustWait: false) }
                 box = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
                 s.slots[device] = box
-                recount(s.slots.count + s.hibernated.count)
+                // The census counted it when it admitted it.
+                recount(s.slots.count + s.hibernated.count, admitted: 1)
             }
             var mustWait = false
             handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot),
@@ -169,9 +170,8 @@ package final class DeviceShard: Sendable {
     /// under `input.maxDevicesPerUser` for its feed's user level); else its update is counted
     /// as `tooManyDevices` and the warning raised.
     private func admitNewDevice(_ device: String, userLevel: Int) -> Bool {
-        let (decision, raisesWarning, clearsWarning) = census.admit(device, userLevel: userLevel)
-        if raisesWarning { context.warnings.set(ShardAdmission.limitWarning, census.admission.limitWarningText) }
-        if clearsWarning { context.warnings.clear(ShardAdmission.limitWarning, resolved: "devices are under input.maxDevices again") }
+        // The census raises and clears the `too-many-devices` warning itself, with its flag.
+        let decision = census.admit(device, userLevel: userLevel).decision
         switch decision.verdict {
         case .admitted:
             return true
@@ -216,10 +216,12 @@ package final class DeviceShard: Sendable {
         return due
     }
 
-    /// Updates this shard's device count and the census total.
-    private func recount(_ count: Int) {
+    /// Updates this shard's device count and the census total; `admitted`: devices among the
+    /// new count that the census counted already (``Census/admit(_:userLevel:)``).
+    private func recount(_ count: Int, admitted: Int = 0) {
         let before = deviceCount.exchange(count, ordering: .relaxed)
-        if count != before { census.total.add(count - before, ordering: .relaxed) }
+        let change = count - before - admitted
+        if change != 0 { census.total.add(change, ordering: .relaxed) }
     }
 
     /// Stops taking updates and ends the mailbox (the pool's shutdown).

@@ -59,7 +59,8 @@ package final class MonitorPool: Service, Sendable {
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
-        let census = DeviceShard.Census(limit: context.config.input.maxDevices, perUser: context.config.input.maxDevicesPerUser)
+        let census = DeviceShard.Census(
+            limit: context.config.input.maxDevices, perUser: context.config.input.maxDevicesPerUser, warnings: context.warnings)
         let eventRate = DeviceShard.EventRateWarning(limit: context.config.input.maxEventsPerDevice, warnings: context.warnings)
         self.eventRate = eventRate
         let clockWakeup = Wakeup()

@@ -4,9 +4,10 @@
 /// raised or cleared).
 ///
 /// It does nothing itself: no locks, no atomics, no counters. ``DeviceShard/Census`` holds the
-/// shared numbers (the total and the "refusing" flag as atomics, the per-user ``Users`` in
-/// its lock) and asks ``decide(total:refusing:user:admitToUser:)``; the shard carries out the
-/// ``Decision`` (`ShardAdmissionTests`).
+/// shared numbers (the total as an atomic, the "refusing" flag under its admission lock, the
+/// per-user ``Users`` in its lock), asks ``decide(total:refusing:user:admitToUser:)`` under the
+/// admission lock and carries out the count and the flag's warning; the shard carries out the
+/// rest of the ``Decision`` (`ShardAdmissionTests`).
 struct ShardAdmission: Sendable, Equatable {
     /// `input.maxDevices`: devices of all shards together.
     let limit: Int
@@ -92,8 +93,7 @@ struct ShardAdmission: Sendable, Equatable {
     /// census's flag as last seen; `user`: the device's user (``user(of:level:)``);
     /// `admitToUser`: counts the device for that user if there is room (``Users/admit(_:user:limit:)``
     /// under the census's lock), asked only when the device is under `input.maxDevices` and
-    /// has a user, so a device without one never takes that lock. Devices appearing on several
-    /// shards at once may pass `input.maxDevices` by as many as there are shards.
+    /// has a user, so a device without one never takes that lock.
     func decide(total: Int, refusing: Bool, user: String?, admitToUser: (String) -> Bool) -> Decision {
         if total >= limit { return Decision(verdict: .overLimit, limitWarning: .raise) }
         let warning: LimitWarning = refusing ? .clear : .unchanged

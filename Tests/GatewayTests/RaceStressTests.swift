@@ -1,0 +1,136 @@
+import Foundation
+import GeotriggerCore
+import Store
+import Synchronization
+import Testing
+import TestSupport
+@testable import Gateway
+
+/// Races between the threads that share a decision (issue: hostile round three), each under
+/// many threads hammering it, asserting the invariant after every round: `input.maxDevices` is
+/// never passed by shards admitting at once; the `too-many-devices` and `event-rate-limited`
+/// warnings always say what their flags say, whichever thread comes last.
+@Suite(.serialized) struct RaceStressTests {
+    static let t0 = DeviceShardTests.t0
+
+    /// A context like the rig's with `warnings` of its own and `maxDevices`.
+    static func context(_ rig: DeviceShardTests.Rig, maxDevices: Int, warnings: Warnings) -> ServeContext {
+        var config = rig.context.config
+        config.input.maxDevices = maxDevices
+        return ServeContext(
+            config: config, counters: rig.counters, warnings: warnings, logger: rig.context.logger, store: rig.store,
+            committer: rig.committer, statePublisher: rig.context.statePublisher, eventBuilder: rig.context.eventBuilder)
+    }
+
+    /// An update of a device new to the shard: one far from the fence (nothing to decide).
+    static func newDevice(_ id: String) -> LocationUpdate { LocationUpdate(device: id, lat: 10, lon: 10, time: t0) }
+
+    /// Runs `body(i)` for i in 0..<count on `count` threads, released together: each spins
+    /// until all have arrived (keep `count` at the box's cores, or below).
+    static func atOnce(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let arrived = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        for i in 0..<count {
+            let thread = Thread {
+                arrived.add(1, ordering: .acquiringAndReleasing)
+                while arrived.load(ordering: .acquiring) < count {}
+                body(i)
+                done.signal()
+            }
+            thread.start()
+        }
+        for _ in 0..<count { done.wait() }
+    }
+
+    /// Threads racing in each round: the cores of the box, at least 2.
+    static let racers = max(2, min(4, ProcessInfo.processInfo.activeProcessorCount))
+
+    /// Four shards of one pool with `input.maxDevices: 1` take a new device each at the same
+    /// moment, 1,500 times: never more than one is admitted (each shard read the total before
+    /// another's increment, and all were).
+    @Test(.timeLimit(.minutes(3))) func shardsAdmittingAtOnceNeverPassMaxDevices() async throws {
+        let rig = try await DeviceShardTests.Rig()
+        var overshoots = 0, rounds = 0
+        for round in 0..<3000 {
+            let pool = MonitorPool(context: Self.context(rig, maxDevices: 1, warnings: rig.warnings), snapshot: rig.snapshot, shardCount: 4)
+            // A device for each shard (ids chosen by the pool's own hashing).
+            var ids: [String?] = Array(repeating: nil, count: 4)
+            var n = 0
+            while ids.contains(where: { $0 == nil }) {
+                let id = "r\(round)-\(n)"
+                n += 1
+                let shard = pool.shards.firstIndex { $0 === pool.shard(for: id) }!
+                if ids[shard] == nil { ids[shard] = id }
+            }
+            let chosen = ids.map { $0! }
+            Self.atOnce(Self.racers) { i in
+                _ = pool.shards[i].handleNow(Self.newDevice(chosen[i]), receivedAt: 100, trackerID: nil, owntracks: false)
+            }
+            let admitted = pool.deviceCount
+            if admitted > 1 { overshoots += 1 }
+            #expect(pool.shards[0].census.total.load(ordering: .relaxed) == admitted)
+            for shard in pool.shards { shard.finish() }
+            rounds += 1
+            if round % 100 == 99 { await rig.committer.flush() }
+        }
+        print("shards admitting at once with maxDevices 1 (\(Self.racers) threads): \(overshoots) of \(rounds) rounds admitted more than one")
+        #expect(overshoots == 0)
+        await rig.close()
+    }
+
+    /// Shards refusing new devices (the total at the limit) and admitting them (a device just
+    /// forgotten) at once, 10,000 rounds: afterwards the `too-many-devices` warning says what
+    /// the census's flag says. Probed by what comes next: an admission under the limit must
+    /// leave no warning (a flag down with the warning up kept it), a refusal must leave it up
+    /// (a flag up with the warning down would not raise it).
+    @Test(.timeLimit(.minutes(3))) func theDeviceLimitWarningFollowsItsFlagWhateverTheOrder() async throws {
+        let rig = try await DeviceShardTests.Rig()
+        let warnings = Warnings(logger: Logger(label: "race"))
+        let pool = MonitorPool(context: Self.context(rig, maxDevices: 2, warnings: warnings), snapshot: rig.snapshot, shardCount: 4)
+        let census = pool.shards[0].census
+        func up() -> Bool { warnings.texts.contains { $0.contains("input.maxDevices") } }
+        var mismatches = 0
+        let rounds = 10_000
+        for round in 0..<rounds {
+            Self.atOnce(Self.racers) { i in
+                let id = "r\(round)-\(i)"
+                // Even threads meet a full gateway; odd ones a device forgotten just before.
+                census.total.store(i % 2 == 0 ? 2 : 0, ordering: .relaxed)
+                _ = pool.shard(for: id).handleNow(Self.newDevice(id), receivedAt: 100, trackerID: nil, owntracks: false)
+            }
+            let probe = "probe-\(round)"
+            let admits = round % 2 == 0
+            census.total.store(admits ? 0 : 2, ordering: .relaxed)
+            _ = pool.shard(for: probe).handleNow(Self.newDevice(probe), receivedAt: 100, trackerID: nil, owntracks: false)
+            if up() == admits { mismatches += 1 }
+            if round % 500 == 499 { await rig.committer.flush() }
+        }
+        print("too-many-devices warning against its flag after racing refusals and admissions: \(mismatches) of \(rounds) rounds disagreed")
+        #expect(mismatches == 0)
+        for shard in pool.shards { shard.finish() }
+        await rig.close()
+    }
+
+    /// Shards refusing events and the pool's clock clearing the `event-rate-limited` warning at
+    /// once, 5,000 rounds: afterwards the warning is up exactly when its time says so
+    /// (`clearDue` not nil).
+    @Test(.timeLimit(.minutes(3))) func theEventRateWarningFollowsItsTimeWhateverTheOrder() {
+        var mismatches = 0
+        for round in 0..<5000 {
+            let warnings = Warnings(logger: Logger(label: "race"))
+            let warning = DeviceShard.EventRateWarning(limit: 1, warnings: warnings)
+            warning.refused(device: "old", now: 1, first: true)
+            Self.atOnce(Self.racers) { i in
+                if i % 2 == 0 {
+                    warning.clearIfQuiet(now: 100)
+                } else {
+                    warning.refused(device: "d\(round)-\(i)", now: 90, first: false)
+                }
+            }
+            let up = warnings.texts.contains { $0.contains("input.maxEventsPerDevice") }
+            if up != (warning.clearDue != nil) { mismatches += 1 }
+        }
+        print("event-rate warning against its time after racing refusals and clearings: \(mismatches) of 5000 rounds disagreed")
+        #expect(mismatches == 0)
+    }
+}
