@@ -1,5 +1,6 @@
 import Foundation
 import GeotriggerCore
+import MQTT
 import Store
 import Synchronization
 import Testing
@@ -132,5 +133,48 @@ import TestSupport
         }
         print("event-rate warning against its time after racing refusals and clearings: \(mismatches) of 5000 rounds disagreed")
         #expect(mismatches == 0)
+    }
+
+    /// One runtime fence changed 150 times while SIGHUP reloads (each rebuilds and saves) race
+    /// the fences' own loop (which rebuilds and saves too), 40 rounds, the database refusing
+    /// writes (`PRAGMA query_only`) while the changes come: once they stop and the database
+    /// takes writes again, it holds the last version, never an older one given back by a
+    /// failed save or written after it.
+    @Test(.timeLimit(.minutes(3))) func aRuntimeFenceSavedFromTheLoopAndAReloadEndsAtItsLastVersion() async throws {
+        var stale = 0
+        let rounds = 40
+        for round in 0..<rounds {
+            let rig = try await RuntimeFenceBudgetTests.Rig(runtime: "{}")
+            let client = try MQTTClient(MQTTConfiguration(port: 1, clientId: "gw-race-\(UUID().uuidString.prefix(8))"))
+            let (_, adoptions) = AsyncStream.makeStream(of: EngineSnapshot.self)
+            let fences = await RuntimeFences(setup: rig.setup, client: client, store: rig.store, warnings: rig.warnings,
+                                             logger: Logger(label: "race"), adoptions: adoptions, rebuildInterval: 0)
+            let loop = Task { try await fences.run() }
+            let versions = 150
+            let store = rig.store
+            try await store.withConnection { try $0.execute("PRAGMA query_only = 1") }
+            let changing = Task {
+                for v in 1...versions {
+                    await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "a", RuntimeFenceBudgetTests.feature(300 + v)))
+                    if v % 3 == 0 { await Task.yield() }
+                }
+            }
+            let reloading = Task {
+                while !Task.isCancelled { await fences.reload(rig.setup) }
+            }
+            await changing.value
+            reloading.cancel()
+            await reloading.value
+            try await store.withConnection { try $0.execute("PRAGMA query_only = 0") }
+            await fences.reload(rig.setup)
+            await fences.shutdown()
+            try await loop.value
+            let stored = try await rig.stored()["a"]
+            if stored != 300 + versions { stale += 1 }
+            if stored != 300 + versions { print("runtime fence race round \(round): stored \(stored.map(String.init) ?? "nothing"), last version \(300 + versions)") }
+            await rig.store.close()
+        }
+        print("a runtime fence saved from the loop and from reloads, writes refused meanwhile: \(stale) of \(rounds) rounds ended with an older version stored")
+        #expect(stale == 0, "\(stale) of \(rounds) rounds ended with an older version stored")
     }
 }

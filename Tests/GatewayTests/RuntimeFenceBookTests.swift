@@ -74,7 +74,7 @@ import Testing
         #expect(book.dirty && book.unsaved == [a: .some(payload)])
         #expect(try Self.build(&book, now: 10) == 1)
         #expect(!book.dirty && book.previous.isEmpty && book.snapshot.fence(layer: "jobs", id: "a") != nil)
-        #expect(book.takeUnsaved() == [a: .some(payload)] && book.unsaved.isEmpty)
+        #expect(book.takeUnsaved().changes == [a: .some(payload)] && book.unsaved.isEmpty)
         // A retained copy of what is live changes nothing; a new version waits for the interval.
         #expect(Self.offer(&book, a, payload) == [] && !book.dirty)
         #expect(Self.offer(&book, a, Self.point(lat: 34.46)) == [] && book.dirty)
@@ -120,7 +120,7 @@ import Testing
         #expect(r2 == [.restoreRetained(b, nil)])
         #expect(parser.calls == 0, "a stale copy is not even parsed")
         #expect(book.layers["jobs"]?["a"]?.feature == Self.point(lat: 34.45) && book.layers["jobs"]?["b"] == nil)
-        let unsaved = book.takeUnsaved()
+        let unsaved = book.takeUnsaved().changes
         #expect(!book.dirty && unsaved.isEmpty)
         // The gateway's own copies coming back change nothing.
         let r3 = book.offer(a, payload: Self.point(lat: 34.45), retained: false) { parser($0, $1) }
@@ -334,20 +334,45 @@ import Testing
         _ = Self.offer(&book, b, pb)
         _ = try Self.build(&book, now: 0)
         let saves = book.takeUnsaved()
-        #expect(saves == [a: .some(pa), b: .some(pb)])
+        #expect(saves.changes == [a: .some(pa), b: .some(pb)])
         // Meanwhile b is deleted: the failed save must not bring its old payload back.
         _ = Self.offer(&book, b, [])
         book.saveFailed(saves, now: 5)
         #expect(book.unsaved == [a: .some(pa), b: Self.deleted] && book.saveRetry == 6)
         // While a rebuild waits, the rebuild saves them; so build first.
-        #expect(book.retryDue(now: 7) == [:])
+        #expect(book.retryDue(now: 7).isEmpty)
         _ = try Self.build(&book, now: 7)
-        #expect(book.retryDue(now: 5.5) == [:] && book.workRemaining(RuntimeFenceBook.Followers()))
-        #expect(book.retryDue(now: 6) == [a: .some(pa), b: Self.deleted])
+        #expect(book.retryDue(now: 5.5).isEmpty && book.workRemaining(RuntimeFenceBook.Followers()))
+        #expect(book.retryDue(now: 6).changes == [a: .some(pa), b: Self.deleted])
         #expect(book.unsaved.isEmpty && !book.workRemaining(RuntimeFenceBook.Followers()))
         // At shutdown whatever is unsaved goes at once.
         _ = Self.offer(&book, a, Self.point(lat: 34.7))
-        #expect(book.retryDue(now: 0, force: true) == [a: .some(Self.point(lat: 34.7))])
+        #expect(book.retryDue(now: 0, force: true).changes == [a: .some(Self.point(lat: 34.7))])
+    }
+
+    /// A save from the loop and one from a SIGHUP reload: a's version 1 taken by one, version 2
+    /// by the other and written first; then version 1's write fails. It must not give version 1
+    /// back (its retry would write it over version 2).
+    @Test func aFailedSaveGivesNothingBackThatALaterTakeHolds() throws {
+        var book = try Self.book()
+        let a = Self.key("a"), v1 = Self.point(), v2 = Self.point(lat: 34.5)
+        _ = Self.offer(&book, a, v1)
+        _ = try Self.build(&book, now: 0)
+        let first = book.takeUnsaved()
+        _ = Self.offer(&book, a, v2)
+        _ = try Self.build(&book, now: 1)
+        let second = book.takeUnsaved()
+        #expect(first.changes == [a: .some(v1)] && second.changes == [a: .some(v2)] && second.turn == first.turn + 1)
+        book.saved(second)
+        book.saveFailed(first, now: 2)
+        #expect(book.unsaved.isEmpty)
+        #expect(book.retryDue(now: 10, force: true).isEmpty)
+        // The other way round: the later take fails, the earlier one was written: the later one is retried.
+        _ = Self.offer(&book, a, v1)
+        _ = try Self.build(&book, now: 20)
+        let third = book.takeUnsaved()
+        book.saveFailed(third, now: 21)
+        #expect(book.unsaved == [a: .some(v1)])
     }
 
     // MARK: Reload

@@ -147,6 +147,10 @@ struct RuntimeFenceBook: Sendable {
     private(set) var previous: [FenceKey: Entry?] = [:]
     /// Changes not saved yet: the payload, or nil to delete the row.
     private(set) var unsaved: [FenceKey: [UInt8]?] = [:]
+    /// The takes of ``unsaved`` so far (each non-empty ``Saves`` is the next turn).
+    private(set) var turns = 0
+    /// The turn that last took each fence's change and is not known to be written yet.
+    private var lastTurn: [FenceKey: Int] = [:]
     private(set) var lastBuild = -Double.infinity
     /// After a failed save: when ``unsaved`` is tried again.
     private(set) var saveRetry = -Double.infinity
@@ -412,23 +416,44 @@ struct RuntimeFenceBook: Sendable {
 
     // MARK: Saving
 
+    /// One take of the changes to write: the payloads (nil: delete the row) and the take's
+    /// turn. Takes are numbered in the order they are made (the loop's, a SIGHUP reload's, the
+    /// shutdown's), and their writes must reach the store in that order (``RuntimeFences``
+    /// waits for its turn), so an older version never lands after a newer one.
+    struct Saves: Sendable, Equatable {
+        var changes: [FenceKey: [UInt8]?] = [:]
+        /// 1, 2, ... for the takes that hold changes; 0 for an empty one.
+        var turn = 0
+        var isEmpty: Bool { changes.isEmpty }
+    }
+
     /// The changes to write to the store now (after a rebuild): taken out of ``unsaved``.
-    mutating func takeUnsaved() -> [FenceKey: [UInt8]?] {
+    mutating func takeUnsaved() -> Saves {
+        guard !unsaved.isEmpty else { return Saves() }
+        turns += 1
+        for key in unsaved.keys { lastTurn[key] = turns }
         defer { unsaved = [:] }
-        return unsaved
+        return Saves(changes: unsaved, turn: turns)
+    }
+
+    /// Writing `saves` succeeded.
+    mutating func saved(_ saves: Saves) {
+        for key in saves.changes.keys where lastTurn[key] == saves.turn { lastTurn[key] = nil }
     }
 
     /// Writing `saves` failed at `now`: they are unsaved again, except where a newer change
-    /// came meanwhile, and tried again after ``saveRetryDelay``.
-    mutating func saveFailed(_ saves: [FenceKey: [UInt8]?], now: Double) {
-        for (key, value) in saves where unsaved[key] == nil { unsaved[key] = .some(value) }
+    /// came meanwhile (waiting in ``unsaved``, or taken by a later turn, whose write goes after
+    /// this one: giving the old payload back would write it over the newer), and tried again
+    /// after ``saveRetryDelay``.
+    mutating func saveFailed(_ saves: Saves, now: Double) {
+        for (key, value) in saves.changes where unsaved[key] == nil && lastTurn[key] == saves.turn { unsaved[key] = .some(value) }
         saveRetry = now + Self.saveRetryDelay
     }
 
     /// What a failed save left, when its retry is due at `now` and no rebuild waits (the
     /// rebuild saves them); `force` (shutdown): whatever is unsaved, at once.
-    mutating func retryDue(now: Double, force: Bool = false) -> [FenceKey: [UInt8]?] {
-        guard !unsaved.isEmpty, force || (!dirty && now >= saveRetry) else { return [:] }
+    mutating func retryDue(now: Double, force: Bool = false) -> Saves {
+        guard !unsaved.isEmpty, force || (!dirty && now >= saveRetry) else { return Saves() }
         return takeUnsaved()
     }
 

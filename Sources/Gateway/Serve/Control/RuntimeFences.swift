@@ -65,6 +65,8 @@ final class RuntimeFences: Service, Sendable {
     private let workPending = Atomic<Bool>(true)
     /// Wakes ``run()``'s loop when `workPending` is set (``markWork()``).
     private let wakeup = Wakeup()
+    /// The order of the writes of unsaved changes (``save(_:)``).
+    private let saveTurns = SaveTurns()
     /// Ends ``run()``'s loop (``shutdown()``).
     private let stop = StopSignal()
     /// While work waits for its time (a rebuild interval, a save retry, a follow interval),
@@ -374,11 +376,11 @@ final class RuntimeFences: Service, Sendable {
     private func rebuildIfDue() async {
         let now = MonotonicClock.now()
         let (built, actions, saves) = await onQueue { [self] in
-            book.withLock { book -> ((snapshot: EngineSnapshot, generation: Int)?, [RuntimeFenceBook.Action], [FenceKey: [UInt8]?]) in
+            book.withLock { book -> ((snapshot: EngineSnapshot, generation: Int)?, [RuntimeFenceBook.Action], RuntimeFenceBook.Saves) in
                 let request = followers.withLock { book.rebuildIfDue(now: now, followers: &$0) }
                 guard let request else {
                     noteRemainingWork(book)
-                    return (nil, [], [:])
+                    return (nil, [], RuntimeFenceBook.Saves())
                 }
                 let (built, actions) = RuntimeFences.build(&book, first: request)
                 let saves = book.takeUnsaved()
@@ -404,7 +406,7 @@ final class RuntimeFences: Service, Sendable {
         let rejected = Set(actions.compactMap { action -> FenceKey? in
             if case .reject(let key, _) = action { key } else { nil }
         })
-        for (key, _) in saves where !rejected.contains(key) {
+        for key in saves.changes.keys where !rejected.contains(key) {
             warnings.clear("fence-\(key.layer)/\(key.fence)")
         }
         logger.debug("runtime fences: snapshot built", [
@@ -414,14 +416,19 @@ final class RuntimeFences: Service, Sendable {
 
     // MARK: Saving
 
-    /// Writes `saves` to the store. A failed write gives them back to the book
-    /// (``RuntimeFenceBook/saveFailed(_:now:)``), so they are tried again (``retryUnsaved()``,
-    /// once a second) and at shutdown: a change is never dropped by a failed save.
-    private func save(_ saves: [FenceKey: [UInt8]?]) async {
+    /// Writes `saves` to the store, after the takes before it (``RuntimeFenceBook/Saves``: the
+    /// loop and a SIGHUP reload each take and write, so their writes could otherwise reach the
+    /// store in either order). A failed write gives them back to the book
+    /// (``RuntimeFenceBook/saveFailed(_:now:)``) before the next turn writes, so they are tried
+    /// again (``retryUnsaved()``, once a second) and at shutdown: a change is never dropped by a
+    /// failed save, and never written over a newer one.
+    private func save(_ saves: RuntimeFenceBook.Saves) async {
         guard !saves.isEmpty else { return }
+        await saveTurns.wait(for: saves.turn)
         do {
-            try await store.saveRuntimeFences(saves.map { (layer: $0.key.layer, fence: $0.key.fence, feature: $0.value) })
+            try await store.saveRuntimeFences(saves.changes.map { (layer: $0.key.layer, fence: $0.key.fence, feature: $0.value) })
             warnings.clear("runtime-fences-store", resolved: "runtime fences saved")
+            await onQueue { [self] in book.withLock { $0.saved(saves) } }
         } catch {
             warnings.set("runtime-fences-store", "cannot save runtime fences (they stay live; retried every second): \(error)")
             await onQueue { [self] in
@@ -429,11 +436,12 @@ final class RuntimeFences: Service, Sendable {
                 workPending.store(true, ordering: .releasing)
             }
         }
+        await saveTurns.done(saves.turn)
     }
 
     /// Saves what a failed save left (when its retry is due, or at once at shutdown).
     private func retryUnsaved(force: Bool = false) async {
-        let saves: [FenceKey: [UInt8]?] = await onQueue { [self] in
+        let saves: RuntimeFenceBook.Saves = await onQueue { [self] in
             book.withLock { book in
                 let saves = book.retryDue(now: MonotonicClock.now(), force: force)
                 if saves.isEmpty { noteRemainingWork(book) }
@@ -475,5 +483,27 @@ final class RuntimeFences: Service, Sendable {
         stop.fire()
         adoptions.finish()
         await retryUnsaved(force: true)
+    }
+}
+
+/// The order in which ``RuntimeFences`` writes its takes of unsaved changes: turn 1, 2, ... (a
+/// take's ``RuntimeFenceBook/Saves/turn``), each after the one before has been written or has
+/// failed and given its changes back.
+actor SaveTurns {
+    /// The turn whose write goes next.
+    private var next = 1
+    /// Writers waiting for their turn.
+    private var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+
+    /// Returns when it is `turn`'s turn.
+    func wait(for turn: Int) async {
+        guard turn != next else { return }
+        await withCheckedContinuation { waiting[turn] = $0 }
+    }
+
+    /// `turn` is written (or failed): the next one goes.
+    func done(_ turn: Int) {
+        next = turn + 1
+        waiting.removeValue(forKey: next)?.resume()
     }
 }
