@@ -14,6 +14,9 @@ extension DeviceShard {
         /// moves it and the warning it raises or clears change together under this lock, so
         /// the warning always says what the flag says, whichever admitter comes last.
         private let refusingState = LeveledMutex<Bool>(false, level: .censusAdmission)
+        /// The flag as last moved, for readers that take no lock (tests); written only under
+        /// ``refusingState``'s lock, right after the flag itself.
+        let refusing = Atomic<Bool>(false)
         /// Devices per user, and each counted device's user. Taken only for a device new to
         /// this run and when a device is forgotten, inside a shard's lock (never the other way).
         private let users = LeveledMutex<ShardAdmission.Users>(ShardAdmission.Users(), level: .census)
@@ -24,9 +27,6 @@ extension DeviceShard {
             self.admission = ShardAdmission(limit: limit, perUserLimit: perUser)
             self.warnings = warnings
         }
-
-        /// New devices are being refused (the warning is up).
-        var refusing: Bool { refusingState.withLock { $0 } }
 
         /// Decides about a device new to this run of the feed's `userLevel`, counts it in
         /// ``total`` when it is admitted (the shard's recount does not count it again), and moves
@@ -48,11 +48,13 @@ extension DeviceShard {
                 case .raise:
                     guard !refusing else { return (decision, false, false) }
                     refusing = true
+                    self.refusing.store(true, ordering: .relaxed)
                     warnings?.set(ShardAdmission.limitWarning, admission.limitWarningText)
                     return (decision, true, false)
                 case .clear:
                     guard refusing else { return (decision, false, false) }
                     refusing = false
+                    self.refusing.store(false, ordering: .relaxed)
                     warnings?.clear(ShardAdmission.limitWarning, resolved: "devices are under input.maxDevices again")
                     return (decision, false, true)
                 }
