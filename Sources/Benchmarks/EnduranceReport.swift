@@ -58,7 +58,11 @@ extension EnduranceBenchmark {
                 Target(
                     name: "broker MB/day (drive; 100 per 1,000 devices)", value: d.updates > 0 ? d.perDay(d.brokerBytes) / mb : nil,
                     limit: brokerLimit, unit: " MB/day", decimals: 2),
-                Target(name: "idle: gateway + broker MB/day", value: i.perDay(i.gatewayBytes + i.brokerBytes) / mb, limit: 20, unit: " MB/day", decimals: 3),
+                // Idle, the broker changes nothing, so autosave_on_changes saves nothing: its
+                // figure is what it wrote itself, without the benchmark's forced save.
+                Target(
+                    name: "idle: gateway + broker MB/day (the broker's own writes)",
+                    value: i.perDay(i.gatewayBytes + i.brokerBytes - i.forcedSaveBytes) / mb, limit: 20, unit: " MB/day", decimals: 3),
                 Target(name: "idle: gateway wake-ups/s", value: Double(i.gatewaySwitches) / i.seconds, limit: 5, unit: "/s", decimals: 2),
                 Target(name: "idle: gateway CPU, % of a core", value: 100 * i.gatewayCPU / i.seconds, limit: 0.1, unit: " %", decimals: 3),
                 Target(
