@@ -345,6 +345,36 @@ package final class EventCommitter: Service, StepSink, Sendable {
         }
     }
 
+    /// Carries out what a ``CommitRound`` decided.
+    private func apply(_ effects: [CommitRound.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .warn(let key, let text):
+                warnings.set(key, text)
+            case .resolve(let key, let text):
+                warnings.clear(key, resolved: text)
+            case .removeSpill:
+                spill?.remove()
+                pending.withLock { $0.spillDropped = SpillFile.Dropped() }
+            case .spill(let batch):
+                guard let spill else { continue }
+                do {
+                    let dropped = try spill.append(batch)
+                    warnings.clear("spill", resolved: "the spill file takes writes again")
+                    if dropped.batches > 0 { spillCapReached(spill, dropped) }
+                } catch {
+                    warnings.set("spill", "the events the database refuses cannot be kept in the spill file (\(error)): a kill before the database recovers loses them")
+                }
+            case .committedFromMemory(let destination, let events):
+                publishers[destination]?.committedFromMemory(events)
+            case .deliverFresh(let destination, let rows):
+                publishers[destination]?.deliverFresh(rows: rows)
+            case .publishVolatile(let destination, let messages):
+                publishers[destination]?.publishVolatile(messages)
+            }
+        }
+    }
+
     /// One group commit, on the store's queue: takes everything pending, commits it, hands the
     /// events and states on, and queues the next commit if more arrived meanwhile.
     private func commit(on store: isolated GatewayStore) {
@@ -359,19 +389,12 @@ package final class EventCommitter: Service, StepSink, Sendable {
             return t
         }
         for resume in waiters { resume() }
-        var batch = retried
-        batch.stateChanges += taken.stateChanges
-        batch.events += taken.events
-        // Events of a failed commit were published from memory; the ones the broker has not
-        // acknowledged yet get outbox rows now, so a kill after the fault cannot lose them
-        // (one acknowledged meanwhile may then arrive twice, with the same id).
+        let round = CommitRound(taken: taken, retried: retried, retryCap: retryCap)
+        var delivered: [OutboxDestination: Set<String>] = [:]
         if !retried.outbox.isEmpty {
-            var delivered: [OutboxDestination: Set<String>] = [:]
             for (destination, publisher) in publishers { delivered[destination] = publisher.deliveredFromMemory }
-            batch.outbox.removeAll { delivered[$0.destination]?.contains($0.eventID) == true }
         }
-        batch.outbox += taken.outbox
-        batch.expectations += taken.expectations
+        var batch = round.batch(delivered: delivered)
         var retry = StoreBatch()
         if !batch.isEmpty {
             // The outboxes' acknowledgements ride along: no transaction of their own.
@@ -388,50 +411,11 @@ package final class EventCommitter: Service, StepSink, Sendable {
                 let receipt = try store.commit(batch)
                 committed = true
                 if !batch.events.isEmpty { journalGrew() }
-                warnings.clear("database", resolved: "the database accepts writes again")
-                if !retried.isEmpty {
-                    spill?.remove()
-                    pending.withLock { $0.spillDropped = SpillFile.Dropped() }
-                    warnings.clear("spill-cap", resolved: "the database took what the spill file had dropped")
-                }
-                if !retried.outbox.isEmpty {
-                    for (destination, publisher) in publishers {
-                        publisher.committedFromMemory(Set(retried.outbox.lazy.filter { $0.destination == destination }.map(\.eventID)))
-                    }
-                }
-                if receipt.dropped.local + receipt.dropped.remote > 0 {
-                    warnings.set("outbox-cap", "the outbox reached outbox.cap: \(receipt.dropped.local) local and \(receipt.dropped.remote) remote events were dropped (oldest first)")
-                }
-                // The committed rows, numbered: handed over in memory.
-                for (destination, rows) in Dictionary(grouping: receipt.outbox, by: \.message.destination) {
-                    publishers[destination]?.deliverFresh(rows: rows)
-                }
+                apply(round.committed(batch, receipt: receipt))
             } catch {
-                warnings.set("database", databaseWarning(error))
-                // The new events go out now, from memory; state, journal and outbox rows are
-                // tried again (the retried ones are in memory already).
-                for (destination, publisher) in publishers {
-                    let messages = taken.outbox.filter { $0.destination == destination }
-                    if !messages.isEmpty { publisher.publishVolatile(messages) }
-                }
-                if let spill {
-                    do {
-                        let dropped = try spill.append(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox))
-                        warnings.clear("spill", resolved: "the spill file takes writes again")
-                        if dropped.batches > 0 { spillCapReached(spill, dropped) }
-                    } catch {
-                        warnings.set("spill", "the events the database refuses cannot be kept in the spill file (\(error)): a kill before the database recovers loses them")
-                    }
-                }
-                retry.stateChanges = batch.stateChanges
-                retry.events = Array(batch.events.suffix(retryCap))
-                if retry.events.count == batch.events.count {
-                    retry.outbox = batch.outbox
-                } else {
-                    let kept = Set(retry.events.map(\.id))
-                    retry.outbox = batch.outbox.filter { kept.contains($0.eventID) }
-                }
-                retry.expectations = batch.expectations
+                let refused = round.refused(batch, warning: databaseWarning(error))
+                apply(refused.effects)
+                retry = refused.retry
             }
             counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
             counters.events.add(taken.events.count, ordering: .relaxed)
