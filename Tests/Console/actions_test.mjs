@@ -64,9 +64,26 @@ const gateway = (page, per) => (q, fences) => {
     same('each page in parts, joined in part order although they came backwards', [...store.fences.keys()].slice(0, 4), ['l/f0', 'l/f1', 'l/f2', 'l/f3']);
     same('all fences held, not truncated', [store.fences.size, store.featuresStatus.state], [25, 'ok']);
     same('the parts asked stay under mosquitto\'s 4 KB websockets piece', [asked[0].partBytes, partBytes('gt/replies/console-1')], [3980, 3980]);
-    same('the world first', asked[0].bbox, WORLD);
+    same('on load: asked without a bbox, never the world as one', asked[0].bbox, undefined);
     actions.viewChanged([0, 0, 1, 1]);
-    same('a complete world answer: a moved view asks nothing', actions.viewTimer, undefined);
+    same('a complete answer for the whole world: a moved view asks nothing', actions.viewTimer, undefined);
+}
+{
+    // On load every fence (no bbox: the map is fitted to what comes); then the view the map
+    // shows, and a view spanning the world is not a bbox.
+    const { actions, asked } = rig(3, gateway(10, 3));
+    let view = [8.5, 47.3, 8.6, 47.4];
+    actions.view = () => view;
+    await actions.loadFeatures();
+    await actions.loadFeatures();
+    same('on load no bbox, then the view the map shows', asked.map((q) => q.bbox), [undefined, [8.5, 47.3, 8.6, 47.4]]);
+    view = WORLD;
+    await actions.loadFeatures();
+    same('a view as large as the world is asked without a bbox', asked.map((q) => q.bbox), [undefined, [8.5, 47.3, 8.6, 47.4], undefined]);
+    actions.held = { bbox: [8.5, 47.3, 8.6, 47.4], complete: true };
+    actions.viewChanged(null);
+    same('zoomed out to the world from a smaller view: asked again', actions.viewTimer !== undefined, true);
+    clearTimeout(actions.viewTimer);
 }
 {
     const { store, actions, asked } = rig(FEATURE_LIMIT + 5, gateway(4000, 500));

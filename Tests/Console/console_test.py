@@ -9,8 +9,11 @@ The page is checked through its data attributes only: every device within 2 m of
 position, every event (the truth collected with mosquitto_sub) by id, the gateway started,
 occupancy as retained, fences when the gateway answers `features`; then the same from the
 retained topics after a reload; a polygon drawn on the map with clicks is published, and a
-device walking into it gives an enter event and occupancy on the page; bad payloads and a
-refused login get a word on the page; no JavaScript error in the browser log. Screenshots go to .build/console-artifacts/.
+device walking into it gives an enter event and occupancy on the page; the features queries
+ask for the map's view, never the world as a bbox; bad payloads and a refused login get a word
+on the page; a login is kept per broker and a link with ?broker= elsewhere sends none; the
+page's Content-Security-Policy refuses an inline script; framed by another page it refuses to
+run; no JavaScript error in the browser log. Screenshots go to .build/console-artifacts/.
 
 Run through deploy/console-test.sh (which installs Chromium, its driver, Leaflet and
 Selenium when missing). Environment: GEOTRIGGER_BIN (default .build/debug/geotrigger),
@@ -318,6 +321,21 @@ return Array.from(document.querySelectorAll(selector), (e) => {
 """
 
 
+def features_queries(path):
+    """The `features` bodies of the queries in mosquitto_sub -v output (topic, space, JSON)."""
+    found = []
+    with open(path, errors='replace') as f:
+        for line in f:
+            _, _, payload = line.partition(' ')
+            try:
+                body = json.loads(payload)
+            except ValueError:
+                continue
+            if isinstance(body, dict) and isinstance(body.get('features'), dict):
+                found.append(body['features'])
+    return found
+
+
 def rows(driver, selector, names):
     return driver.execute_script(ROWS_JS, selector, names)
 
@@ -466,6 +484,9 @@ def main():
 }}
 """)
         procs.start('events', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/events/#'])
+        # Every query the pages publish (topic, then the JSON), for the features bbox check.
+        procs.start('queries', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/query/#'])
+        queries_log = os.path.join(tmp, 'queries.log')
         # mosquitto_sub's stdout goes to its log file: that is the truth.
         events_log = os.path.join(tmp, 'events.log')
         procs.start('gateway', [BIN, 'serve', '--config', config], env={**os.environ, 'GEOTRIGGER_LOG_LEVEL': 'notice'})
@@ -658,6 +679,16 @@ def main():
         r.check('the drawn polygon, cleared, leaves the list',
                 wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, '[data-fence="console/drawn-2"]'), 15))
 
+        # The fences are asked for the view the map shows: the first (the whole world in view)
+        # without a bbox, the ones after the map was fitted (the runtime fence changes above)
+        # with the view's; never the world as a bbox (a gateway finds and sorts every fence for it).
+        asked = features_queries(queries_log)
+        boxes = [q.get('bbox') for q in asked]
+        view = driver.execute_script('return window.__console.map.view()')
+        r.check('the features queries ask for the view the map shows, never the world',
+                bool(asked) and [-180, -90, 180, 90] not in boxes and any(b is not None for b in boxes)
+                and all(b is None or (b[2] - b[0]) % 360 < 359 for b in boxes), f'bboxes asked: {boxes}; the view now: {view}')
+
         entries = log.take()
         severe = log.severe(entries)
         r.check('no JavaScript error in the browser log (live)', not severe, json.dumps(severe)[:1000])
@@ -727,8 +758,10 @@ def main():
         r.check('a good login connects',
                 wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 15),
                 driver.find_element(By.ID, 'connection').text)
-        stored = driver.execute_script("return [sessionStorage.getItem('geotrigger-console-credentials') !== null, localStorage.length]")
-        r.check('credentials are kept in sessionStorage only', stored == [True, 0], str(stored))
+        locked_url = f'ws://127.0.0.1:{locked_ws}/'
+        stored = driver.execute_script("return [Object.keys(sessionStorage), localStorage.length]")
+        r.check('credentials are kept in sessionStorage only, under the broker they were given to',
+                stored == [[f'geotrigger-console-credentials {locked_url}'], 0], str(stored))
         severe = log.severe(log.take())
         r.check('no JavaScript error in the browser log (login)', not severe, json.dumps(severe)[:1000])
 
@@ -747,6 +780,54 @@ def main():
         # While the broker was down the browser logged failed WebSocket connections; nothing else.
         others = [e for e in log.severe(log.take()) if 'WebSocket connection to' not in e.get('message', '')]
         r.check('no JavaScript error in the browser log (reconnect)', not others, json.dumps(others)[:1000])
+
+        # A link whose ?broker= points elsewhere (here the anonymous broker; a hostile one alike),
+        # opened in the tab that logged in to the locked broker: the page connects without the
+        # login, which is offered only to the broker it was given to.
+        open_log = os.path.join(tmp, 'open.broker.log')
+        mark = os.path.getsize(open_log)
+        driver.get(f'http://127.0.0.1:{ws_port}/?prefix={PREFIX}&broker=ws://127.0.0.1:{ws_port}/')
+        r.check('a page opened with ?broker= elsewhere connects (anonymously) to that broker',
+                wait_until(lambda: state() == 'connected', 20), state())
+
+        def connects_since(path, offset):
+            with open(path, errors='replace') as f:
+                f.seek(offset)
+                return [line.strip() for line in f if 'New client connected' in line and ' as console-' in line]
+        seen = wait_until(lambda: connects_since(open_log, mark), 10)
+        r.check('it sends no stored credentials there (the broker saw no user name)',
+                bool(seen) and not any("u'" in line for line in seen), str(seen))
+        r.check('the login given to the locked broker is still kept for it alone',
+                driver.execute_script('return Object.keys(sessionStorage)') == [f'geotrigger-console-credentials {locked_url}'],
+                str(driver.execute_script('return Object.keys(sessionStorage)')))
+
+        # The page's Content-Security-Policy: scripts from its own folder only; an inline script
+        # put into the page does not run.
+        policy = driver.execute_script(
+            "const m = document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]'); return m ? m.content : null")
+        r.check('index.html carries a Content-Security-Policy (scripts from the page\'s folder only)',
+                bool(policy) and "script-src 'self' blob:" in policy and "default-src 'none'" in policy
+                and "object-src 'none'" in policy and "base-uri 'none'" in policy, str(policy))
+        injected = driver.execute_script(
+            "const s = document.createElement('script'); s.textContent = 'window.__injected = 1'; document.head.appendChild(s);"
+            "return window.__injected === undefined ? null : window.__injected")
+        r.check('an inline script put into the page is refused by the policy', injected is None, str(injected))
+        log.take()  # the refusal is logged (SEVERE), as it should be
+
+        # In another page's frame the console refuses to run: it says so and never connects.
+        with open(os.path.join(www, 'framing.html'), 'w') as f:
+            f.write(f'<!DOCTYPE html><title>framing</title><iframe id="inner" src="index.html?prefix={PREFIX}" width="900" height="600"></iframe>')
+        mark = os.path.getsize(open_log)
+        driver.get(f'http://127.0.0.1:{ws_port}/framing.html')
+        driver.switch_to.frame(driver.find_element(By.ID, 'inner'))
+        framed = wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'framed', 10)
+        text = driver.find_element(By.ID, 'connection').text
+        started = driver.execute_script('return window.__console !== undefined')
+        shot(driver, 'console-framed.png')
+        driver.switch_to.default_content()
+        r.check('framed by another page, the console refuses to run (says so, starts nothing)',
+                framed and 'frame' in text and not started, f'{text!r}; app started: {started}')
+        r.check('and opens no MQTT connection', not connects_since(open_log, mark), str(connects_since(open_log, mark)))
     except Exception:
         traceback.print_exc()
         r.check('the console test ran to its end', False)

@@ -4,7 +4,8 @@
 
 /// A query is given up after this long without a message of its reply.
 const QUERY_TIMEOUT_MS = 10000;
-/// The whole world: the console asks for every fence first.
+/// The whole world as a bbox: never asked for (a gateway finds and sorts every fence for it);
+/// with the whole world in view the console asks without a bbox, which a gateway pages in order.
 export const WORLD = [-180, -90, 180, 90];
 /// The most fences the console holds; past it, the fences in view (asked again as it moves).
 export const FEATURE_LIMIT = 10000;
@@ -16,8 +17,11 @@ export function partBytes(replyTopic) {
 }
 
 export class Actions {
-    constructor({ client, store, prefix, replyTopic, say }) {
+    /// `view`: the map's view as a features bbox [west, south, east, north], or null when the
+    /// whole world is in view (or there is no map).
+    constructor({ client, store, prefix, replyTopic, say, view }) {
         this.client = client;
+        this.view = view || (() => null);
         this.store = store;
         this.prefix = prefix;
         this.replyTopic = replyTopic;
@@ -75,9 +79,11 @@ export class Actions {
     }
 
     /// The fences of every started gateway (several share a NATS cluster), merged by layer and
-    /// fence id: up to FEATURE_LIMIT, the ones in `bbox` (the world first, then the view when
-    /// that was too many).
-    async loadFeatures(bbox = WORLD) {
+    /// fence id: up to FEATURE_LIMIT, the ones in `bbox`: the view the map shows, once the page
+    /// has fences to show (null: asked without a bbox, on load, when the map is fitted to what
+    /// comes, and while the whole world is in view).
+    async loadFeatures(bbox = this.held ? this.view() : null) {
+        if (bbox && bbox[0] <= WORLD[0] && bbox[1] <= WORLD[1] && bbox[2] >= WORLD[2] && bbox[3] >= WORLD[3]) bbox = null;
         const gateways = this.started();
         if (!gateways.length) return;
         // Replies may cross: only the newest question's answer is drawn.
@@ -109,10 +115,12 @@ export class Actions {
         let reply, truncated = false;
         for (;;) {
             const limit = FEATURE_LIMIT - features.length;
-            reply = await this.query(gateway, { features: { bbox, limit, offset: features.length, partBytes: partBytes(this.replyTopic) } });
+            const asking = { limit, offset: features.length, partBytes: partBytes(this.replyTopic) };
+            if (bbox) asking.bbox = bbox;
+            reply = await this.query(gateway, { features: asking });
             // A gateway with other bounds on these may refuse them: then ask with its defaults.
             if (features.length === 0 && reply && typeof reply.error === 'string' && /limit|bbox|offset|partBytes/.test(reply.error)) {
-                reply = await this.query(gateway, { features: {} });
+                reply = await this.query(gateway, { features: bbox ? { bbox } : {} });
                 break;
             }
             if (asked !== this.featuresAsked) return null;
@@ -126,12 +134,13 @@ export class Actions {
         return features.length ? { type: 'FeatureCollection', features, truncated } : reply;
     }
 
-    /// The map moved to [west, south, east, north]: asked again when the fences held are not
-    /// all of those there (the last answer was truncated, or was for a view not covering it).
+    /// The map moved to [west, south, east, north] (null: the whole world): asked again when the
+    /// fences held are not all of those there (the last answer was truncated, or was for a view
+    /// not covering it).
     viewChanged(view) {
         const held = this.held;
         if (!held) return;
-        if (held.complete && (held.bbox === WORLD || covers(held.bbox, view))) return;
+        if (held.complete && (held.bbox === null || (view && covers(held.bbox, view)))) return;
         clearTimeout(this.viewTimer);
         this.viewTimer = setTimeout(() => this.loadFeatures(view), 400);
     }

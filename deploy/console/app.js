@@ -7,6 +7,8 @@ import { MapView } from './map.js';
 import { Lists } from './lists.js';
 import { Actions, validLevel } from './actions.js';
 
+// Credentials are kept per broker (the key names its URL) and offered only to that broker: a
+// link with ?broker= pointing elsewhere never gets the login given to another.
 const CREDENTIALS = 'geotrigger-console-credentials';
 const params = new URLSearchParams(location.search);
 const prefix = (params.get('prefix') || 'geotriggers').replace(/\/+$/, '');
@@ -16,17 +18,32 @@ const $ = (id) => document.getElementById(id);
 window.addEventListener('error', (e) => store.notice('script', `console error: ${e.message}`));
 window.addEventListener('unhandledrejection', (e) => store.notice('script', `console error: ${e.reason && e.reason.message ? e.reason.message : e.reason}`));
 
+/// The broker's WebSocket URL (normalized, so one broker has one key), or {error} when ?broker=
+/// is not a ws:// or wss:// URL, or null when the page came from a file.
 function brokerURL() {
     const asked = params.get('broker');
-    if (asked) return asked;
+    if (asked) {
+        let parsed;
+        try { parsed = new URL(asked); } catch { return { error: `?broker=${asked} is not a URL (ws://HOST:PORT/ or wss://HOST:PORT/)` }; }
+        if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') return { error: `?broker=${asked} is not a ws:// or wss:// URL` };
+        return parsed.href;
+    }
     if (location.protocol !== 'http:' && location.protocol !== 'https:') return null;
-    return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
+    return new URL(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`).href;
 }
 
-function storedCredentials() {
+function credentialsKey(brokerUrl) {
+    return `${CREDENTIALS} ${brokerUrl}`;
+}
+
+/// The login this tab gave to `brokerUrl`, if any; never one given to another broker.
+function storedCredentials(brokerUrl) {
+    // The key of older versions named no broker: whoever it was for, it is sent nowhere.
+    sessionStorage.removeItem(CREDENTIALS);
+    if (typeof brokerUrl !== 'string') return null;
     try {
-        const c = JSON.parse(sessionStorage.getItem(CREDENTIALS) || 'null');
-        return c && typeof c.username === 'string' ? c : null;
+        const c = JSON.parse(sessionStorage.getItem(credentialsKey(brokerUrl)) || 'null');
+        return c && typeof c.username === 'string' && c.broker === brokerUrl ? c : null;
     } catch {
         return null;
     }
@@ -80,10 +97,12 @@ if (globalThis.L) {
 
 const clientId = `console-${Math.random().toString(16).slice(2, 10)}`;
 const replyTopic = `${prefix}/replies/${clientId}`;
-const url = brokerURL();
-const credentials = storedCredentials();
+const asked = brokerURL();
+const url = typeof asked === 'string' ? asked : null;
+const credentials = storedCredentials(url);
 const client = new MqttClient({ url, clientId, username: credentials?.username, password: credentials?.password, keepalive: 30 });
-const actions = new Actions({ client, store, prefix, replyTopic, say: answer });
+// Fences are asked for the view the map shows (never the world as a bbox).
+const actions = new Actions({ client, store, prefix, replyTopic, say: answer, view: () => (map ? map.view() : null) });
 const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions, requestRender });
 if (map) lists.colourOf = (layer) => map.colour(layer);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
@@ -98,8 +117,8 @@ client.on('state', ({ state, detail }) => {
     store.setConnection(state, detail);
     if (state === 'refused') {
         const had = client.username;
-        sessionStorage.removeItem(CREDENTIALS);
-        showLogin(had ? `Login refused: ${detail}.` : `The broker wants a login (${detail}).`);
+        sessionStorage.removeItem(credentialsKey(url));
+        showLogin(had ? `Login refused by ${url}: ${detail}.` : `The broker ${url} wants a login (${detail}).`);
     }
     if (state === 'connected') {
         $('login').hidden = true;
@@ -126,7 +145,7 @@ $('login').addEventListener('submit', (e) => {
     e.preventDefault();
     const username = $('login-username').value;
     const password = $('login-password').value;
-    sessionStorage.setItem(CREDENTIALS, JSON.stringify({ username, password }));
+    sessionStorage.setItem(credentialsKey(url), JSON.stringify({ broker: url, username, password }));
     client.username = username;
     client.password = password;
     $('login').hidden = true;
@@ -160,6 +179,8 @@ for (const button of document.querySelectorAll('[data-draw]')) {
 if (url) {
     $('broker').textContent = `${url} · ${prefix}`;
     client.connect();
+} else if (asked && asked.error) {
+    store.setConnection('closed', asked.error);
 } else {
     store.setConnection('closed', 'opened from a file: serve the console from the broker\'s websockets listener, or add ?broker=ws://HOST:PORT/');
 }

@@ -5,6 +5,17 @@
 // type gets a plain import('./app.js').
 (function () {
     'use strict';
+    // Never inside another page's frame (clickjacking: a page over ours steering a dispatcher's
+    // clicks). A <meta> Content-Security-Policy cannot say frame-ancestors, and mosquitto's web
+    // server sends no headers of ours: so the page itself stops when it is not the top window.
+    if (window.top !== window.self) {
+        var main = document.querySelector('main');
+        if (main) main.hidden = true;
+        var state = document.getElementById('connection');
+        state.setAttribute('data-state', 'framed');
+        state.textContent = 'the console does not run inside a frame of another page: open it in a tab of its own';
+        return;
+    }
     // Dependencies first: each module imports only modules listed before it.
     var order = ['mqtt.js', 'store.js', 'devices-layer.js', 'map.js', 'lists.js', 'actions.js', 'app.js'];
 

@@ -58,10 +58,10 @@ export class MapView {
     }
 
     /// The view and half its size around it, as a features query's bbox [west, south, east,
-    /// north] (west > east across the antimeridian; the whole world when it spans it).
+    /// north] (west > east across the antimeridian); null when it spans the whole world.
     view() {
         const b = this.map.getBounds().pad(0.5);
-        if (b.getEast() - b.getWest() >= 360) return [-180, -90, 180, 90];
+        if (b.getEast() - b.getWest() >= 360) return null;
         const wrap = (lon) => (lon >= -180 && lon <= 180 ? lon : ((((lon + 180) % 360) + 360) % 360) - 180);
         const clamp = (lat) => Math.max(-90, Math.min(90, lat));
         return [wrap(b.getWest()), clamp(b.getSouth()), wrap(b.getEast()), clamp(b.getNorth())];
