@@ -18,6 +18,23 @@ import Testing
         #expect(try TopicFilter("+/x").deviceID(in: "$SYS/x") == nil)
     }
 
+    /// The topic a filter gives a device id (where a phone's `cmd` goes, docs/phones.md): the
+    /// id's levels put back into the wildcards, so that `deviceID(in:)` of it is the id again.
+    @Test func topicOfADeviceIsDeviceIDBackwards() throws {
+        let owntracks = try TopicFilter("tracks/+/+")
+        #expect(owntracks.topic(ofDevice: "alice/phone") == "tracks/alice/phone")
+        #expect(owntracks.topic(ofDevice: "alice") == nil)
+        #expect(owntracks.topic(ofDevice: "alice/phone/x") == nil)
+        #expect(owntracks.topic(ofDevice: "") == nil)
+        #expect(try TopicFilter("a/+/b/+").topic(ofDevice: "x/y") == "a/x/b/y")
+        #expect(try TopicFilter("+/b/+/d/#").topic(ofDevice: "x/y/z/w") == "x/b/y/d/z/w")
+        #expect(try TopicFilter("devices/#").topic(ofDevice: "a/b/c") == "devices/a/b/c")
+        for (filter, topic) in [("fleet/+/+/location", "fleet/vehicles/v17/location"), ("owntracks/+/+", "owntracks/alice/phone")] {
+            let f = try TopicFilter(filter)
+            #expect(f.deviceID(in: topic).flatMap(f.topic(ofDevice:)) == topic)
+        }
+    }
+
     @Test func deviceIDEdgeCases() throws {
         #expect(try TopicFilter("a/+/b/+").deviceID(in: "a/x/b/y") == "x/y")  // a literal between wildcards
         #expect(try TopicFilter("+/b/+/d/#").deviceID(in: "x/b/y/d/z/w") == "x/y/z/w")

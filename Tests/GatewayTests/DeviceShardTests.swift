@@ -174,7 +174,7 @@ import TestSupport
         let shard = DeviceShard(context: rig.context, snapshot: rig.snapshot, capacity: 8, census: census,
                                 eventRate: DeviceShard.EventRateWarning(limit: 100, warnings: rig.warnings))
         for (index, update) in Rig.crossing("bike").enumerated() {
-            guard case .handled(mustWait: false) = shard.handleNow(update, receivedAt: 100 + Double(index), trackerID: nil, owntracks: false)
+            guard case .handled(mustWait: false) = shard.handleNow(update, receivedAt: 100 + Double(index), trackerID: nil, owntracks: nil)
             else { Issue.record("update \(index) not handled at once"); continue }
         }
         #expect(shard.mailbox.count == 0)
@@ -183,7 +183,7 @@ import TestSupport
         #expect(try await rig.events("bike") == ["enter", "exit"])
         #expect(try await rig.state("bike") != nil)
         shard.finish()
-        guard case .stopped = shard.handleNow(Rig.crossing("bike", from: Self.t0 + 100)[0], receivedAt: 200, trackerID: nil, owntracks: false)
+        guard case .stopped = shard.handleNow(Rig.crossing("bike", from: Self.t0 + 100)[0], receivedAt: 200, trackerID: nil, owntracks: nil)
         else { Issue.record("a finished shard takes no update"); return }
         await rig.close()
     }
@@ -287,7 +287,7 @@ import TestSupport
         await tick(161)
         #expect(await ask().states.count == 1, "in memory before hibernateAfter")
         // Back 59.5 s later, outside: its position changes, its state does not.
-        guard case .handled = shard.handleNow(Rig.crossing("truck", from: Self.t0 + 100)[0], receivedAt: 161.5, trackerID: nil, owntracks: false)
+        guard case .handled = shard.handleNow(Rig.crossing("truck", from: Self.t0 + 100)[0], receivedAt: 161.5, trackerID: nil, owntracks: nil)
         else { Issue.record("still in memory before hibernateAfter"); return }
         await rig.committer.flush()
         await tick(221.4)

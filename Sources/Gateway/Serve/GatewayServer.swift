@@ -154,8 +154,9 @@ struct GatewayServer: Sendable {
                 let decoder = LocationDecoder(format: format, topicFilter: try TopicFilter(topic),
                                               maxPayload: config.input.maxPayload, maxFutureSkew: config.input.maxFutureSkew,
                                               maxAccuracy: config.input.maxAccuracy)
-                feeds.append(LocalBrokerLink.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks, shard: shard,
-                                               userLevel: userLevel ?? (format == .owntracks ? 1 : 0)))
+                feeds.append(LocalBrokerLink.Feed(name: name, filter: topic, decoder: decoder, owntracks: format == .owntracks,
+                                               owntracksTopics: format == .owntracks ? OwnTracksTopics(filter: decoder.topicFilter) : nil,
+                                               shard: shard, userLevel: userLevel ?? (format == .owntracks ? 1 : 0)))
             case .gpsd(_, _, _, _, let republish):
                 if republish { ownEcho.insert(GPSDFeed.ownTopic(gatewayID: config.gateway.id)) }
             }
@@ -212,13 +213,21 @@ struct GatewayServer: Sendable {
                 var fresh: GatewaySetup? = try GatewaySetup.load(
                     configFile: configFile, progress: FenceLoadProgress(logger: logger), reusing: runtimeFences.snapshot)
                 let (layers, triggers) = (fresh!.layers, fresh!.config.triggers)
+                let phones = fresh!.snapshot.pushesPhoneRegions
                 // The check's own snapshot goes before the runtime fences build theirs: with the
                 // old one still serving, a third would take ~110 bytes per fence more.
                 fresh = nil
+                // All or nothing: the phones' transitions are subscribed before the new
+                // triggers apply (a refusal leaves the old ones), and let go after.
+                if phones { try localLink.readPhoneEvents(true) }
                 // The previous fences' memory goes back to the system once every shard has let go of them.
                 pool.releaseMemoryAfterNextAdoption()
                 await runtimeFences.reload(layers: layers, triggers: triggers)
-                try localLink.readPhoneEvents(runtimeFences.snapshot.pushesPhoneRegions)
+                if !phones {
+                    do { try localLink.readPhoneEvents(false) } catch {
+                        logger.warning("could not stop reading the phones' transitions", ["error": "\(error)"])
+                    }
+                }
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(layers.reduce(0) { $0 + $1.fenceCount })"])
             } catch let error as GatewaySetup.Failure {

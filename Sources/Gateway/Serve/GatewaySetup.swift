@@ -65,6 +65,7 @@ struct GatewaySetup: Sendable {
                     problems.append("trigger \"\(settings.trigger)\": delivery \(settings.delivery.rawValue) needs a \"remote\" broker in the config")
                 }
             }
+            if snapshot.pushesPhoneRegions { problems += phoneFeedProblems(config, triggers: snapshot.phoneTriggerNames) }
             guard problems.isEmpty else { throw Failure(problems: problems) }
             releaseFreedMemory()
             return GatewaySetup(config: config, layers: layers, snapshot: snapshot, runtimeLayers: runtimeLayers)
@@ -103,6 +104,30 @@ struct GatewaySetup: Sendable {
             }
         }
         return names.sorted()
+    }
+
+    /// The `owntracks` feeds whose phones' transitions cannot be subscribed while `triggers`
+    /// have `phones` on (docs/phones.md): the gateway reads them on `FILTER/event`, and for a
+    /// filter ending in `#` that is no topic filter (libmosquitto refuses it). Found by `check`,
+    /// at start and by a SIGHUP reload, before anything is applied.
+    static func phoneFeedProblems(_ config: GatewayConfig, triggers: [String]) -> [String] {
+        var problems: [String] = []
+        for (index, feed) in config.feeds.enumerated() {
+            guard case .mqtt(_, let topic, .owntracks, _, _) = feed else { continue }
+            do {
+                _ = try TopicFilter(topic + "/event")
+            } catch {
+                let path: [JSONPathComponent] = [.key("feeds"), .index(index), .key("topic")]
+                let location = config.document.flatMap { GatewayConfig.nearestLocation(of: path, in: $0) }
+                let at = config.file.map { file in location.map { "\(file):\($0.line):\($0.column): " } ?? "\(file): " } ?? ""
+                let names = triggers.map { "\"\($0)\"" }.joined(separator: ", ")
+                problems.append(
+                    at + "\(path.pathString): \"\(topic)\" cannot carry the phones of trigger\(triggers.count == 1 ? "" : "s") \(names): "
+                        + "their transitions are read on \"\(topic)/event\", which is no topic filter ('#' must be the last level); "
+                        + "expected a filter of '+' levels, such as \"owntracks/+/+\"")
+            }
+        }
+        return problems
     }
 
     /// A trigger problem with the config file's line and column when it comes from the config.

@@ -43,6 +43,27 @@ public struct TopicFilter: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The topic that this filter gives the id `device` (``deviceID(in:)`` backwards): each `+`
+    /// takes one level of the id, a final `#` the rest; nil when the id's levels do not fill the
+    /// filter's wildcards. Not on the per-update path (a phone's command, a transition).
+    public func topic(ofDevice device: String) -> String? {
+        guard !device.isEmpty else { return nil }
+        var parts = device.split(separator: "/", omittingEmptySubsequences: false)[...]
+        var topic: [Substring] = []
+        for (written, level) in zip(description.split(separator: "/", omittingEmptySubsequences: false), levels) {
+            switch level {
+            case .literal: topic.append(written)
+            case .single:
+                guard let part = parts.popFirst() else { return nil }
+                topic.append(part)
+            case .multi:
+                topic.append(contentsOf: parts)
+                parts = []
+            }
+        }
+        return parts.isEmpty ? topic.joined(separator: "/") : nil
+    }
+
     /// The device id for `topic`: the levels matched by the wildcards joined with `/`,
     /// or nil if the topic does not match. Topics starting with `$` never match a leading wildcard.
     ///

@@ -20,7 +20,7 @@ package final class DeviceShard: Sendable {
     enum Work: Sendable {
         /// An update of a device read from the store first (hibernated, or saved by the
         /// previous run), or queued behind such an update of the same device.
-        case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: Bool, userLevel: Int)
+        case update(LocationUpdate, receivedAt: Double, trackerID: String?, owntracks: OwnTracksTopics?, userLevel: Int)
         /// Gateway clock tick: silence confirmations, stale exits, held-back device states,
         /// hibernation, forgetting.
         case tick(Double)
@@ -47,7 +47,8 @@ package final class DeviceShard: Sendable {
         var monitor: DeviceMonitor
         var lastReceived: Double
         var trackerID: String?
-        var owntracks = false
+        /// The `owntracks` feed the device reports through (nil: another format).
+        var owntracks: OwnTracksTopics?
         /// What its steps emit: saved state, publications, events within
         /// `input.maxEventsPerDevice`.
         var emission = OutcomeEmission()
@@ -135,7 +136,7 @@ package final class DeviceShard: Sendable {
     /// the device is new; a device whose state is in the store (or with updates still queued)
     /// must go through the mailbox instead. `inBurst`: see ``EventCommitter/enqueue(_:inBurst:)``.
     func handleNow(
-        _ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: Bool, userLevel: Int = 0, inBurst: Bool = false
+        _ update: LocationUpdate, receivedAt now: Double, trackerID: String?, owntracks: OwnTracksTopics?, userLevel: Int = 0, inBurst: Bool = false
     ) -> Handling {
         state.withLock { s in
             if s.finished { return .stopped }
@@ -327,7 +328,7 @@ package final class DeviceShard: Sendable {
     /// An update that came through the mailbox: its device's state is read from the store
     /// (outside the lock; no other update of the device is handled meanwhile), then it is
     /// handled like any other.
-    private func handleQueued(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, userLevel: Int) async {
+    private func handleQueued(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: OwnTracksTopics?, userLevel: Int) async {
         let device = update.device
         // Only a device hibernated in this run, or saved by the previous one and not restored
         // yet, has a state in the database: a new device needs no read (which would wait
@@ -356,11 +357,11 @@ package final class DeviceShard: Sendable {
     }
 
     /// Applies one update to its device's slot; what is to be handed over, if anything.
-    private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: Bool, slot: inout Slot) -> EventCommitter.Item? {
+    private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: OwnTracksTopics?, slot: inout Slot) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
         let snapshot = slot.monitor.snapshot
-        if owntracks, slot.phone == nil, snapshot.pushesPhoneRegions, snapshot.pushesPhoneRegions(to: update.device) {
+        if owntracks != nil, slot.phone == nil, snapshot.pushesPhoneRegions, snapshot.pushesPhoneRegions(to: update.device) {
             slot.phone = PhoneSlot(device: update.device, stays: slot.monitor.stays, snapshot: snapshot)
         }
         let outcome = slot.monitor.handle(update, receivedAt: now)
@@ -388,17 +389,19 @@ package final class DeviceShard: Sendable {
         guard let phone = slot.phone,
               let push = phone.plan.observe(update.coordinate, time: update.time, now: now, device: update.device, snapshot: snapshot)
         else { return result }
-        return pushed(push, to: update.device, at: update.time, with: result)
+        return pushed(push, to: update.device, via: slot.owntracks ?? .standard, at: update.time, with: result)
     }
 
     /// `item` with the `setWaypoints` command of `push` for `device`'s phone in its outbox: a
     /// message like an event's, committed before it goes out and delivered in order, QoS 1,
-    /// not retained, on `owntracks/DEVICE/cmd`.
-    private func pushed(_ push: PhonePush, to device: String, at time: Double, with item: EventCommitter.Item?) -> EventCommitter.Item {
+    /// not retained, on the `cmd` topic beside the device's own in its feed's tree
+    /// (`owntracks/USER/DEVICE/cmd` for the OwnTracks apps' own tree).
+    private func pushed(_ push: PhonePush, to device: String, via feed: OwnTracksTopics, at time: Double,
+                        with item: EventCommitter.Item?) -> EventCommitter.Item {
         var item = item ?? EventCommitter.Item()
         item.outbox.append(OutboxMessage(
             destination: .local, eventID: "setWaypoints/\(device)/\(time)",
-            topic: "owntracks/\(device)/cmd", payload: push.commandJSON.serializedBytes(), qos: 1))
+            topic: feed.topic(beside: device, "cmd"), payload: push.commandJSON.serializedBytes(), qos: 1))
         context.counters.countPhones { counts in
             for trigger in push.triggers { counts.triggers[trigger, default: .init()].pushes += 1 }
             if push.capped { counts.regionsCapped += 1 }

@@ -19,7 +19,9 @@ package struct EventBuilder: Sendable {
     /// `PREFIX/events/TRIGGER/DEVICE`
     func topic(trigger: String, device: String) -> String { "\(prefix)/events/\(trigger)/\(device)" }
 
-    func append(_ note: FenceNotification, emitted: Double, trackerID: String?, owntracks: Bool, to item: inout EventCommitter.Item) {
+    /// `owntracks`: the `owntracks` feed of the device (nil: another format); its devices get
+    /// the OwnTracks transition (`output.owntracks`) on `owntracks/DEVICE/event`.
+    func append(_ note: FenceNotification, emitted: Double, trackerID: String?, owntracks: OwnTracksTopics?, to item: inout EventCommitter.Item) {
         let payload = note.eventJSON(gateway: gatewayID, emitted: emitted).serializedBytes()
         item.events.append(JournalEvent(
             id: note.id, device: note.device, trigger: note.trigger, layer: note.layer, fence: note.fenceID,
@@ -36,7 +38,7 @@ package struct EventBuilder: Sendable {
             item.outbox.append(OutboxMessage(
                 destination: destination, eventID: note.id, topic: topic, payload: payload, qos: qos, payloadInJournal: true))
         }
-        if owntracksTransitions, owntracks, note.type != .dwell, note.delivery != .remote {
+        if owntracksTransitions, owntracks != nil, note.type != .dwell, note.delivery != .remote {
             item.outbox.append(OutboxMessage(
                 destination: .local, eventID: note.id + "-t", topic: "owntracks/\(note.device)/event",
                 payload: transition(note, trackerID: trackerID).serializedBytes(), qos: qos))

@@ -84,7 +84,7 @@ package final class MonitorPool: Service, Sendable {
 
     /// Hands an update to its device's monitor from a task, waiting while the committer (or the
     /// shard's mailbox, for a device read from the store first) is full.
-    package func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false, userLevel: Int = 0) async {
+    package func submit(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: OwnTracksTopics? = nil, userLevel: Int = 0) async {
         let shard = shard(for: update.device)
         switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel) {
         case .handled(let mustWait):
@@ -99,7 +99,7 @@ package final class MonitorPool: Service, Sendable {
     /// The same from libmosquitto's network thread in a burst of reads (``LocalBrokerLink``), which
     /// commits what the burst handed over at its end: blocks that thread instead of waiting,
     /// which holds back the broker as a full inbound queue would.
-    func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: Bool = false, userLevel: Int = 0) {
+    func submitInBurst(_ update: LocationUpdate, receivedAt now: Double, trackerID: String? = nil, owntracks: OwnTracksTopics? = nil, userLevel: Int = 0) {
         let shard = shard(for: update.device)
         switch shard.handleNow(update, receivedAt: now, trackerID: trackerID, owntracks: owntracks, userLevel: userLevel, inBurst: true) {
         case .handled(let mustWait):

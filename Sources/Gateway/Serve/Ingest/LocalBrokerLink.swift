@@ -27,6 +27,8 @@ final class LocalBrokerLink: MQTTClientDelegate {
         var filter: String
         var decoder: LocationDecoder
         var owntracks: Bool
+        /// For an `owntracks` feed: where its devices get the gateway's commands and transitions.
+        var owntracksTopics: OwnTracksTopics? = nil
         /// `feeds[].shard`: only these devices are taken, the others ignored (not drops).
         var shard: FeedShard? = nil
         /// `feeds[].userLevel`: the device id's level naming the broker user (0: none).
@@ -85,14 +87,18 @@ final class LocalBrokerLink: MQTTClientDelegate {
     /// Subscribes `FILTER/event` of every `owntracks` feed while `on` (a trigger has `phones`),
     /// and unsubscribes when a reload turns it off: the phones' transitions (docs/phones.md),
     /// read only while they are judged. Not before: a broker whose ACL does not let the gateway
-    /// read them would refuse it with a warning.
+    /// read them would refuse it with a warning. Every filter is checked before the first
+    /// subscription, so a refusal changes nothing (the config's checks refuse such a feed
+    /// first: ``GatewaySetup/phoneFeedProblems(_:triggers:)``).
     func readPhoneEvents(_ on: Bool) throws {
+        let filters = feeds.filter(\.owntracks).map { $0.filter + "/event" }
+        if on { for filter in filters { _ = try TopicFilter(filter) } }
         guard phoneEventsSubscribed.exchange(on, ordering: .relaxed) != on else { return }
-        for feed in feeds where feed.owntracks {
+        for filter in filters {
             if on {
-                try client.subscribe(feed.filter + "/event", qos: .atLeastOnce)
+                try client.subscribe(filter, qos: .atLeastOnce)
             } else {
-                try client.unsubscribe(feed.filter + "/event")
+                try client.unsubscribe(filter)
             }
         }
     }
@@ -203,7 +209,7 @@ final class LocalBrokerLink: MQTTClientDelegate {
 
     /// The update in `message` for its feed; nil when it is dropped (counted and logged) or
     /// belongs to another gateway's shard.
-    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: Bool, userLevel: Int)? {
+    private func decode(_ message: MQTTMessage) -> (update: LocationUpdate, trackerID: String?, owntracks: OwnTracksTopics?, userLevel: Int)? {
         if ownEchoTopics.contains(message.topic) {
             counters.drop(.ownEcho)
             return nil
@@ -215,7 +221,7 @@ final class LocalBrokerLink: MQTTClientDelegate {
             switch message.payload.withUnsafeBytes({ feed.decoder.decode(topic: message.topic, payload: $0, size: message.payloadSize, now: now) }) {
             case .success(let decoded):
                 if let shard = feed.shard, !shard.contains(decoded.update.device) { return nil }
-                return (decoded.update, decoded.trackerID, feed.owntracks, feed.userLevel)
+                return (decoded.update, decoded.trackerID, feed.owntracksTopics, feed.userLevel)
             case .failure(let failure):
                 // A topic that does not match this feed may match the next one.
                 if failure.reason == .badDeviceId, feed.decoder.topicFilter.deviceID(in: message.topic) == nil { continue }
