@@ -81,7 +81,7 @@ final class MQTTClientCore: @unchecked Sendable {
     ) {
         self.wakeFD = wakeFD
         self.configuration = configuration
-        self.queue = MessageQueue(capacity: configuration.inboundCapacity)
+        self.queue = MessageQueue(capacity: configuration.inboundCapacity, byteCapacity: configuration.inboundBytes)
         self.delegate = delegate
         self.eventContinuation = eventContinuation
     }

@@ -134,6 +134,11 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// How many received messages wait for the consumer before the network thread stops
     /// reading from the broker (back-pressure; nothing is ever dropped).
     public var inboundCapacity: Int
+    /// How many payload bytes the received messages waiting for the consumer may hold before
+    /// the network thread stops reading (one message is always taken, whatever its size):
+    /// with large payloads (1 MiB runtime fences retained by the thousand) a bound in messages
+    /// alone would let the queue hold gigabytes. `Int.max`: no bound but `inboundCapacity`.
+    public var inboundBytes = Int.max
     /// MQTT v5 Maximum Packet Size sent in CONNECT: the largest packet this client accepts.
     /// The broker never sends it a larger one (mosquitto drops such a message for this client
     /// only). `nil`: no limit announced. Ignored for v3.1.1, which has no such property.

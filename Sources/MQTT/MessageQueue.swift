@@ -2,21 +2,31 @@
 /// that iterate `MQTTMessages` (consumers). It never drops: libmosquitto has already sent the
 /// PUBACK when it hands a message over, so when the queue is full the network thread waits
 /// until a consumer takes one (back-pressure to the broker, which stops sending at its
-/// in-flight limit). Only `close()` ends the waiting.
+/// in-flight limit). Only `close()` ends the waiting. Full is `capacity` messages, or
+/// `byteCapacity` payload bytes (a message that finds the queue empty is always taken).
 final class MessageQueue: @unchecked Sendable {
     // @unchecked: every stored property is read and written only with `lock` held.
     private let lock = ConditionLock()
     private let capacity: Int
+    private let byteCapacity: Int
     private var buffer: [MQTTMessage?]
     private var head = 0
     private var count = 0
+    /// The payload bytes of the buffered messages.
+    private var bytes = 0
     private var closed = false
     private var waiters: [(id: UInt64, continuation: UnsafeContinuation<MQTTMessage?, Never>)] = []
     private var nextWaiterId: UInt64 = 0
 
-    init(capacity: Int) {
+    init(capacity: Int, byteCapacity: Int = .max) {
         self.capacity = max(1, capacity)
+        self.byteCapacity = max(1, byteCapacity)
         buffer = Array(repeating: nil, count: self.capacity)
+    }
+
+    /// Whether `size` more payload bytes would pass the byte bound (never for an empty queue).
+    private func overBytes(_ size: Int) -> Bool {
+        count > 0 && size > byteCapacity - bytes
     }
 
     /// Hands `message` to a waiting consumer or buffers it, waiting (blocking the calling
@@ -24,7 +34,7 @@ final class MessageQueue: @unchecked Sendable {
     /// is discarded, because nobody will take it.
     func push(_ message: MQTTMessage) {
         lock.lock()
-        while count == capacity && !closed {
+        while (count == capacity || overBytes(message.payload.count)) && !closed {
             lock.wait()
         }
         if !waiters.isEmpty {
@@ -33,9 +43,10 @@ final class MessageQueue: @unchecked Sendable {
             waiter.continuation.resume(returning: message)
             return
         }
-        if count < capacity {
+        if count < capacity && !overBytes(message.payload.count) {
             buffer[(head + count) % capacity] = message
             count += 1
+            bytes += message.payload.count
         }
         lock.unlock()
     }
@@ -102,6 +113,7 @@ final class MessageQueue: @unchecked Sendable {
         buffer[head] = nil
         head = (head + 1) % capacity
         count -= 1
+        bytes -= message?.payload.count ?? 0
         lock.signal()
         return message
     }

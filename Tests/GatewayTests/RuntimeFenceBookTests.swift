@@ -196,6 +196,48 @@ import Testing
         #expect(Self.offer(&book, Self.key("a"), Self.point(extra: #","name":"\#(fits)""#)) == [] && book.dirty)
     }
 
+    /// README "Limits": a payload that fails to parse counts against `runtime.maxBytes` (and
+    /// `runtime.maxFences`) while its topic holds it; the same payload again (the broker's
+    /// retained copy at the next connect) is rejected without being parsed, and once the
+    /// budget is taken by junk, more junk is rejected unparsed. A fence or an empty payload on
+    /// the topic gives the room back.
+    @Test func payloadsThatFailToParseCountAgainstTheBudgetAndAreNotParsedAgain() throws {
+        let junk = Array(#"{"type":"Feature","geometry":null,"properties":{"pad":"\#(String(repeating: "x", count: 400))"}}"#.utf8)
+        var book = try Self.book(maxBytes: 2 * junk.count + Self.point().count)
+        let parser = Parser()
+        let first = book.offer(Self.key("j1"), payload: junk, retained: true) { parser($0, $1) }
+        #expect(Self.rejection(first, of: Self.key("j1"))?.contains("geometry is null") == true, "\(first)")
+        #expect(parser.calls == 1 && book.rejectedBytes == junk.count)
+        // At the next connect the broker sends it again: rejected again, not parsed again.
+        let again = book.offer(Self.key("j1"), payload: junk, retained: true) { parser($0, $1) }
+        #expect(again == first && parser.calls == 1, "\(again); parsed \(parser.calls) times")
+        _ = book.offer(Self.key("j2"), payload: junk, retained: true) { parser($0, $1) }
+        #expect(parser.calls == 2 && book.rejectedBytes == 2 * junk.count)
+        // The budget is taken by the junk and one fence's room: a third junk payload is
+        // rejected by its size, unparsed; so is a fence that does not fit beside the junk.
+        let third = book.offer(Self.key("j3"), payload: junk, retained: true) { parser($0, $1) }
+        #expect(Self.rejection(third, of: Self.key("j3"))?.contains("payloads rejected earlier, still retained on their topics") == true, "\(third)")
+        #expect(parser.calls == 2)
+        #expect(Self.offer(&book, Self.key("a"), Self.point(), parser: parser) == [] && parser.calls == 3)
+        let bigger = Self.offer(&book, Self.key("b"), Self.point(extra: #","p":"x""#), parser: parser)
+        #expect(Self.rejection(bigger, of: Self.key("b"))?.contains("over runtime.maxBytes") == true && parser.calls == 3, "\(bigger)")
+        // Clearing a junk topic, or a fence on it, gives its room back.
+        #expect(Self.offer(&book, Self.key("j1"), [], parser: parser) == [] && book.rejectedBytes == junk.count)
+        #expect(Self.offer(&book, Self.key("j2"), Self.point(), parser: parser) == [] && book.rejectedBytes == 0)
+        #expect(book.rejected.isEmpty && book.layers["jobs"]?.keys.sorted() == ["a", "j2"])
+    }
+
+    /// Rejected payloads count against `runtime.maxFences` too: past it, a new topic's payload
+    /// is rejected before it is parsed.
+    @Test func rejectedPayloadsCountAgainstMaxFences() throws {
+        var book = try Self.book(maxFences: 2)
+        let parser = Parser()
+        for n in 0..<2 { _ = Self.offer(&book, Self.key("j\(n)"), Array("not json \(n)".utf8), parser: parser) }
+        let third = Self.offer(&book, Self.key("a"), Self.point(), parser: parser)
+        #expect(Self.rejection(third, of: Self.key("a"))?.contains("0 runtime fences are live and 2 rejected payloads are retained") == true, "\(third)")
+        #expect(parser.calls == 2)
+    }
+
     @Test func overMaxBytesIsRejectedWithTheSizesCountingAReplacementWithoutItsOldVersion() throws {
         let payload = Self.point()
         var book = try Self.book(maxBytes: 2 * payload.count + 10)

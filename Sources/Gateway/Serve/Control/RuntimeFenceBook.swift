@@ -36,6 +36,14 @@ struct RuntimeFenceBook: Sendable {
         var feature: [UInt8]
     }
 
+    /// A payload that failed to parse as a fence, as the broker may still hold it retained: its
+    /// size and digest (the payload itself is not kept) and why it was rejected.
+    struct Rejected: Sendable, Equatable {
+        var bytes: Int
+        var digest: Int
+        var reason: String
+    }
+
     /// What ``RuntimeFences`` does after a change or a build.
     enum Action: Sendable, Equatable {
         /// Publish `reason` on `PREFIX/fences/LAYER/FENCE_ID/error` and set the fence's status
@@ -133,6 +141,14 @@ struct RuntimeFenceBook: Sendable {
     /// may still be empty).
     private(set) var namedRuntimeLayers: Set<String>
     private(set) var layers: [String: [String: Entry]] = [:]
+    /// The payloads that failed to parse, per fence topic, until the topic gets a fence or is
+    /// cleared. They count against `runtime.maxBytes` and `runtime.maxFences` with the live
+    /// fences, so that retained junk on the fence topics never makes the gateway parse more
+    /// than that budget at a connect; the same payload again (the broker's retained copy at the
+    /// next connect) is rejected again without being parsed.
+    private(set) var rejected: [FenceKey: Rejected] = [:]
+    /// The bytes of ``rejected`` together.
+    private(set) var rejectedBytes = 0
     /// Unique per fence version, used as its `featureIndex` (so unchanged fences compare equal
     /// across rebuilds and build problems map back to the fence).
     private(set) var serial = 0
@@ -184,7 +200,8 @@ struct RuntimeFenceBook: Sendable {
         self.followInterval = followInterval
     }
 
-    /// The payload bytes of the live runtime fences together (`runtime.maxBytes` bounds it).
+    /// The payload bytes of the live runtime fences together (`runtime.maxBytes` bounds it, with
+    /// ``rejectedBytes``).
     var bytes: Int { layers.values.reduce(0) { total, fences in fences.values.reduce(total) { $0 + $1.feature.count } } }
     var fenceCount: Int { layers.values.reduce(0) { $0 + $1.count } }
 
@@ -228,7 +245,10 @@ struct RuntimeFenceBook: Sendable {
         if payload.count > maxPayload {
             return [.reject(key, "the payload is \(payload.count) bytes, over the \(maxPayload) bytes a runtime fence may have")]
         }
-        if payload.isEmpty { return delete(key) }
+        if payload.isEmpty {
+            forgetRejected(key)
+            return delete(key)
+        }
         if retained {
             if let live = layers[key.layer]?[key.fence] {
                 if live.feature != payload { return [.restoreRetained(key, live.feature)] }
@@ -236,11 +256,24 @@ struct RuntimeFenceBook: Sendable {
                 return [.restoreRetained(key, nil)]
             }
         }
+        let digest = Self.digest(payload)
+        if let known = rejected[key], known.bytes == payload.count, known.digest == digest {
+            return [.reject(key, known.reason)]  // not parsed again
+        }
         if let reason = overBudget(key, payload: payload) { return [.reject(key, reason)] }
+        let otherRejected = rejected.count - (rejected[key] == nil ? 0 : 1)
+        if otherRejected > 0, layers[key.layer]?[key.fence] == nil, fenceCount + otherRejected >= maxFences {
+            return [.reject(key, "\(fenceCount) runtime fences are live and \(otherRejected) rejected payloads are retained "
+                + "on their topics (runtime.maxFences \(maxFences)); delete a fence or clear a rejected fence's topic first")]
+        }
         switch parse(key, payload) {
         case .failure(let problem):
+            forgetRejected(key)
+            rejected[key] = Rejected(bytes: payload.count, digest: digest, reason: problem.description)
+            rejectedBytes += payload.count
             return [.reject(key, problem.description)]
         case .success(var fence):
+            forgetRejected(key)
             let old = layers[key.layer]?[key.fence]
             if let old, old.feature == payload { return [] }  // a retained copy of what is live
             if old == nil, fenceCount >= maxFences {
@@ -285,13 +318,28 @@ struct RuntimeFenceBook: Sendable {
     }
 
     /// Why `payload` as fence `key` would pass `runtime.maxBytes` (nil: it fits): the live
-    /// fences' bytes without the version it replaces, plus its own.
+    /// fences' bytes and the rejected payloads' without the ones it replaces, plus its own.
     func overBudget(_ key: FenceKey, payload: [UInt8]) -> String? {
-        let replaced = layers[key.layer]?[key.fence]?.feature.count ?? 0
-        let others = bytes - replaced
+        let replaced = (layers[key.layer]?[key.fence]?.feature.count ?? 0) + (rejected[key]?.bytes ?? 0)
+        let others = bytes + rejectedBytes - replaced
         guard others + payload.count > maxBytes else { return nil }
-        return "the payload is \(payload.count) bytes and the other runtime fences hold \(others) bytes: "
-            + "\(others + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); delete or shrink a fence first"
+        let junk = rejectedBytes - (rejected[key]?.bytes ?? 0)
+        return "the payload is \(payload.count) bytes and the other runtime fences hold \(others) bytes"
+            + (junk > 0 ? " (\(junk) of them payloads rejected earlier, still retained on their topics)" : "")
+            + ": \(others + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); "
+            + (junk > 0 ? "delete or shrink a fence, or clear a rejected fence's topic, first" : "delete or shrink a fence first")
+    }
+
+    /// `key`'s payload no longer counts as rejected (the topic got a fence or was cleared).
+    private mutating func forgetRejected(_ key: FenceKey) {
+        if let old = rejected.removeValue(forKey: key) { rejectedBytes -= old.bytes }
+    }
+
+    /// A digest of a payload, to know the same rejected payload again without keeping it.
+    static func digest(_ payload: [UInt8]) -> Int {
+        var hasher = Hasher()
+        payload.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
     }
 
     /// A SIGHUP reload: new file layers and triggers, the runtime layers kept; a build is due at once.

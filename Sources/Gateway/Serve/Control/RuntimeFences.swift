@@ -57,8 +57,9 @@ final class RuntimeFences: Service, Sendable {
     /// for a build.
     private let live: Mutex<(snapshot: EngineSnapshot, generation: Int)>
     private let followers = LeveledMutex(RuntimeFenceBook.Followers(), level: .fenceFollowers)
-    /// Messages handed to `queue` by ``take(_:)`` and not applied yet.
+    /// Messages handed to `queue` by ``take(_:)`` and not applied yet, and their payload bytes.
     private let backlog = Atomic<Int>(0)
+    private let backlogBytes = Atomic<Int>(0)
     private let anyFollowing = Atomic<Bool>(false)
     /// Something may be due for ``run()``: a change to rebuild, a save to retry, a following
     /// fence to move. Without it the loop sleeps; set from false it pokes `wakeup`.
@@ -188,20 +189,27 @@ final class RuntimeFences: Service, Sendable {
 
     /// Hands one message of `PREFIX/fences/LAYER/FENCE_ID` to the fences' queue, which applies
     /// it: add, replace or (empty) delete. Returns at once, so the control plane goes on with
-    /// queries while a big fence is checked; past ``backlogLimit`` messages waiting (each up to
-    /// 1 MiB) it waits until this one is applied.
+    /// queries while a big fence is checked; past ``backlogLimit`` messages or
+    /// ``backlogByteLimit`` payload bytes waiting it waits until this one is applied, so that
+    /// retained fences (up to 1 MiB each, by the thousand at a connect) are read a few at a
+    /// time.
     func queueChange(_ message: MQTTMessage) async {
+        let size = message.payload.count
         let waiting = backlog.add(1, ordering: .relaxed).newValue
+        let waitingBytes = backlogBytes.add(size, ordering: .relaxed).newValue
         queue.async { [self] in
             apply(message)
             backlog.subtract(1, ordering: .relaxed)
+            backlogBytes.subtract(size, ordering: .relaxed)
             markWork()
         }
-        if waiting > Self.backlogLimit { await onQueue {} }
+        if waiting > Self.backlogLimit || waitingBytes > Self.backlogByteLimit { await onQueue {} }
     }
 
     /// Fence messages handed to the queue and not applied yet, before ``take(_:)`` waits.
     static let backlogLimit = 16
+    /// Their payload bytes, before ``take(_:)`` waits.
+    static let backlogByteLimit = 4 << 20
 
     /// The longest `properties.name` of a runtime fence, in UTF-8 bytes (README "Limits").
     static let maxNameBytes = 256

@@ -38,6 +38,10 @@ final class BrokerConnection: Service, Sendable {
     /// PUBLISH carries besides its payload: the fixed header (at most 5 bytes), the topic (at
     /// most 65,535 bytes and its 2-byte length), the packet id and the v5 properties (a query's
     /// response topic and correlation data), allowed 4 KiB.
+    /// The payload bytes of control messages that wait for the control plane before the
+    /// network thread stops reading (``MQTTConfiguration/inboundBytes``).
+    static let inboundBytes = 4 << 20
+
     static func maximumPacketSize(_ config: GatewayConfig) -> UInt32 {
         UInt32(clamping: payloadLimit(config) + 5 + 2 + 65_535 + 2 + 4_096)
     }
@@ -69,6 +73,11 @@ final class BrokerConnection: Service, Sendable {
         // The upstream only receives acknowledgements, but announcing the limit there too
         // costs nothing and bounds what a misconfigured upstream could send.
         configuration.maximumPacketSize = maximumPacketSize(config)
+        // Only control messages wait in the client's queue (feed updates are taken on the
+        // network thread): at a connect the broker sends every retained runtime fence, up to
+        // 1 MiB each and as many as dispatchers (or junk) left there. Read them a few MiB at a
+        // time, not 1,024 of them at once (README "Limits").
+        configuration.inboundBytes = inboundBytes
         return configuration
     }
 
