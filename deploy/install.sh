@@ -39,10 +39,29 @@ fi
 cp -RL /usr/share/javascript/leaflet "$CONSOLE/leaflet"
 chmod -R u=rwX,go=rX "$CONSOLE"
 
+# The broker's users and roles: mosquitto's dynamic security plugin (deploy/mosquitto/README.md
+# "Users and roles"). Its file holds the password hashes: the broker's alone (owner and group
+# mosquitto, 0640); its admin's password is root's (/etc/mosquitto/geotrigger-admin.password,
+# 0600), used by geotrigger-dynsec to add users.
+install -m 0755 deploy/mosquitto/geotrigger-dynsec.sh /usr/local/sbin/geotrigger-dynsec
+DYNSEC=/var/lib/mosquitto/geotrigger-dynsec.json
 if [ ! -e /etc/mosquitto/conf.d/geotrigger.conf ]; then
-    install -m 0644 deploy/mosquitto/geotrigger.conf /etc/mosquitto/conf.d/geotrigger.conf
-    install -m 0644 deploy/mosquitto/geotrigger.acl /etc/mosquitto/geotrigger.acl
-    echo "install: mosquitto config installed; create the users (deploy/mosquitto/README.md)"
+    plugin=$(dpkg -L mosquitto | grep '/mosquitto_dynamic_security\.so$' | head -n 1)
+    [ -n "$plugin" ] || { echo "install: mosquitto's dynamic security plugin is missing (dpkg -L mosquitto)" >&2; exit 1; }
+    sed "s|^plugin .*/mosquitto_dynamic_security\.so$|plugin $plugin|" deploy/mosquitto/geotrigger.conf > /etc/mosquitto/conf.d/geotrigger.conf
+    chmod 0644 /etc/mosquitto/conf.d/geotrigger.conf
+    if [ ! -e "$DYNSEC" ]; then
+        (umask 077 && head -c 18 /dev/urandom | base64 > /etc/mosquitto/geotrigger-admin.password)
+        [ -d /var/lib/mosquitto ] || install -d -o mosquitto -g mosquitto -m 0750 /var/lib/mosquitto
+        mosquitto_ctrl dynsec init "$DYNSEC" geotrigger-admin "$(cat /etc/mosquitto/geotrigger-admin.password)" >/dev/null
+        chown mosquitto:mosquitto "$DYNSEC"
+        chmod 0640 "$DYNSEC"
+        systemctl restart mosquitto
+        for _ in $(seq 50); do mosquitto_ctrl -h 127.0.0.1 -p 1883 -u geotrigger-admin \
+            -P "$(cat /etc/mosquitto/geotrigger-admin.password)" dynsec getDefaultACLAccess >/dev/null 2>&1 && break; sleep 0.2; done
+        /usr/local/sbin/geotrigger-dynsec roles >/dev/null
+    fi
+    echo "install: mosquitto config and roles installed; add the users with geotrigger-dynsec (deploy/mosquitto/README.md)"
 elif ! grep -q '^http_dir' /etc/mosquitto/conf.d/geotrigger.conf; then
     echo "install: /etc/mosquitto/conf.d/geotrigger.conf has no console listener: add the last lines of deploy/mosquitto/geotrigger.conf to it" >&2
 fi

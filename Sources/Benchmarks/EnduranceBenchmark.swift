@@ -28,7 +28,7 @@ enum EnduranceBenchmark {
         The broker: /usr/sbin/mosquitto -c FILE, FILE being --broker-config with only what a
         private run needs rewritten: one listener on a free loopback port (the websockets
         listener and http_dir dropped), persistence_location in the work directory, no
-        password_file and acl_file, allow_anonymous true, and no use_username_as_clientid (with
+        password_file, acl_file or security plugin, allow_anonymous true, and no use_username_as_clientid (with
         anonymous clients mosquitto refuses a client without a user name). Every persistence
         and autosave line stays as shipped.
         The gateway: PATH serve (this executable unless --gateway) with a generated config: the
@@ -169,7 +169,7 @@ enum EnduranceBenchmark {
     /// The shipped broker config with what a private run needs rewritten (see the help): the
     /// first listener on 127.0.0.1:`port`, the other listeners and their `protocol` and
     /// `http_dir` left out, `persistence_location` set to `persistence`, `password_file`,
-    /// `acl_file` and `use_username_as_clientid` left out, `allow_anonymous true`. Every other
+    /// `acl_file`, the security plugin and `use_username_as_clientid` left out, `allow_anonymous true`. Every other
     /// line as shipped. Each rewritten line is marked with a comment.
     static func privateBrokerConfig(shipped: String, port: Int, persistence: String) -> String {
         var lines: [String] = []
@@ -184,7 +184,8 @@ enum EnduranceBenchmark {
                 inDroppedListener = listeners > 1
                 lines.append("# bench endurance: was \(line)")
                 if !inDroppedListener { lines.append("listener \(port) 127.0.0.1") }
-            case "protocol" where inDroppedListener, "http_dir", "password_file", "acl_file", "use_username_as_clientid":
+            case "protocol" where inDroppedListener, "http_dir", "password_file", "acl_file", "plugin", "plugin_opt_config_file",
+                "use_username_as_clientid":
                 lines.append("# bench endurance: left out: \(line)")
             case "persistence_location":
                 lines += ["# bench endurance: was \(line)", "persistence_location \(persistence)"]

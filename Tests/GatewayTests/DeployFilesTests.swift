@@ -42,8 +42,9 @@ import TestSupport
         let config = try Self.installed("\(Self.deploy)/geotrigger.example.json5")
         let user = try #require(config.broker.username)
         #expect(user == config.clientID(remote: false), "use_username_as_clientid: the gateway's user is named like its client id")
-        let acl = try String(contentsOfFile: "\(Self.deploy)/mosquitto/geotrigger.acl", encoding: .utf8)
-        #expect(acl.split(separator: "\n").contains("user \(user)"))
+        let readme = try String(contentsOfFile: "\(Self.deploy)/mosquitto/README.md", encoding: .utf8)
+        #expect(readme.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("geotrigger-dynsec add gateway \(user)") },
+                "deploy/mosquitto/README.md adds the gateway's user \(user) with the gateway role")
     }
 
     /// The console's folder: the shipped config's websockets listener serves the folder

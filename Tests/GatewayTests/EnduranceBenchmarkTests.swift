@@ -59,7 +59,7 @@ import Testing
         #expect(active.filter { $0.hasPrefix("listener") } == ["listener 18831 127.0.0.1"])
         #expect(active.contains("persistence_location /var/tmp/w/broker/"))
         #expect(active.contains("allow_anonymous true"))
-        for dropped in ["password_file", "acl_file", "http_dir", "protocol", "use_username_as_clientid", "allow_anonymous false"] {
+        for dropped in ["password_file", "acl_file", "plugin", "http_dir", "protocol", "use_username_as_clientid", "allow_anonymous false"] {
             #expect(!active.contains { $0.hasPrefix(dropped) }, "\(dropped)")
         }
         // Every persistence and autosave line as shipped, and every other setting kept.

@@ -232,8 +232,14 @@ extension ServeTests {
                     """))
             let watcher = try await h.probe("watcher", subscribe: [statusTopic], configure: Shipped.credentials("dispatch"))
             let alice = try await h.probe("alice", subscribe: ["owntracks/alice/phone/cmd"], cleanStart: true, configure: Shipped.credentials("alice"))
-            let bob = try await h.probe("bob", subscribe: ["owntracks/alice/phone/cmd", "owntracks/+/+/cmd"], cleanStart: true,
-                                        configure: Shipped.credentials("bob"))
+            // Bob's subscriptions to alice's commands are refused by the broker (SUBACK 0x87).
+            let bob = try await h.probe("bob", cleanStart: true, configure: Shipped.credentials("bob"))
+            for filter in ["owntracks/alice/phone/cmd", "owntracks/+/+/cmd"] { try bob.client.subscribe(filter, qos: .atLeastOnce) }
+            let refused = await poll {
+                bob.events.all.flatMap { event -> [Int32] in if case .subscribed(_, let codes) = event { codes } else { [] } }
+                    .filter { $0 >= 0x80 }.count == 2
+            }
+            #expect(refused, "bob's subscriptions to alice's commands must be refused: \(describe(bob))")
             let gateway = try h.startGateway(config: config)
             let started = await watcher.waitStatus(statusTopic) { $0.status == "started" }
             #expect(started.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")

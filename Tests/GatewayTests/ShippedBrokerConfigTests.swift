@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// The shipped mosquitto config (`deploy/mosquitto/`: geotrigger.conf, geotrigger.acl,
+    /// The shipped mosquitto config (`deploy/mosquitto/`: geotrigger.conf and its roles,
     /// geotrigger-tls.conf) run by the real broker with the test's ports and files put in, and
     /// the real `geotrigger serve` logging in as the shipped ACL's gateway user.
     @Suite struct ShippedBroker {
@@ -16,16 +16,34 @@ extension ServeTests {
         static let outside = (lat: 34.4570, lon: -119.7125)
         static let meadow = (lat: 34.4573, lon: -119.7102)
 
+        /// Each user's role (deploy/mosquitto/README.md "Users and roles").
+        static let roles = [gatewayUser: "gateway", gatewayUser + "-failed": "gateway", "dispatch": "dispatcher",
+                            "v17": "device", "alice": "device", "bob": "device", "homeassistant": "homeassistant"]
+
         /// The shipped broker options; `tls` adds geotrigger-tls.conf; `withoutClientIDBinding`
-        /// removes `use_username_as_clientid` (to show what it prevents).
+        /// removes `use_username_as_clientid` (to show what it prevents). Once the broker
+        /// listens, deploy/mosquitto/geotrigger-dynsec.sh sets up the roles and ``users``, as
+        /// deploy/install.sh and the README do.
         static func options(tls: TestCertificates? = nil, withoutClientIDBinding: Bool = false) throws -> MosquittoProcess.Options {
             var text = try String(contentsOfFile: "\(folder)/geotrigger.conf", encoding: .utf8)
             if tls != nil { text += "\n" + (try String(contentsOfFile: "\(folder)/geotrigger-tls.conf", encoding: .utf8)) }
             if withoutClientIDBinding {
                 text = text.split(separator: "\n").filter { !$0.hasPrefix("use_username_as_clientid") }.joined(separator: "\n")
             }
-            let acl = try String(contentsOfFile: "\(folder)/geotrigger.acl", encoding: .utf8)
-            return MosquittoProcess.Options(users: users, acl: acl, tls: tls, shipped: text)
+            var options = MosquittoProcess.Options(users: users, tls: tls, shipped: text)
+            options.afterFirstStart = { broker in
+                try dynsec(broker, ["roles"])
+                for (user, password) in broker.options.users.sorted(by: { $0.key < $1.key }) {
+                    try dynsec(broker, ["add", roles[user] ?? "device", user, password])
+                }
+            }
+            return options
+        }
+
+        /// deploy/mosquitto/geotrigger-dynsec.sh `arguments` against `broker`, as its plugin's admin.
+        @discardableResult
+        static func dynsec(_ broker: MosquittoProcess, _ arguments: [String]) throws -> String {
+            try ExternalProgram.run("/usr/bin/env", ["GEOTRIGGER_DYNSEC_CONNECT=\(broker.dynamicSecurityConnect)", "\(folder)/geotrigger-dynsec.sh"] + arguments)
         }
 
         /// The gateway as the shipped ACL knows it: user and client id `geotrigger-gw-1`, prefix

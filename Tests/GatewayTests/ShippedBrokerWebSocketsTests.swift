@@ -26,9 +26,10 @@ extension ServeTests.ShippedBroker {
             var secureWebsocketsPort: Int? { process.secureWebsocketsPort }
             var pid: pid_t? { process.pid }
             var directory: TemporaryDirectory { process.directory }
+            var dynamicSecurityConnect: String { process.dynamicSecurityConnect }
         }
 
-        /// The shipped broker (geotrigger.conf, geotrigger.acl; geotrigger-tls.conf with `tls`)
+        /// The shipped broker (geotrigger.conf and its roles; geotrigger-tls.conf with `tls`)
         /// with `httpDir` as its console folder and a Home Assistant user (a second reader of
         /// the gateway's outputs). `withoutWebSocketsBinding` drops the websockets listener's
         /// `use_username_as_clientid` (the last one of geotrigger.conf).
@@ -47,18 +48,18 @@ extension ServeTests.ShippedBroker {
         }
 
         /// deploy/mosquitto/README.md "Adding a dispatcher", run as written there on the test's
-        /// files: its line copying the `dispatch` block of the ACL under the new user's name,
-        /// then the password and the reload (SIGHUP).
+        /// broker: the line that adds a user with the dispatcher role (the password given as
+        /// its last argument instead of asked for). The plugin applies it at once.
         static func addDispatcher(_ name: String, password: String, to broker: Broker) throws {
             let readme = try String(contentsOfFile: Shipped.folder + "/README.md", encoding: .utf8)
-            let copy = try #require(readme.split(separator: "\n").first { $0.hasPrefix("    sed -n '/^user dispatch$/") },
-                                    "the README's recipe copies the dispatch block with sed")
-            let acl = broker.directory.file("acl")
-            let command = "name=\(name); " + copy.replacingOccurrences(of: "/etc/mosquitto/geotrigger.acl", with: acl)
-            try ExternalProgram.run("/bin/sh", ["-c", command])
-            #expect(try String(contentsOfFile: acl, encoding: .utf8).hasSuffix("user \(name)\ntopic read geotriggers/#\ntopic write geotriggers/fences/+/+\ntopic write geotriggers/query/+\ntopic write geotriggers/expect/+\ntopic read owntracks/+/+/event\n\n"))
-            try ExternalProgram.run("/usr/bin/mosquitto_passwd", ["-b", broker.directory.file("passwords"), name, password])
-            kill(try #require(broker.pid), SIGHUP)
+            let add = try #require(readme.split(separator: "\n").first { $0.hasPrefix("    geotrigger-dynsec add dispatcher \"$name\"") },
+                                   "the README's recipe adds the dispatcher with geotrigger-dynsec")
+            let command = "name=\(name); GEOTRIGGER_DYNSEC_CONNECT='\(broker.dynamicSecurityConnect)' "
+                + add.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "geotrigger-dynsec", with: Shipped.folder + "/geotrigger-dynsec.sh")
+                    .split(separator: "#").first!.trimmingCharacters(in: .whitespaces)
+                + " '\(password)'"
+            let output = try ExternalProgram.run("/bin/sh", ["-c", command])
+            #expect(try Shipped.dynsec(broker.process, ["show", name]).contains("dispatcher"), "\(output)")
         }
 
         /// A libmosquitto client of the broker's plain listener, connected (and subscribed to

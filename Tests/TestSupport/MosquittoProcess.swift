@@ -12,8 +12,9 @@ public final class MosquittoProcess: @unchecked Sendable {
         /// `persistence true` with `persistence_location` in the temp directory, so sessions,
         /// subscriptions and queued QoS 1 messages survive `restart()`.
         public var persistence = false
-        /// User name -> password, written with `mosquitto_passwd -b`. When not empty,
-        /// anonymous clients are refused unless `allowAnonymous` says otherwise.
+        /// User name -> password, written with `mosquitto_passwd -b` (a shipped config with the
+        /// dynamic security plugin has none: `afterFirstStart` creates them there). When not
+        /// empty, anonymous clients are refused unless `allowAnonymous` says otherwise.
         public var users: [String: String] = [:]
         /// `allow_anonymous`; `nil`: true without `users`, false with.
         public var allowAnonymous: Bool?
@@ -47,6 +48,9 @@ public final class MosquittoProcess: @unchecked Sendable {
         /// The folder a shipped config's `http_dir` is replaced with (websockets listeners
         /// serve its files over HTTP).
         public var httpDir: String?
+        /// Run once the broker first listens (not after a restart): e.g. a shipped config's
+        /// dynamic security setup through `mosquitto_ctrl` as ``dynamicSecurityAdmin``.
+        public var afterFirstStart: (@Sendable (MosquittoProcess) throws -> Void)?
 
         public init(
             persistence: Bool = false, users: [String: String] = [:], allowAnonymous: Bool? = nil,
@@ -107,6 +111,30 @@ public final class MosquittoProcess: @unchecked Sendable {
         configPath = directory.file("mosquitto.conf")
         try writeConfiguration()
         try start()
+        do {
+            try options.afterFirstStart?(self)
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// The admin of a shipped config's dynamic security plugin (`plugin_opt_config_file`, made
+    /// with `mosquitto_ctrl dynsec init`): user and password.
+    public static let dynamicSecurityAdmin = (user: "geotrigger-admin", password: "admin-secret")
+
+    /// `mosquitto_ctrl` options that reach the plain listener as ``dynamicSecurityAdmin``.
+    public var dynamicSecurityConnect: String {
+        "-h 127.0.0.1 -p \(port) -u \(Self.dynamicSecurityAdmin.user) -P \(Self.dynamicSecurityAdmin.password)"
+    }
+
+    /// The dynamic security plugin of this machine's mosquitto.
+    static func dynamicSecurityPlugin() throws -> String {
+        for folder in ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib"] {
+            let path = folder + "/mosquitto_dynamic_security.so"
+            if FileManager.default.fileExists(atPath: path) { return path }
+        }
+        throw TestSupportError("mosquitto_dynamic_security.so is not installed (Debian's mosquitto ships it)")
     }
 
     deinit {
@@ -242,6 +270,17 @@ public final class MosquittoProcess: @unchecked Sendable {
             case "persistence_location": lines.append("persistence_location \(directory.path)/")
             case "password_file": lines.append("password_file \(try required(try writePasswords(), "Options.users"))")
             case "acl_file": lines.append("acl_file \(try directory.write("acl", try required(options.acl, "Options.acl")))")
+            case "plugin" where line.hasSuffix("/mosquitto_dynamic_security.so"):
+                lines.append("plugin \(try Self.dynamicSecurityPlugin())")
+            case "plugin_opt_config_file":
+                // A file with only the admin, as deploy/install.sh makes it.
+                let file = directory.file("dynamic-security.json")
+                if !FileManager.default.fileExists(atPath: file) {
+                    try ExternalProgram.run("/usr/bin/mosquitto_ctrl", [
+                        "dynsec", "init", file, Self.dynamicSecurityAdmin.user, Self.dynamicSecurityAdmin.password,
+                    ])
+                }
+                lines.append("plugin_opt_config_file \(file)")
             case "cafile": lines.append("cafile \(try required(options.tls, "Options.tls").ca)")
             case "certfile": lines.append("certfile \(try required(options.tls, "Options.tls").serverCertificate)")
             case "keyfile": lines.append("keyfile \(try required(options.tls, "Options.tls").serverKey)")
