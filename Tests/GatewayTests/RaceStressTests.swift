@@ -65,7 +65,7 @@ import TestSupport
             }
             let chosen = ids.map { $0! }
             Self.atOnce(Self.racers) { i in
-                _ = pool.shards[i].handleNow(Self.newDevice(chosen[i]), receivedAt: 100, trackerID: nil, owntracks: false)
+                _ = pool.shards[i].handleNow(Self.newDevice(chosen[i]), receivedAt: 100, trackerID: nil, owntracks: nil)
             }
             let admitted = pool.deviceCount
             if admitted > 1 { overshoots += 1 }
@@ -95,19 +95,19 @@ import TestSupport
                 let round = batch * perPool + n
                 // From a quiet start: the flag down and no warning, the gateway full.
                 census.total.store(0, ordering: .relaxed)
-                _ = pool.shards[1].handleNow(Self.newDevice("reset-\(round)"), receivedAt: 100, trackerID: nil, owntracks: false)
+                _ = pool.shards[1].handleNow(Self.newDevice("reset-\(round)"), receivedAt: 100, trackerID: nil, owntracks: nil)
                 warnings.clear(ShardAdmission.limitWarning)
                 census.total.store(2, ordering: .relaxed)
                 let cleared = Atomic<Bool>(false)
                 Self.atOnce(2) { i in
                     if i == 0 {
-                        _ = pool.shards[0].handleNow(Self.newDevice("refused-\(round)"), receivedAt: 100, trackerID: nil, owntracks: false)
+                        _ = pool.shards[0].handleNow(Self.newDevice("refused-\(round)"), receivedAt: 100, trackerID: nil, owntracks: nil)
                     } else {
                         var spins = 0
                         while !census.refusing.load(ordering: .relaxed), spins < 5_000_000 { spins += 1 }
                         guard census.refusing.load(ordering: .relaxed) else { return }
                         census.total.store(0, ordering: .relaxed)
-                        _ = pool.shards[1].handleNow(Self.newDevice("admitted-\(round)"), receivedAt: 100, trackerID: nil, owntracks: false)
+                        _ = pool.shards[1].handleNow(Self.newDevice("admitted-\(round)"), receivedAt: 100, trackerID: nil, owntracks: nil)
                         cleared.store(true, ordering: .relaxed)
                     }
                 }
