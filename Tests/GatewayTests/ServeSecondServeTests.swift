@@ -9,9 +9,8 @@ extension ServeTests {
     /// refused before it says anything on the broker, naming the first one's PID, and the first
     /// one keeps its session, its status and its outbox.
     @Suite struct SecondServe {
-        static let outside = (lat: 34.4570, lon: -119.7125)
-        static let meadow = (lat: 34.4573, lon: -119.7102)
-        static let desert = (lat: 34.4579, lon: -119.7062)
+        /// The places of ``Lifecycle``'s walker.
+        static let (outside, meadow, desert) = (Lifecycle.outside, Lifecycle.meadow, Lifecycle.desert)
 
         @Test func aSecondServeOnTheSameDatabaseIsRefusedAndTouchesNothing() async throws {
             let h = try ServeHarness("second-serve")
