@@ -12,9 +12,10 @@ import Testing
                 device: "workers/bob", lat: 34.4502, lon: -119.7095, time: noonNovember30 + 10, speed: 1.5,
                 heading: 61),
             TrackPoint(device: "workers/bob", lat: 34.4504, lon: -119.709),
-            // The route has no name: the track's does not carry over, and the rtept's own <name> is not a device.
-            TrackPoint(lat: 34.451, lon: -119.708),
         ])
+        // A file with a track: its route is planned, not recorded.
+        #expect(track.ignored == ["1 waypoint (wpt)", "1 route (rte, 1 point): planned, not recorded"])
+        #expect(track.parts == [TrackPart(kind: .track, number: 1, name: "workers/bob", line: 7, points: 0..<3)])
         #expect(abs(track.points[0].accuracy! - 15) < 1e-9)  // HDOP 1.96 is gpsd's 15 m at 95 %, 68 % here
         #expect(!track.hasTimes)
     }
@@ -52,7 +53,7 @@ import Testing
             }
         }
         #expect(failure("<kml><Document/></kml>") == "t.gpx:1: expected a <gpx> root element, found <kml>")
-        #expect(failure("<gpx><wpt lat=\"1\" lon=\"2\"/></gpx>") == "t.gpx: no track points: expected <trkpt lat=\"…\" lon=\"…\"> or <rtept> elements")
+        #expect(failure("<gpx><wpt lat=\"1\" lon=\"2\"/></gpx>") == "t.gpx: no track points: expected <trkpt lat=\"…\" lon=\"…\"> or <rtept> elements (waypoints, <wpt>, are not a track)")
         #expect(failure("") == "t.gpx: expected a GPX document (a <gpx> root element), found no elements")
         #expect(failure("<gpx>\n<rte><rtept lon=\"2\"/></rte></gpx>") == "t.gpx:2: rtept 1: expected a lat attribute (decimal degrees)")
         #expect(failure("<gpx><trk><trkpt lat=\"91\" lon=\"2\"/></trk></gpx>") == "t.gpx:1: trkpt 1: lat must be -90 to 90, found 91.0")

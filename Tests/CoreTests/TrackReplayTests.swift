@@ -44,14 +44,14 @@ import Testing
         #expect(abs(two[2].time - 111.3) < 0.5)
     }
 
-    @Test func partlyTimedTracksAreAnError() throws {
+    @Test func pointsWithoutATimeInATimedTrackAreSkippedAndCounted() throws {
         let track = try TrackFixture.read("walk.gpx")
-        #expect(
-            throws: TrackError(
-                file: "walk.gpx", message: "point 3 has no time while others have; replay needs a time on every point")
-        ) {
-            try track.replayUpdates(file: "walk.gpx", defaultDevice: "replay", speed: 2)
-        }
+        let plan = try track.replayPlan(file: "walk.gpx", speed: 2)
+        #expect(plan.updates.map(\.time) == [noonNovember30, noonNovember30 + 10])
+        #expect(plan.notes == [
+            "ignored 1 waypoint (wpt) and 1 route (rte, 1 point): planned, not recorded",
+            "skipped 1 point without a time in track 1 \"workers/bob\" (line 7) (2 with a time replayed)",
+        ])
         #expect(track.points[2].locationUpdate(defaultDevice: "d") == nil)
         #expect(track.points[0].locationUpdate(defaultDevice: "d")?.device == "workers/bob")
     }

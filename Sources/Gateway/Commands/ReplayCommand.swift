@@ -18,11 +18,24 @@ enum ReplayCommand: Subcommand {
         and counted in the summary on standard error. Control characters in fence names,
         messages and device ids are printed as escapes (\\u{1b}, in JSON \\u001b).
 
-        TRACK: GPX (with times), GeoJSON LineString (times from properties.coordTimes), an
-        OwnTracks recorder file, an NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
-        A bad record in them is an error naming its line, except in NMEA logs: sentences
-        without a fix, with a wrong or no checksum, or with fields that cannot be read are
-        skipped, and standard error says how many, one line per reason
+        TRACK: GPX 1.0 or 1.1 (tracks with times, as GPS devices and apps export them),
+        GeoJSON LineString (times from properties.coordTimes), an OwnTracks recorder file, an
+        NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
+
+        GPX: every track (trk) is a device named after the track, its segments one after the
+        other; a name that is no valid device id is made into one, and standard error says so
+        (Garmin's "ACTIVE LOG #2" is device "ACTIVE LOG 2": '+', '#', control characters,
+        empty levels and a leading '$' are dropped). A track without any time (a track saved
+        on a Garmin) is skipped, or walked with --speed; points without a time in a timed
+        track are skipped. Waypoints, and routes in a file with tracks, are ignored;
+        extensions other than speed and course are not read. Standard error says what was
+        ignored or skipped, by track and count (replay: skipped track 2 "Saved" (line 40):
+        none of its 57 points has a time (--speed walks it)). Several devices are merged by
+        fix time.
+
+        A bad record is an error naming its line, except in NMEA logs: sentences without a
+        fix, with a wrong or no checksum, or with fields that cannot be read are skipped, and
+        standard error says how many, one line per reason
         (replay: skipped 2 NMEA sentences: no fix).
 
         Options:
@@ -30,9 +43,11 @@ enum ReplayCommand: Subcommand {
           --fences DIR    the fences folder (default: gateway.fences, else fences)
           --json          one event per line, as published on PREFIX/events/TRIGGER/DEVICE
           --svg OUT       also draw the fences (with buffers), the track and every event to OUT
-          --device ID     the device id of points that carry none (default: replay)
-          --speed M/S     walk a track without times at this speed (from its vertices)
-          --start TIME    the first fix time of such a walk (default 2026-01-01T00:00:00Z)
+          --device ID     one device id for every point of the file (default: each track's
+                          name, else the file's own device ids, else "replay")
+          --speed M/S     walk the tracks without times at this speed (from their vertices)
+          --start TIME    the first fix time of such a walk (default: a second after the
+                          file's last fix, else 2026-01-01T00:00:00Z)
           --format F      the track format when the file name and content do not tell
                           (geojson, gpx, owntracks, nmea, jsonl)
 
@@ -58,15 +73,23 @@ enum ReplayCommand: Subcommand {
             format = f
         }
         let speed = try args.number("speed")
-        let startText = args["start"] ?? "2026-01-01T00:00:00Z"
-        guard let start = ISO8601Time.parse(startText) ?? Double(startText) else {
-            throw UsageError("--start expects an ISO-8601 time or epoch seconds, got '\(startText)'")
+        var start: Double?
+        if let startText = args["start"] {
+            guard let time = ISO8601Time.parse(startText) ?? Double(startText) else {
+                throw UsageError("--start expects an ISO-8601 time or epoch seconds, got '\(startText)'")
+            }
+            start = time
+        }
+        if let device = args["device"], let problem = DeviceID.problem(with: device) {
+            throw UsageError("--device '\(Logger.escaped(device))': \(problem)")
         }
         let updates: [LocationUpdate]
         do {
             let track = try TrackReader.read([UInt8](data), file: file, format: format)
             for line in track.skipSummary { printError("replay: skipped " + line) }
-            updates = try track.replayUpdates(file: file, defaultDevice: args["device"] ?? "replay", speed: speed, start: start)
+            let plan = try track.replayPlan(file: file, device: args["device"], speed: speed, start: start)
+            for note in plan.notes { printError(Logger.escaped("replay: " + note)) }
+            updates = plan.updates
         } catch {
             throw UsageError(Logger.escaped(error.description))  // it may quote the file's text
         }

@@ -27,3 +27,44 @@ public enum DeviceID {
         return nil
     }
 }
+
+extension DeviceID {
+    /// How ``made(from:fallback:)`` makes a name into a device id, for messages and `--help`.
+    public static let madeRule =
+        "'+', '#', control characters, empty levels and a leading '$' are dropped from a track name"
+
+    /// A valid device id from a track's name (Garmin's `ACTIVE LOG #2` becomes `ACTIVE LOG 2`):
+    /// `+`, `#` and control characters dropped, runs of spaces made one and trimmed, empty levels
+    /// (`a//b`, a leading or trailing `/`) and leading `$` dropped, cut to ``maxLength`` bytes at
+    /// a character; `fallback` if nothing is left. A valid id is returned as it is.
+    public static func made(from name: String, fallback: String) -> String {
+        if problem(with: name) == nil { return name }
+        var kept = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars {
+            let v = scalar.value
+            if v == 0x2B || v == 0x23 || v < 0x20 || (0x7F...0x9F).contains(v) { continue }
+            if scalar == " ", kept.last == " " || kept.isEmpty { continue }
+            kept.append(scalar)
+        }
+        var levels = String(kept).split(separator: "/", omittingEmptySubsequences: true)
+            .map { $0.trimmingCharacters(in: " ") }
+            .filter { !$0.isEmpty }
+        while let first = levels.first, first.hasPrefix("$") {
+            let rest = String(first.drop { $0 == "$" })
+            if rest.isEmpty { levels.removeFirst() } else { levels[0] = rest }
+        }
+        var id = levels.joined(separator: "/")
+        while id.utf8.count > maxLength { id.removeLast() }
+        while id.hasSuffix("/") || id.hasSuffix(" ") { id.removeLast() }
+        return id.isEmpty || problem(with: id) != nil ? fallback : id
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in character: Character) -> String {
+        var s = self
+        while s.first == character { s.removeFirst() }
+        while s.last == character { s.removeLast() }
+        return String(s)
+    }
+}

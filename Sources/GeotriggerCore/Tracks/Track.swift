@@ -6,10 +6,18 @@ public struct Track: Sendable, Equatable {
     /// a fix, with a bad checksum or with fields that cannot be read). Empty for the other
     /// formats, whose bad records are errors.
     public var skipped: [TrackSkipReason: Int]
+    /// The recordings the file holds (GPX `trk`, or `rte` in a file without tracks), in file
+    /// order; empty for formats without them, whose points are one recording.
+    public var parts: [TrackPart]
+    /// What the file holds that is not read as points, one phrase each, for a line on
+    /// standard error: `2 waypoints (wpt)`, `1 route (rte, 4 points): not a recording`.
+    public var ignored: [String]
 
-    public init(points: [TrackPoint], skipped: [TrackSkipReason: Int] = [:]) {
+    public init(points: [TrackPoint], skipped: [TrackSkipReason: Int] = [:], parts: [TrackPart] = [], ignored: [String] = []) {
         self.points = points
         self.skipped = skipped
+        self.parts = parts
+        self.ignored = ignored
     }
 
     /// One line per reason of ``skipped``, in the order of ``TrackSkipReason``:

@@ -1,9 +1,12 @@
 extension TrackReader {
-    /// GPX 1.0 / 1.1: every `trkpt` and `rtept` in document order, with `lat` and `lon`
-    /// attributes, and optional `<time>`, `<ele>`, `<hdop>` (accuracy ≈ HDOP ×
-    /// ``TrackPoint/metresPerHDOP``), `<speed>` (m/s) and `<course>` (degrees), also when they sit
-    /// in `<extensions>` under a namespace prefix. The device is the `<name>` of the enclosing
-    /// `trk` or `rte`, if it has one. Waypoints (`wpt`) are not part of a track.
+    /// GPX 1.0 / 1.1 as devices and apps write it. Every `trk` is a part (``TrackPart``) whose
+    /// `trkpt`s, over all its `trkseg`s, follow each other; its `<name>` becomes the points'
+    /// device. A point has `lat` and `lon` attributes and, as direct children, optional
+    /// `<time>`, `<ele>`, `<hdop>` (accuracy ≈ HDOP × ``TrackPoint/metresPerHDOP``), `<speed>`
+    /// (m/s) and `<course>` (degrees); `speed` and `course` are also taken from `<extensions>`
+    /// (Garmin's TrackPointExtension) when they hold a number. Any other extension is ignored,
+    /// as are waypoints (`wpt`), and routes (`rte`) in a file that has track points: they are
+    /// listed in ``Track/ignored``. A file with routes only (a planned route) reads its `rtept`s.
     static func readGPX(_ bytes: [UInt8], file: String) throws(TrackError) -> Track {
         var reader = GPXReader(file: file)
         var scanner = XMLScanner(bytes, file: file)
@@ -11,25 +14,25 @@ extension TrackReader {
         guard reader.sawRoot else {
             throw TrackError(file: file, message: "expected a GPX document (a <gpx> root element), found no elements")
         }
-        guard !reader.points.isEmpty else {
-            throw TrackError(file: file, message: "no track points: expected <trkpt lat=\"…\" lon=\"…\"> or <rtept> elements")
-        }
-        return Track(points: reader.points)
+        reader.closePart()
+        return try reader.track()
     }
 }
 
-/// The state of reading GPX events: the open elements, the point being read and the name of
-/// the track or route it belongs to.
+/// The state of reading GPX events: the open elements, the point being read and the track or
+/// route it belongs to.
 private struct GPXReader {
     let file: String
     var points: [TrackPoint] = []
+    var parts: [TrackPart] = []
     var sawRoot = false
+    var waypoints = 0
     /// Local names of the open elements.
     var stack: [String] = []
     /// Text of the innermost open element.
     var text = ""
-    /// `<name>` of the enclosing `trk` or `rte`.
-    var containerName: String?
+    /// The `trk` or `rte` being read.
+    var part: TrackPart?
     /// The point being read, its element name, number (1-based per element name) and line.
     var point: TrackPoint?
     var pointElement = ""
@@ -37,6 +40,43 @@ private struct GPXReader {
     var counts: [String: Int] = [:]
 
     init(file: String) { self.file = file }
+
+    /// The points of the tracks (or, without tracks, of the routes), what was ignored, or an
+    /// error if there is no point at all.
+    func track() throws(TrackError) -> Track {
+        let trackPoints = parts.filter { $0.kind == .track }.reduce(0) { $0 + $1.points.count }
+        let routes = parts.filter { $0.kind == .route }
+        var ignored: [String] = []
+        if waypoints > 0 { ignored.append("\(waypoints) waypoint\(waypoints == 1 ? "" : "s") (wpt)") }
+        var kept = parts
+        var keptPoints = points
+        if trackPoints > 0, !routes.isEmpty {
+            let routePoints = routes.reduce(0) { $0 + $1.points.count }
+            ignored.append(
+                "\(routes.count) route\(routes.count == 1 ? "" : "s") (rte, \(routePoints) point\(routePoints == 1 ? "" : "s")): "
+                    + "planned, not recorded")
+            keptPoints = []
+            kept = []
+            for var part in parts where part.kind == .track {
+                let from = keptPoints.count
+                keptPoints += points[part.points]
+                part.points = from..<keptPoints.count
+                kept.append(part)
+            }
+        }
+        let empty = kept.filter { $0.points.isEmpty }
+        if !empty.isEmpty {
+            ignored += empty.map { "\($0.label), which has no points" }
+            kept.removeAll { $0.points.isEmpty }
+        }
+        guard !keptPoints.isEmpty else {
+            throw TrackError(
+                file: file,
+                message: "no track points: expected <trkpt lat=\"…\" lon=\"…\"> or <rtept> elements"
+                    + (waypoints > 0 ? " (waypoints, <wpt>, are not a track)" : ""))
+        }
+        return Track(points: keptPoints, parts: kept, ignored: ignored)
+    }
 
     mutating func handle(_ event: XMLScanner.Event, line: Int) throws(TrackError) {
         switch event {
@@ -47,7 +87,14 @@ private struct GPXReader {
                 }
                 sawRoot = true
             }
-            if name == "trk" || name == "rte" { containerName = nil }
+            if name == "wpt", stack.last == "gpx" { waypoints += 1 }
+            if (name == "trk" || name == "rte"), stack.last == "gpx" {
+                closePart()
+                let kind: TrackPart.Kind = name == "trk" ? .track : .route
+                let number = (counts[name] ?? 0) + 1
+                counts[name] = number
+                part = TrackPart(kind: kind, number: number, line: line, points: points.count..<points.count)
+            }
             if name == "trkpt" || name == "rtept" {
                 let number = (counts[name] ?? 0) + 1
                 counts[name] = number
@@ -71,7 +118,15 @@ private struct GPXReader {
                 if let problem = TrackReader.checkPosition(lat: lat, lon: lon) {
                     throw TrackError(file: file, line: line, message: "\(name) \(number): \(problem)")
                 }
-                point = TrackPoint(device: containerName, lat: lat, lon: lon)
+                if part == nil {
+                    // A point outside any trk or rte (not valid GPX, but written): a track of its own.
+                    let kind = name == "trkpt" ? "trk" : "rte"
+                    let number = (counts[kind] ?? 0) + 1
+                    counts[kind] = number
+                    part = TrackPart(
+                        kind: kind == "trk" ? .track : .route, number: number, line: line, points: points.count..<points.count)
+                }
+                point = TrackPoint(lat: lat, lon: lon)
             }
             stack.append(name)
             text = ""
@@ -82,19 +137,32 @@ private struct GPXReader {
             stack.removeSubrange(open...)
             let value = text.trimmingSpaces
             text = ""
-            if name == "name", let parent = stack.last, parent == "trk" || parent == "rte" {
-                containerName = value.isEmpty ? nil : value
+            if name == "name", let parent = stack.last, parent == "trk" || parent == "rte", stack.count == 2 {
+                part?.name = value.isEmpty ? nil : value
+                return
+            }
+            if (name == "trk" || name == "rte"), stack.count == 1 {
+                closePart()
                 return
             }
             if name == "trkpt" || name == "rtept" {
-                if let point { points.append(point) }
+                if let point {
+                    points.append(point)
+                    if let from = part?.points.lowerBound { part?.points = from..<points.count }
+                }
                 point = nil
                 return
             }
-            guard point != nil else { return }
+            guard point != nil, let parent = stack.last else { return }
+            // A value of the point itself, or one of an extension (Garmin's TrackPointExtension
+            // holds speed and course); other extensions are not read.
+            let direct = parent == pointElement
+            let inExtension = stack.contains("extensions")
+            guard direct || (inExtension && (name == "speed" || name == "course")) else { return }
             let what = "\(pointElement) \(counts[pointElement] ?? 0)"
-            func number(unit: String) throws(TrackError) -> Double {
+            func number(unit: String) throws(TrackError) -> Double? {
                 guard let n = Double(value), n.isFinite else {
+                    if !direct { return nil }  // an extension's own vocabulary: not ours to judge
                     throw TrackError(
                         file: file, line: pointLine, message: "\(what): expected <\(name)> to hold a number (\(unit)), found '\(value)'")
                 }
@@ -109,12 +177,21 @@ private struct GPXReader {
                 }
                 point?.time = t
             case "ele": point?.altitude = try number(unit: "metres")
-            case "hdop": point?.accuracy = try number(unit: "dilution of precision") * TrackPoint.metresPerHDOP
-            case "speed": point?.speed = try number(unit: "metres per second")
-            case "course": point?.heading = try number(unit: "degrees")
+            case "hdop": point?.accuracy = try number(unit: "dilution of precision").map { $0 * TrackPoint.metresPerHDOP }
+            case "speed": if let n = try number(unit: "metres per second") { point?.speed = n }
+            case "course": if let n = try number(unit: "degrees") { point?.heading = n }
             default: break
             }
         }
+    }
+
+    /// Ends the part being read (at its end tag, at the next part or at the end of the file),
+    /// giving its points its name as their device.
+    mutating func closePart() {
+        guard let open = part else { return }
+        for i in open.points { points[i].device = open.name }
+        parts.append(open)
+        part = nil
     }
 }
 
