@@ -17,10 +17,21 @@ enum SimulateCommand: Subcommand {
                                    [--device ID] [--devices N] [--format json|owntracks]
                                    [--topic TEMPLATE] [--loop] [--rate R] [--seed N]
                                    [--qos 0|1] [--config FILE] [--broker HOST:PORT] [--quiet]
+               geotrigger simulate TRACK --recorded [--device ID] [--speed M/S] [--format F]
+                                   [--topic TEMPLATE] [--rate R] [--qos 0|1] [--config FILE]
+                                   [--broker HOST:PORT] [--quiet]
 
         Walks N simulated devices along ROUTE (a GeoJSON LineString, GPX, OwnTracks recorder
         file, NMEA log or JSON lines of {lat, lon}) and publishes their positions to the broker,
-        one update per device every --interval seconds of simulated time.
+        one update per device every --interval seconds of simulated time. A GPX file is read as
+        `replay` reads it (see `geotrigger replay --help`): the route is the points of its tracks,
+        one track after the other (its routes only when it has no tracks); standard error says
+        what was ignored.
+
+        With --recorded, TRACK is played as recorded instead: every fix `replay` would run
+        (each GPX track its own device, tracks and points without times skipped and said on
+        standard error, or walked at --speed), published at the pace of its fix times, which
+        are moved to start now (with --rate other than 1: to end now).
 
         Options:
           --speed M/S       walking speed in metres per second (default 1.4)
@@ -28,13 +39,17 @@ enum SimulateCommand: Subcommand {
           --accuracy M      horizontal accuracy reported with each update (metres, 68 %)
           --noise M         Gaussian position noise per axis in metres (default 0)
           --seed N          seed of the noise (default 1): the same seed, the same positions
-          --device ID       the device id (default "sim" for json, "sim/walker" for owntracks)
+          --device ID       the device id (default "sim" for json, "sim/walker" for owntracks);
+                            with --recorded one id for every fix (default: each track's name,
+                            made valid as replay does, else "sim" or "sim/walker")
           --devices N       N devices spread evenly along the route, ids ID-1 ... ID-N
           --format F        json (default: {"lat","lon","time","accuracy","speed","heading"})
                             or owntracks (_type location; the id must be USER/DEVICE)
           --topic T         topic template, {device} is replaced (default devices/{device}/location
                             for json, owntracks/{device} for owntracks)
           --loop            start again at the beginning of the route, forever
+          --recorded        play TRACK's fixes at their recorded pace (not with --interval,
+                            --accuracy, --noise, --seed, --devices or --loop)
           --rate R          R times faster than real time (default 1; 0: as fast as possible).
                             Without --loop and with R != 1 the fix times end at "now" (they start
                             in the past), so the gateway's input.maxFutureSkew never drops them.
@@ -49,16 +64,19 @@ enum SimulateCommand: Subcommand {
             arguments,
             valued: ["speed", "interval", "accuracy", "noise", "seed", "device", "devices", "format", "topic", "rate",
                      "qos", "config", "broker"],
-            flags: ["loop", "quiet"])
+            flags: ["loop", "quiet", "recorded"])
         guard args.positionals.count == 1 else { throw UsageError("expected one ROUTE file") }
         let file = args.positionals[0]
         guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("\(file): cannot read the route file") }
         let track: Track
-        do { track = try TrackReader.read([UInt8](data), file: file) } catch { throw UsageError(error.description) }
+        do { track = try TrackReader.read([UInt8](data), file: file) } catch { throw UsageError(Logger.escaped(error.description)) }
 
         guard let format = PayloadFormat(rawValue: args["format"] ?? "json") else {
             throw UsageError("--format expects json or owntracks")
         }
+        if args.has("recorded") { return try await playRecorded(track, file: file, args: args, format: format) }
+        for line in track.skipSummary { printError("simulate: skipped " + line) }
+        if !track.ignored.isEmpty { printError(Logger.escaped("simulate: ignored " + track.ignored.joined(separator: " and "))) }
         let base = args["device"] ?? (format == .owntracks ? "sim/walker" : "sim")
         let count = try args.integer("devices", range: 0...1_000_000) ?? 1
         guard count >= 1 else { throw UsageError("--devices must be at least 1") }
@@ -120,6 +138,71 @@ enum SimulateCommand: Subcommand {
             }
         }
         // Let QoS 1 publications reach the broker before disconnecting.
+        let deadline = MonotonicClock.now() + 10
+        while client.isConnected, client.pendingAcknowledgements > 0, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        print("published \(published) updates of \(devices.count) device\(devices.count == 1 ? "" : "s")")
+        return ExitStatus.ok
+    }
+
+    /// `--recorded`: the fixes `replay` would run, published at the pace of their fix times
+    /// (divided by `--rate`), moved to start now (to end now at a rate other than 1).
+    static func playRecorded(_ track: Track, file: String, args: Arguments, format: PayloadFormat) async throws -> Int32 {
+        for option in ["interval", "accuracy", "noise", "seed", "devices"] where args[option] != nil {
+            throw UsageError("--\(option) walks a route; it does not go with --recorded")
+        }
+        if args.has("loop") { throw UsageError("--loop walks a route; it does not go with --recorded") }
+        if let device = args["device"], let problem = DeviceID.problem(with: device) {
+            throw UsageError("--device '\(Logger.escaped(device))': \(problem)")
+        }
+        let speed = try args.number("speed")
+        let plan: TrackReplay
+        do {
+            plan = try track.replayPlan(
+                file: file, device: args["device"], defaultDevice: format == .owntracks ? "sim/walker" : "sim", speed: speed)
+        } catch {
+            throw UsageError(Logger.escaped(error.description))
+        }
+        for line in track.skipSummary { printError("simulate: skipped " + line) }
+        for note in plan.notes { printError(Logger.escaped("simulate: " + note)) }
+        let devices = Set(plan.updates.map(\.device))
+        for device in devices.sorted() {
+            if let problem = DeviceID.problem(with: device) {
+                throw UsageError("\(file): device id '\(Logger.escaped(device))': \(problem)")
+            }
+            if format == .owntracks, device.split(separator: "/").count != 2 {
+                throw UsageError(
+                    "OwnTracks device ids are USER/DEVICE (topic owntracks/USER/DEVICE); got '\(Logger.escaped(device))': give --device USER/DEVICE")
+            }
+        }
+        let rate = try args.number("rate") ?? 1
+        guard rate >= 0 else { throw UsageError("--rate must be 0 or more") }
+        let qos = try args.integer("qos", range: 0...2) ?? 1
+        guard qos == 0 || qos == 1 else { throw UsageError("--qos expects 0 or 1") }
+        let topicTemplate = args["topic"] ?? (format == .owntracks ? "owntracks/{device}" : "devices/{device}/location")
+        let first = plan.updates.map(\.time).min() ?? 0
+        let last = plan.updates.map(\.time).max() ?? 0
+        let now = WallClock.now()
+        let shift = rate == 1 ? now - first : now - last
+
+        let client = try CountingClient(ClientOptions(args, role: "simulate").mqtt)
+        defer { client.stop() }
+        let clock = MonotonicClock.now()
+        var published = 0
+        for var update in plan.updates {
+            if rate > 0 {
+                let wait = clock + (update.time - first) / rate - MonotonicClock.now()
+                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(Swift.min(wait, 86_400) * 1000))) }
+            }
+            update.time += shift
+            let topic = topicTemplate.replacing("{device}", with: update.device)
+            try client.publish(topic: topic, payload: payload(update, format: format).serializedBytes(), qos: MQTTQoS(qos))
+            published += 1
+            if !args.has("quiet") {
+                print(Logger.escaped("\(ISO8601Time.format(update.time))  \(update.device)  at \(update.lat), \(update.lon)"))
+            }
+        }
         let deadline = MonotonicClock.now() + 10
         while client.isConnected, client.pendingAcknowledgements > 0, MonotonicClock.now() < deadline {
             try? await Task.sleep(for: .milliseconds(20))
