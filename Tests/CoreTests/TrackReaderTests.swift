@@ -37,7 +37,8 @@ let noonNovember30 = 1_796_040_000.0
         let expected: [(String, TrackFormat)] = [
             ("walk.geojson", .geojson), ("route.geojson", .geojson), ("multi.geojson", .geojson),
             ("walk.gpx", .gpx), ("rec/alice/phone/2026-11.rec", .owntracksRecorder), ("walk.nmea", .nmea),
-            ("bundg_zeus_9.log", .nmea), ("walk.jsonl", .jsonLines),
+            ("bundg_zeus_9.log", .nmea), ("walk.jsonl", .jsonLines), ("forerunner.tcx", .tcx), ("earth.kml", .kml),
+            ("etrex.gpx", .gpx), ("gpx10.gpx", .gpx),
         ]
         for (name, format) in expected {
             // Under a name that says nothing, so only the content decides.
@@ -67,7 +68,7 @@ let noonNovember30 = 1_796_040_000.0
             #expect(TrackFormat(name: format.name) == format)
         }
         #expect(TrackFormat(name: "NDJSON") == .jsonLines)
-        #expect(TrackFormat(name: "kml") == nil)
+        #expect(TrackFormat(name: "kmz") == nil)
     }
 
     @Test func unknownContentIsAnErrorThatListsTheFormats() {
@@ -77,8 +78,8 @@ let noonNovember30 = 1_796_040_000.0
         } catch {
             #expect(
                 error.description
-                    == "notes.txt: cannot tell the track format; expected GeoJSON, GPX, an OwnTracks recorder file, "
-                    + "an NMEA log or JSON lines (name the format: geojson, gpx, owntracks, nmea or jsonl)")
+                    == "notes.txt: cannot tell the track format; expected GeoJSON, GPX, TCX, KML, an OwnTracks recorder file, "
+                    + "an NMEA log or JSON lines (name the format: geojson, gpx, tcx, kml, owntracks, nmea or jsonl)")
         }
     }
 }

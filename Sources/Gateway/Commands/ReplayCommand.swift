@@ -7,7 +7,7 @@ enum ReplayCommand: Subcommand {
     static let summary = "run a recorded track through the triggers offline; print events, draw an SVG"
     static let help = """
         Usage: geotrigger replay TRACK [--config FILE] [--fences DIR] [--json] [--svg OUT]
-                                 [--device ID] [--speed M/S] [--format F]
+                                 [--device ID] [--speed M/S] [--start TIME] [--format F]
 
         Runs TRACK through the same engine as `serve`, with the monitors' clock driven by the
         track's fix times (so the result is the same every time), and prints the events:
@@ -18,9 +18,10 @@ enum ReplayCommand: Subcommand {
         and counted in the summary on standard error. Control characters in fence names,
         messages and device ids are printed as escapes (\\u{1b}, in JSON \\u001b).
 
-        TRACK: GPX 1.0 or 1.1 (tracks with times, as GPS devices and apps export them),
-        GeoJSON LineString (times from properties.coordTimes), an OwnTracks recorder file, an
-        NMEA log, or JSON lines of {device, lat, lon, time, accuracy}.
+        TRACK: GPX 1.0 or 1.1 (tracks with times, as GPS devices and apps export them), TCX
+        (Garmin Training Center activities), KML gx:Track (Google), GeoJSON LineString (times
+        from properties.coordTimes), an OwnTracks recorder file, an NMEA log, or JSON lines of
+        {device, lat, lon, time, accuracy}.
 
         GPX: every track (trk) is a device named after the track, its segments one after the
         other; a name that is no valid device id is made into one, and standard error says so
@@ -31,7 +32,10 @@ enum ReplayCommand: Subcommand {
         extensions other than speed and course are not read. Standard error says what was
         ignored or skipped, by track and count (replay: skipped track 2 "Saved" (line 40):
         none of its 57 points has a time (--speed walks it)). Several devices are merged by
-        fix time.
+        fix time. TCX and KML are read the same way: a TCX activity (its laps one after the
+        other) has no name, so its device is "replay"; trackpoints without a position are
+        skipped, courses beside activities ignored. Each KML gx:Track is a track named after
+        its Placemark; LineStrings beside tracks and Point placemarks are ignored.
 
         A bad record is an error naming its line, except in NMEA logs: sentences without a
         fix, with a wrong or no checksum, or with fields that cannot be read are skipped, and
@@ -49,7 +53,7 @@ enum ReplayCommand: Subcommand {
           --start TIME    the first fix time of such a walk (default: a second after the
                           file's last fix, else 2026-01-01T00:00:00Z)
           --format F      the track format when the file name and content do not tell
-                          (geojson, gpx, owntracks, nmea, jsonl)
+                          (geojson, gpx, tcx, kml, owntracks, nmea, jsonl)
 
         Tune hysteresis by replaying a jittery track with different triggers (enterAfter,
         exitAfter, exitMargin, accuracyMode) and comparing the events and pictures.

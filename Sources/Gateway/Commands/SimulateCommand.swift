@@ -21,12 +21,12 @@ enum SimulateCommand: Subcommand {
                                    [--topic TEMPLATE] [--rate R] [--qos 0|1] [--config FILE]
                                    [--broker HOST:PORT] [--quiet]
 
-        Walks N simulated devices along ROUTE (a GeoJSON LineString, GPX, OwnTracks recorder
-        file, NMEA log or JSON lines of {lat, lon}) and publishes their positions to the broker,
-        one update per device every --interval seconds of simulated time. A GPX file is read as
-        `replay` reads it (see `geotrigger replay --help`): the route is the points of its tracks,
-        one track after the other (its routes only when it has no tracks); standard error says
-        what was ignored.
+        Walks N simulated devices along ROUTE (a GeoJSON LineString, GPX, TCX, KML, OwnTracks
+        recorder file, NMEA log or JSON lines of {lat, lon}) and publishes their positions to
+        the broker, one update per device every --interval seconds of simulated time. A file is
+        read as `replay` reads it (see `geotrigger replay --help`): the route is the points of
+        its tracks, one track after the other (its routes only when it has no tracks);
+        standard error says what was ignored.
 
         With --recorded, TRACK is played as recorded instead: every fix `replay` would run
         (each GPX track its own device, tracks and points without times skipped and said on

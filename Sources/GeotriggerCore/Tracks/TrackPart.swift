@@ -1,11 +1,16 @@
-/// One recording (or planned route) inside a track file: a GPX `trk` or `rte`. Replay decides
+/// One recording (or planned route) inside a track file: a GPX `trk` or `rte`, a TCX
+/// `Activity` or `Course`, a KML `gx:Track` or `LineString`. Replay decides
 /// per part whether it has times, and gives each named part its own device
 /// (``Track/replayPlan(file:device:defaultDevice:speed:start:)``).
 public struct TrackPart: Sendable, Equatable {
     public enum Kind: String, Sendable {
-        /// A GPX `trk`: what a device recorded (its segments, `trkseg`, follow each other).
+        /// A GPX `trk` or KML `gx:Track`: what a device recorded (GPX segments, `trkseg`,
+        /// follow each other).
         case track
-        /// A GPX `rte`: a planned route, read only from a file without tracks.
+        /// A TCX `Activity` (its laps follow each other).
+        case activity
+        /// A planned route (GPX `rte`, TCX `Course`, KML `LineString`), read only from a file
+        /// without recordings.
         case route
     }
 

@@ -44,38 +44,18 @@ private struct GPXReader {
     /// The points of the tracks (or, without tracks, of the routes), what was ignored, or an
     /// error if there is no point at all.
     func track() throws(TrackError) -> Track {
-        let trackPoints = parts.filter { $0.kind == .track }.reduce(0) { $0 + $1.points.count }
-        let routes = parts.filter { $0.kind == .route }
         var ignored: [String] = []
         if waypoints > 0 { ignored.append("\(waypoints) waypoint\(waypoints == 1 ? "" : "s") (wpt)") }
-        var kept = parts
-        var keptPoints = points
-        if trackPoints > 0, !routes.isEmpty {
-            let routePoints = routes.reduce(0) { $0 + $1.points.count }
-            ignored.append(
-                "\(routes.count) route\(routes.count == 1 ? "" : "s") (rte, \(routePoints) point\(routePoints == 1 ? "" : "s")): "
-                    + "planned, not recorded")
-            keptPoints = []
-            kept = []
-            for var part in parts where part.kind == .track {
-                let from = keptPoints.count
-                keptPoints += points[part.points]
-                part.points = from..<keptPoints.count
-                kept.append(part)
-            }
-        }
-        let empty = kept.filter { $0.points.isEmpty }
-        if !empty.isEmpty {
-            ignored += empty.map { "\($0.label), which has no points" }
-            kept.removeAll { $0.points.isEmpty }
-        }
-        guard !keptPoints.isEmpty else {
+        guard
+            let track = TrackReader.recordings(
+                points: points, parts: parts, ignored: ignored, routeWord: "rte")
+        else {
             throw TrackError(
                 file: file,
                 message: "no track points: expected <trkpt lat=\"…\" lon=\"…\"> or <rtept> elements"
                     + (waypoints > 0 ? " (waypoints, <wpt>, are not a track)" : ""))
         }
-        return Track(points: keptPoints, parts: kept, ignored: ignored)
+        return track
     }
 
     mutating func handle(_ event: XMLScanner.Event, line: Int) throws(TrackError) {
@@ -195,9 +175,43 @@ private struct GPXReader {
     }
 }
 
+extension TrackReader {
+    /// The track of a file's `points` in `parts`: a file with recordings (tracks,
+    /// activities) keeps only those, its routes listed in `ignored` (`routeWord` names their
+    /// element); a file of routes only keeps its routes. Parts without points are listed in
+    /// `ignored` too. Nil when no point is left.
+    static func recordings(points: [TrackPoint], parts: [TrackPart], ignored: [String], routeWord: String) -> Track? {
+        var ignored = ignored
+        let recorded = parts.filter { $0.kind != .route }.reduce(0) { $0 + $1.points.count }
+        let routes = parts.filter { $0.kind == .route }
+        var kept = parts
+        var keptPoints = points
+        if recorded > 0, !routes.isEmpty {
+            let routePoints = routes.reduce(0) { $0 + $1.points.count }
+            ignored.append(
+                "\(routes.count) route\(routes.count == 1 ? "" : "s") (\(routeWord), \(routePoints) point\(routePoints == 1 ? "" : "s")): "
+                    + "planned, not recorded")
+            keptPoints = []
+            kept = []
+            for var part in parts where part.kind != .route {
+                let from = keptPoints.count
+                keptPoints += points[part.points]
+                part.points = from..<keptPoints.count
+                kept.append(part)
+            }
+        }
+        let empty = kept.filter { $0.points.isEmpty }
+        if !empty.isEmpty {
+            ignored += empty.map { "\($0.label), which has no points" }
+            kept.removeAll { $0.points.isEmpty }
+        }
+        return keptPoints.isEmpty ? nil : Track(points: keptPoints, parts: kept, ignored: ignored)
+    }
+}
+
 extension String {
     /// The string without leading and trailing ASCII white space.
-    fileprivate var trimmingSpaces: String {
+    var trimmingSpaces: String {
         let b = Array(utf8)
         let r = TextLines.trimmed(b, 0..<b.count)
         return r.count == b.count ? self : String(decoding: b[r], as: UTF8.self)

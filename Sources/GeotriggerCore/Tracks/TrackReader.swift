@@ -1,5 +1,5 @@
 /// Reads the track and route files of `simulate` and `replay` (README "Commands": GeoJSON
-/// LineString, GPX, OwnTracks recorder files, NMEA logs and JSON lines). Pure: the caller
+/// LineString, GPX, TCX, KML, OwnTracks recorder files, NMEA logs and JSON lines). Pure: the caller
 /// reads the file and passes its bytes and name; the name is used in error messages and, for
 /// recorder files, to find the device (`…/rec/USER/DEVICE/YYYY-MM.rec`).
 public enum TrackReader {
@@ -10,13 +10,15 @@ public enum TrackReader {
         guard let format = format ?? TrackFormat.detect(file: file, bytes: bytes) else {
             throw TrackError(
                 file: file,
-                message: "cannot tell the track format; expected GeoJSON, GPX, an OwnTracks recorder file, "
-                    + "an NMEA log or JSON lines (name the format: geojson, gpx, owntracks, nmea or jsonl)")
+                message: "cannot tell the track format; expected GeoJSON, GPX, TCX, KML, an OwnTracks recorder file, "
+                    + "an NMEA log or JSON lines (name the format: geojson, gpx, tcx, kml, owntracks, nmea or jsonl)")
         }
         let track: Track
         switch format {
         case .geojson: track = try readGeoJSON(bytes, file: file)
         case .gpx: track = try readGPX(bytes, file: file)
+        case .tcx: track = try readTCX(bytes, file: file)
+        case .kml: track = try readKML(bytes, file: file)
         case .owntracksRecorder: track = try readOwnTracksRecorder(bytes, file: file)
         case .nmea: track = try readNMEA(bytes, file: file)
         case .jsonLines: track = try readJSONLines(bytes, file: file)
