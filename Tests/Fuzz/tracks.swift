@@ -1,4 +1,4 @@
-// The track readers (GPX, NMEA, JSON lines, OwnTracks recorder, GeoJSON, and format
+// The track readers (GPX, TCX, KML, NMEA, JSON lines, OwnTracks recorder, GeoJSON, and format
 // detection): the first byte picks the format, the rest is the file. A track read is then
 // turned into replay updates and walked as a simulation route, as `replay` and `simulate` do.
 import GeotriggerCore
@@ -6,6 +6,7 @@ import GeotriggerCore
 private let files: [(name: String, format: TrackFormat?)] = [
     ("walk.gpx", .gpx), ("walk.nmea", .nmea), ("walk.jsonl", .jsonLines),
     ("rec/alice/phone/2026-01.rec", .owntracksRecorder), ("walk.geojson", .geojson), ("walk", nil),
+    ("walk.tcx", .tcx), ("walk.kml", .kml),
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")
