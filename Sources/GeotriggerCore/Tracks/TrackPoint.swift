@@ -5,8 +5,9 @@
 /// ``LocationUpdate`` the engine takes.
 public struct TrackPoint: Sendable, Equatable {
     /// The device this point belongs to, when the file says (JSON lines `device`, GPX track
-    /// `<name>`, GeoJSON `properties.device` or `properties.name`, the OwnTracks recorder's
-    /// `rec/USER/DEVICE/` folders).
+    /// `<name>`, TCX course `<Name>`, KML Placemark `<name>`, GeoJSON `properties.device` or
+    /// `properties.name`, the OwnTracks recorder's `rec/USER/DEVICE/` folders), as the file
+    /// has it: replay makes a part's name a valid device id (``DeviceID/made(from:fallback:)``).
     public var device: String?
     /// Latitude in degrees (WGS84).
     public var lat: Double
