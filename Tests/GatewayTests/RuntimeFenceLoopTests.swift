@@ -20,8 +20,10 @@ import TestSupport
                                          logger: Logger(label: "loop-test"), adoptions: adoptions, rebuildInterval: 3600)
         let loop = Task { try await fences.run() }
         await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "a", RuntimeFenceBudgetTests.feature(300)))
-        #expect(await poll(timeout: .seconds(10)) { (try? await rig.stored()) == ["a": 300] })
-        #expect(fences.snapshot.fence(layer: "jobs", id: "a") != nil)
+        // Saved first, then adopted (RuntimeFences.rebuildIfDue): both, in time.
+        #expect(await poll(timeout: .seconds(10)) {
+            (try? await rig.stored()) == ["a": 300] && fences.snapshot.fence(layer: "jobs", id: "a") != nil
+        })
         await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "b", RuntimeFenceBudgetTests.feature(200)))
         await fences.queueChange(RuntimeFenceBudgetTests.message("jobs", "a", []))
         // Not built, not saved: the rebuild interval has not passed.
