@@ -148,13 +148,13 @@ import TestSupport
     }
 
     /// One runtime fence changed 150 times while SIGHUP reloads (each rebuilds and saves) race
-    /// the fences' own loop (which rebuilds and saves too), 40 rounds, the database refusing
+    /// the fences' own loop (which rebuilds and saves too), 100 rounds, the database refusing
     /// writes (`PRAGMA query_only`) while the changes come: once they stop and the database
     /// takes writes again, it holds the last version, never an older one given back by a
     /// failed save or written after it.
     @Test(.timeLimit(.minutes(3))) func aRuntimeFenceSavedFromTheLoopAndAReloadEndsAtItsLastVersion() async throws {
         var stale = 0
-        let rounds = 40
+        let rounds = 100
         for round in 0..<rounds {
             let rig = try await RuntimeFenceBudgetTests.Rig(runtime: "{}")
             let client = try MQTTClient(MQTTConfiguration(port: 1, clientId: "gw-race-\(UUID().uuidString.prefix(8))"))

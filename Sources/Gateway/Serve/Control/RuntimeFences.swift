@@ -70,6 +70,12 @@ final class RuntimeFences: Service, Sendable {
     private let saveTurns = SaveTurns()
     /// Ends ``run()``'s loop (``shutdown()``).
     private let stop = StopSignal()
+    /// Whether ``run()``'s loop started, and whether ``shutdown()`` came: a loop that started
+    /// is waited for before the last save, so a save of its that fails and gives its changes
+    /// back is not left behind.
+    private let loopState = Mutex((started: false, stopping: false))
+    /// Fired when ``run()``'s loop has ended.
+    private let loopEnded = StopSignal()
     /// While work waits for its time (a rebuild interval, a save retry, a follow interval),
     /// ``run()`` looks again this often (seconds); with none it sleeps until poked.
     static let loopInterval = 0.05
@@ -477,6 +483,12 @@ final class RuntimeFences: Service, Sendable {
     /// something waits for its time, again every ``loopInterval``; otherwise (idle, the usual
     /// case) it sleeps until ``markWork()`` pokes it.
     func run() async throws {
+        let starts = loopState.withLock { state in
+            if !state.stopping { state.started = true }
+            return state.started
+        }
+        guard starts else { return }
+        defer { loopEnded.fire() }
         await repeating(until: stop, wakeup: wakeup) {
             guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
             await rebuildIfDue()
@@ -485,10 +497,16 @@ final class RuntimeFences: Service, Sendable {
         }
     }
 
-    /// Stops the loop, then saves every change not saved yet (one received in the last
-    /// rebuild interval would otherwise come back from the database after a restart).
+    /// Stops the loop and waits for it to end, then saves every change not saved yet (one
+    /// received in the last rebuild interval would otherwise come back from the database after
+    /// a restart, and one given back by the loop's last failed save would be lost).
     func shutdown() async {
+        let started = loopState.withLock { state in
+            state.stopping = true
+            return state.started
+        }
         stop.fire()
+        if started { await loopEnded.wait() }
         adoptions.finish()
         await retryUnsaved(force: true)
     }
