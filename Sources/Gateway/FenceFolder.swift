@@ -35,8 +35,13 @@ public enum FenceFolder {
         if let progress {
             progress.start(totalBytes: names.reduce(0) { $0 + fileSize(join(folder, $1)) })
         }
-        defer { progress?.finish() }
+        defer { if !Task.isCancelled { progress?.finish() } }
         for name in names {
+            // A SIGHUP reload cancelled by a stop (``ServiceGroup``) ends here, or at its next read.
+            if Task.isCancelled {
+                errors.append(FenceError(file: folder, message: FenceFolder.cancelled))
+                break
+            }
             let path = join(folder, name)
             let layerName = String(name.dropLast(".geojson".count))
             let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -60,6 +65,7 @@ public enum FenceFolder {
                     file: path, layer: layerName, maxVertices: maxVertices, fileSize: fileSize(path), reusing: previous,
                     progress: update
                 ) { offset, buffer throws(FenceError) in
+                    if Task.isCancelled { throw FenceError(file: path, message: FenceFolder.cancelled) }
                     while true {
                         let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
                         if n >= 0 { return n }
@@ -76,6 +82,9 @@ public enum FenceFolder {
         }
         return (layers, errors)
     }
+
+    /// The error of a load whose task was cancelled.
+    static let cancelled = "the load was cancelled"
 
     /// The names of the layer files in `folder`, sorted.
     static func layerFileNames(in folder: String) throws(FileError) -> [String] {

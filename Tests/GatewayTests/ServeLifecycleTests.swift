@@ -238,6 +238,45 @@ extension ServeTests {
             #expect(gateway.terminate() == 0)
         }
 
+        /// SIGTERM during a long SIGHUP reload (a fence folder grown to 60,000 fences, which a
+        /// debug build reads for several seconds): the reload is cancelled at its next read and
+        /// the gateway stops at once, exit 0 and `stopped`, the previous fences never replaced.
+        /// Before, the reload ran inside the signal loop and the SIGTERM waited behind it.
+        @Test func sigtermDuringALongReloadStopsWithoutWaitingForIt() async throws {
+            let h = try ServeHarness("sigterm-reload")
+            defer { h.close() }
+            let fences = try h.copyFences()
+            let configPath = try h.write("gw.json5", h.config(fences: fences))
+            let watcher = try await h.probe("watcher", subscribe: [h.statusTopic])
+            let gateway = try h.startGateway(config: configPath)
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
+            try Self.squares(60_000).write(toFile: "\(fences)/big.geojson", atomically: true, encoding: .utf8)
+            gateway.signal(SIGHUP)
+            // The load's first progress line comes after a second of reading; then it is mid-load.
+            #expect(await poll(timeout: .seconds(120)) { gateway.log.contains("loading fences:") }, "\(tail(gateway.log))")
+            let start = Date()
+            gateway.signal(SIGTERM)
+            let status = gateway.waitForExit(timeout: 60)
+            let stopped = Date().timeIntervalSince(start)
+            print("SIGTERM during a reload: exited \(status.map(String.init) ?? "not") after \(Int(stopped * 1000)) ms")
+            #expect(status == 0, "\(tail(gateway.log))")
+            #expect(gateway.log.contains("reload cancelled by the stop"), "\(tail(gateway.log))")
+            #expect(!gateway.log.contains("loaded fences:") && !gateway.log.contains("notice [geotrigger] reloaded"), "\(tail(gateway.log))")
+            #expect(await watcher.waitStatus(h.statusTopic) { $0.status == "stopped" }.ok)
+        }
+
+        /// A layer of `count` small squares (0.0005 degrees, on a grid far from the test fences).
+        static func squares(_ count: Int) -> String {
+            var text = #"{"type": "FeatureCollection", "features": ["# + "\n"
+            for i in 0..<count {
+                let lon = 10 + Double(i % 1000) * 0.001, lat = 10 + Double(i / 1000) * 0.001
+                let ring = [(lon, lat), (lon + 0.0005, lat), (lon + 0.0005, lat + 0.0005), (lon, lat + 0.0005), (lon, lat)]
+                    .map { "[\($0.0), \($0.1)]" }.joined(separator: ", ")
+                text += (i == 0 ? "" : ",\n") + #"{"type": "Feature", "id": "s\#(i)", "properties": {}, "geometry": {"type": "Polygon", "coordinates": [[\#(ring)]]}}"#
+            }
+            return text + "\n]}\n"
+        }
+
         /// A broken fence file on SIGHUP: the old fences keep serving and the status shows a
         /// warning; fixing the file and SIGHUP again clears it.
         @Test func brokenFenceFileOnSighupKeepsTheOldFences() async throws {

@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// Starts services in order and, on SIGTERM or SIGINT, shuts them down in reverse order
-/// (so the gpsd reader stops first and the store closes last). SIGHUP calls `onReload`.
+/// (so the gpsd reader stops first and the store closes last). SIGHUP calls `onReload` in a
+/// task of its own, which a termination signal cancels.
 ///
 /// The shutdown is bounded (docs/architecture.md "Start and shutdown"): each service's
 /// `shutdown()` gets ``Timing/shutdownDeadline``; one that has not returned by then is logged
@@ -85,15 +86,36 @@ public final class ServiceGroup: Sendable {
                     }
                 }
             }
-            group.addTask { [logger, onReload, signals] in
+            group.addTask { [logger, onReload, signals, timing] in
+                // A reload runs beside this loop, so a termination signal during a long one is
+                // taken at once: the reload is cancelled and the shutdown starts once it has
+                // ended (within the shutdown deadline). A SIGHUP during a reload runs after it.
+                var reload: Task<Void, Never>?
                 for await signal in signals.stream {
                     if signal == SIGHUP {
                         logger.notice("SIGHUP: reloading fences and triggers")
-                        await onReload?()
+                        let previous = reload
+                        reload = Task {
+                            await withTaskCancellationHandler { await previous?.value } onCancel: { previous?.cancel() }
+                            guard !Task.isCancelled else { return }
+                            await onReload?()
+                        }
                         continue
                     }
                     logger.notice("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "none (stop())"])
                     break
+                }
+                if let reload {
+                    reload.cancel()
+                    let ended = StopSignal()
+                    Task {
+                        await reload.value
+                        ended.fire()
+                    }
+                    _ = await ended.sleep(seconds: timing.shutdownDeadline)
+                    if !ended.isFired {
+                        logger.error("the reload did not end in time; shutting down beside it", ["deadline.seconds": "\(timing.shutdownDeadline)"])
+                    }
                 }
                 return .signals
             }

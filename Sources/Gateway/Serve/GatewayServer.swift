@@ -217,6 +217,8 @@ struct GatewayServer: Sendable {
                 // The check's own snapshot goes before the runtime fences build theirs: with the
                 // old one still serving, a third would take ~110 bytes per fence more.
                 fresh = nil
+                // A stop came while the fences loaded: the previous ones stay, and nothing changes.
+                guard !Task.isCancelled else { throw CancellationError() }
                 // All or nothing: the phones' transitions are subscribed before the new
                 // triggers apply (a refusal leaves the old ones), and let go after.
                 if phones { try localLink.readPhoneEvents(true) }
@@ -230,6 +232,8 @@ struct GatewayServer: Sendable {
                 }
                 warnings.clear("reload", resolved: "fences and triggers reloaded")
                 logger.notice("reloaded", ["fences": "\(layers.reduce(0) { $0 + $1.fenceCount })"])
+            } catch where Task.isCancelled {
+                logger.notice("reload cancelled by the stop; the previous fences and triggers stay")
             } catch let error as GatewaySetup.Failure {
                 warnings.set("reload", "reload failed, the previous fences and triggers stay: " + error.problems.joined(separator: "; "))
             } catch {
