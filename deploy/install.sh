@@ -22,7 +22,8 @@ install -d -m 0750 -g geotrigger /etc/geotrigger /etc/geotrigger/fences
 grep -Eq '^[^/]*database:[[:space:]]*"/var/lib/geotrigger/' /etc/geotrigger/geotrigger.json5 ||
     echo "install: warning: set gateway.database in /etc/geotrigger/geotrigger.json5 to a file in /var/lib/geotrigger (the unit's only writable folder)" >&2
 for f in fences/*.geojson; do [ -e "/etc/geotrigger/$f" ] || install -m 0640 -g geotrigger "$f" /etc/geotrigger/fences/; done
-install -d /usr/local/share/doc/geotrigger && install -m 0644 README.md /usr/local/share/doc/geotrigger/
+install -d /usr/local/share/doc/geotrigger/docs && install -m 0644 README.md /usr/local/share/doc/geotrigger/
+install -m 0644 docs/*.md docs/*.png /usr/local/share/doc/geotrigger/docs/   # the pages the README links to
 install -m 0644 deploy/geotrigger.service /etc/systemd/system/geotrigger.service
 
 # The dispatch console: geotrigger.conf's websockets listener serves this folder (http_dir) as

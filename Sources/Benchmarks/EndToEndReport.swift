@@ -12,7 +12,7 @@ extension EndToEndBenchmark {
         return sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))]
     }
 
-    /// The figures of one run, as a text report or one JSON line, with its targets (README "Performance").
+    /// The figures of one run, as a text report or one JSON line, with its targets (docs/performance.md "Summary").
     struct Report {
         var options: Options
         var fenceCount: Int

@@ -33,8 +33,9 @@ enum EnduranceBenchmark {
         and autosave line stays as shipped.
         The gateway: PATH serve (this executable unless --gateway) with a generated config: the
         zones as the fence layer `taxi`, one trigger over it with enterAfter and exitAfter
-        30 s (the README's advice against jitter), output.occupancy and Home Assistant
-        discovery on, everything else at its default; its database in the work directory.
+        30 s (the advice against jitter in docs/operations.md "Troubleshooting"),
+        output.occupancy and Home Assistant discovery on, everything else at its default; its
+        database in the work directory.
         The work directory must be on a disk (not tmpfs).
         The fleet: each device publishes a JSON update at QoS 1 every --interval s, the devices
         spread evenly over the interval (N / interval updates per second in all), fix times

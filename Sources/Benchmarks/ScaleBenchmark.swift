@@ -5,7 +5,7 @@ import GeotriggerCore
 import Glibc
 #endif
 
-/// `geotrigger bench scale`: the scale targets (README "Performance") in one command, each
+/// `geotrigger bench scale`: the scale targets (docs/performance.md "Summary") in one command, each
 /// measured by the benchmark that owns it, run as a child process of its own so that one
 /// run's memory never counts in another's.
 enum ScaleBenchmark {

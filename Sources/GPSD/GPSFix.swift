@@ -52,7 +52,7 @@ public struct GPSFix: Sendable, Equatable {
             altitude: report.mode >= 3 && report.altitude.isFinite ? report.altitude : nil)
     }
 
-    /// Horizontal accuracy as a 68 % radius in metres (README "Inputs", the `gpsd` feed).
+    /// Horizontal accuracy as a 68 % radius in metres (docs/topics-and-payloads.md "Inputs", the `gpsd` feed).
     ///
     /// gpsd's epx and epy are 95 % per axis: accuracy = sqrt(epx² + epy²) / 1.96; without both,
     /// its 95 % horizontal estimate eph / 1.96; without that, nil. Values that are not finite

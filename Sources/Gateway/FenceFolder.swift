@@ -3,7 +3,7 @@ import Glibc
 #endif
 import GeotriggerCore
 
-/// The fences folder: every `NAME.geojson` in it is the fence layer `NAME` (README "Fence files").
+/// The fences folder: every `NAME.geojson` in it is the fence layer `NAME` (docs/configuration.md "Fence files").
 ///
 /// The core parses; this type does the file I/O, with POSIX calls.
 public enum FenceFolder {

@@ -149,7 +149,7 @@ public struct MQTTConfiguration: Sendable, Equatable {
     /// `ReadInterposition`.
     public var bufferedReads = true
 
-    /// A configuration with the defaults of the `broker` keys (README "Configuration").
+    /// A configuration with the defaults of the `broker` keys (docs/configuration.md "The config file").
     public init(
         host: String = "127.0.0.1",
         port: Int = 1883,

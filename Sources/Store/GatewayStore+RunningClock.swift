@@ -1,6 +1,6 @@
 /// How long the gateway has been running, carried across restarts, and when each device last
 /// reported on that clock: `gateway.forgetAfter` counts running time, so neither a wall-clock
-/// jump nor a month switched off forgets a device (README "Limits").
+/// jump nor a month switched off forgets a device (docs/limits.md).
 extension GatewayStore {
     /// Migration step 7: the running clock and each device's last report on it.
     static let runningClockMigration = SQLiteMigration(version: 7, summary: "running clock carried across restarts", sql: """

@@ -49,7 +49,7 @@ public actor GatewayStore {
     /// The page size of a new database: 2 KiB, not SQLite's 4 KiB. A commit writes every page
     /// it changes whole into the WAL, and the group commit's few events change a few pages
     /// each (their journal rows, the journal's index, each device's state row, the header and
-    /// sequence pages): on an SD card, where every byte counts (README "On the box"), smaller
+    /// sequence pages): on an SD card, where every byte counts (docs/operations.md "Deploying on a Raspberry Pi"), smaller
     /// pages write less. Measured with `bench endurance --fleet driving` (1,000 devices, 16
     /// events/s): 7.1 KB per event with 4 KiB pages, 4.8 with 2 KiB, 4.2 with 1 KiB; but 1 KiB
     /// pages hold one event row (about 0.6 KiB) each, so the journal's file grows by half, and

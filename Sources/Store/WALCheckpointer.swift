@@ -10,7 +10,7 @@ import Synchronization
 /// ``pages`` frames or its oldest frame not yet copied is ``maxAge`` old, at most one runs at a
 /// time, and a new one starts no sooner than ``interval`` after the previous one started. A
 /// checkpoint copies each page once however often commits wrote it, so on an SD card few of
-/// them mean few writes (README "On the box"); the WAL itself is as durable as the database
+/// them mean few writes (docs/configuration.md "Durability"); the WAL itself is as durable as the database
 /// file. Checkpoints are PASSIVE: they never wait for the writer, copy what they can, and
 /// leave the rest for the next one.
 ///

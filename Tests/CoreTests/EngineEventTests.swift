@@ -1,7 +1,7 @@
 import Testing
 @testable import GeotriggerCore
 
-/// The event and device state payloads, exactly as README "Events" and "Device state" show them.
+/// The event and device state payloads, exactly as docs/topics-and-payloads.md "Events" and "Device state" show them.
 @Suite struct EngineEventTests {
     typealias Kit = EngineTestKit
 

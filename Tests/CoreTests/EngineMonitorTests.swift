@@ -1,7 +1,7 @@
 import Testing
 @testable import GeotriggerCore
 
-/// The timing rules of README "Timing", one by one, by fix time and an injected clock.
+/// The timing rules of docs/configuration.md "Timing", one by one, by fix time and an injected clock.
 @Suite struct EngineMonitorTests {
     typealias Kit = EngineTestKit
 

@@ -29,7 +29,7 @@ public func fuzzPayload(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     guard case .success(let decoded) = decoder.decode(topic: topic, payload: payload, now: fuzzNow) else { return 0 }
 
-    // The decoder's contract (README "Inputs"): what it accepts is in range.
+    // The decoder's contract (docs/topics-and-payloads.md "Inputs"): what it accepts is in range.
     let u = decoded.update
     fuzzCheck((-90...90).contains(u.lat) && (-180...180).contains(u.lon), "position out of range: \(u)")
     fuzzCheck(u.time > 0 && u.time <= fuzzNow + decoder.maxFutureSkew, "time out of range: \(u)")

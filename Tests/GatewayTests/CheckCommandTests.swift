@@ -111,7 +111,7 @@ func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String,
     }
 }
 
-/// `fences.maxVertices` (README "Configuration"): `check` reports a fence over it, naming the
+/// `fences.maxVertices` (docs/configuration.md "The config file"): `check` reports a fence over it, naming the
 /// file, the feature and the limit; under the default the same file is valid.
 @Suite struct CheckMaxVerticesTests {
     @Test func aFenceOverMaxVerticesIsReported() throws {

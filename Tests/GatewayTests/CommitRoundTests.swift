@@ -5,7 +5,7 @@ import Testing
 
 /// The group commit's decisions as values (``CommitRound``): what a commit takes, and what
 /// follows when the database takes it, is busy, is full, and when a retry finally goes in
-/// (README "Durability": events published from memory, rows retried every second, the spill
+/// (docs/configuration.md "Durability": events published from memory, rows retried every second, the spill
 /// file kept until the database has them).
 @Suite struct CommitRoundTests {
     func event(_ id: String, device: String = "d1") -> JournalEvent {

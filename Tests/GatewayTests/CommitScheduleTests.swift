@@ -5,7 +5,7 @@ import Testing
 
 /// When the group commit starts (``EventCommitter/Pending/start(interval:now:)``), as values:
 /// at fleet rates it waits for `gateway.commitInterval` after the last one began, gathering
-/// company (README "On the box"); with ``EventCommitter/company`` items it starts at once; one
+/// company (docs/configuration.md "Durability"); with ``EventCommitter/company`` items it starts at once; one
 /// timer at a time.
 @Suite struct CommitScheduleTests {
     static func event(_ n: Int) -> JournalEvent {

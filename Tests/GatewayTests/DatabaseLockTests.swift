@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import Gateway
 
-/// The lock that keeps a second `serve` off a database (README "Limits"), in one process; two
+/// The lock that keeps a second `serve` off a database (docs/limits.md), in one process; two
 /// processes and a broker: ServeTests.SecondServe.
 @Suite struct DatabaseLockTests {
     /// Held, the lock refuses a second taker in the same process too (fcntl alone would not),

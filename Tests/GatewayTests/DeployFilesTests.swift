@@ -64,7 +64,7 @@ import TestSupport
     /// timed `autosave_interval` rewrote the whole file every minute, idle or not (a microSD
     /// card's wear); `persistence` stays (the gateway's session and the retained topics survive
     /// a restart). The interval is the one the config's comment works out (52 saves a day of
-    /// 1.2 MB at 1,000 devices), and the README gives the same number.
+    /// 1.2 MB at 1,000 devices), and docs/operations.md gives the same number.
     @Test func brokerSavesAfterChangesNotOnATimer() throws {
         let conf = try String(contentsOfFile: "\(Self.deploy)/mosquitto/geotrigger.conf", encoding: .utf8)
         let lines = conf.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
@@ -77,8 +77,8 @@ import TestSupport
         // About 600 changes/s at 1,000 devices (the comment's measure): at most 100 MB a day of 1.2 MB saves.
         let savesPerDay = 600.0 * 86_400 / Double(changes)
         #expect(savesPerDay * 1.2 <= 100)
-        let readme = try String(contentsOfFile: repositoryRoot + "/README.md", encoding: .utf8)
-        #expect(readme.contains("autosave_interval 1000000"))
+        let operations = try String(contentsOfFile: repositoryRoot + "/docs/operations.md", encoding: .utf8)
+        #expect(operations.contains("autosave_interval 1000000"))
     }
 
     @Test func unitBoundsMemoryTasksAndProc() throws {

@@ -111,7 +111,7 @@ import TestSupport
     }
 
     /// A device parked on the fence's edge with `enterAfter`/`exitAfter` 30: each fix starts or
-    /// cancels a hold and decides nothing, so nothing is written (README "On the box"); the
+    /// cancels a hold and decides nothing, so nothing is written (docs/configuration.md "Durability"); the
     /// decision that finally comes is committed with the state, and a stop saves the hold
     /// still running.
     @Test func holdsStartedAndCancelledWriteNothingUntilADecision() async throws {
@@ -143,8 +143,8 @@ import TestSupport
         await rig.close()
     }
 
-    /// The shard's clock wakes only for what is due (README "On the box": an idle gateway
-    /// sleeps): a hold ended by silence, then nothing until the device would hibernate.
+    /// The shard's clock wakes only for what is due (docs/operations.md
+    /// "Deploying on a Raspberry Pi": an idle gateway sleeps): a hold ended by silence, then nothing until the device would hibernate.
     @Test func aShardsTickIsDueOnlyWhenADeviceNeedsOne() async throws {
         let rig = try await Rig(hold: 30) {
             $0.output.stateInterval = 1_000

@@ -9,7 +9,7 @@ extension DurabilityIntegrationTests {
     /// drive of 20 devices, restarted each time, gives per device the same (trigger, fence,
     /// type) counts as an uninterrupted run, and no enter is fired twice.
     ///
-    /// The window README "Durability" leaves open: an update libmosquitto already
+    /// The window docs/configuration.md "Durability" leaves open: an update libmosquitto already
     /// acknowledged to the broker but not yet committed (in the ingest queue, a shard's
     /// mailbox or the batch being written) is lost by `kill -9`. Two things make exact
     /// equality an honest expectation anyway:
@@ -125,7 +125,7 @@ extension DurabilityIntegrationTests {
                     pendingKills.removeFirst()
                     // The kill comes once this process has taken from libmosquitto every update
                     // sent to it (commits may still be in flight). Updates it acknowledged but
-                    // had not taken are the documented window (README "Durability"): the broker
+                    // had not taken are the documented window (docs/configuration.md "Durability"): the broker
                     // would deliver the newer queued ones before the re-sent track below, which
                     // then could not repair them. A gateway slowed by other suites once lost
                     // whole visits that way.

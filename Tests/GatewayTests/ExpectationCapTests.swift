@@ -5,7 +5,7 @@ import TestSupport
 
 @testable import Gateway
 
-/// The cap on open expectations (README "Limits") at start: a database holding more than the
+/// The cap on open expectations (docs/limits.md) at start: a database holding more than the
 /// cap (written by a run with a larger one, or grown by anything else) gives a book of at most
 /// the cap, the ones accepted first, every one of them with a stay check, and a warning naming
 /// how many were left out. The cap is ``Expectations/load(from:capacity:warnings:logger:)``'s

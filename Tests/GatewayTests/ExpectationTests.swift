@@ -300,7 +300,7 @@ extension ServeTests {
             rig.stop()
         }
 
-        /// README "Expected arrivals": an expectation stored as open is decided again from the
+        /// docs/control-plane.md "Expected arrivals": an expectation stored as open is decided again from the
         /// device's stay at start. The device is inside the depot; an expectation of it arrives
         /// and the gateway is killed 30, 80, 150 or 300 ms later, between storing it and
         /// answering its stay check or after. After the restart the device keeps reporting from

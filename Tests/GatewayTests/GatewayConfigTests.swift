@@ -121,7 +121,7 @@ import Testing
         #expect(messages(#"{ broker: { hosts: ["nope"] } }"#) == [#"test.json5:1:21: broker.hosts[0]: expected "host:port", found "nope""#])
     }
 
-    /// `fences.maxVertices` and `input.maxAccuracy` (README "Configuration"): defaults, values,
+    /// `fences.maxVertices` and `input.maxAccuracy` (docs/configuration.md "The config file"): defaults, values,
     /// and errors naming the key path like every other section.
     @Test func limitsOfFencesAndAccuracy() throws {
         let defaults = GatewayConfig()

@@ -4,8 +4,8 @@ import Testing
 import TestSupport
 
 extension DurabilityIntegrationTests {
-    /// A pending crossing lives in memory until a decision, a hibernation or a stop (README "On
-    /// the box"): a `kill -9` during an `exitAfter` hold loses the hold's start, not the exit.
+    /// A pending crossing lives in memory until a decision, a hibernation or a stop (docs/configuration.md
+    /// "Durability"): a `kill -9` during an `exitAfter` hold loses the hold's start, not the exit.
     @Suite(.serialized) struct HoldKillTests {
         static let meadow = (lat: 34.4574423, lon: -119.7090841)
         static let outside = (lat: 34.4600, lon: -119.7070)

@@ -141,7 +141,7 @@ import TestSupport
         // gw-1 goes away without a word (kill -9); its shard's devices must wait for it. It dies
         // once it took everything its session had: its last three statuses (one a second)
         // counted the same `received`. Updates it acknowledged but had not taken are the
-        // documented window (README "Durability"), which a gateway slowed by other suites
+        // documented window (docs/configuration.md "Durability"), which a gateway slowed by other suites
         // showed here as a lost visit twice, the second time with a two-poll check that could
         // read one stale status twice.
         let statusTopic = GatewayStatus.topic(gatewayID: "gw-1")

@@ -242,7 +242,7 @@ import Testing
         #expect(w.progressDue(now: 10.25, final: true) == .commit(StoreBatch(acknowledgements: [OutboxAcknowledgement(destination: .local, sequence: 3)])))
     }
 
-    /// The settling rides with a group commit (README "On the box": no transaction of its own),
+    /// The settling rides with a group commit (docs/configuration.md "Durability": no transaction of its own),
     /// at most every interval; while the group commit carries it the outbox's own progress
     /// commit waits, and a failed group commit gives it back.
     @Test func theSettlingRidesWithTheGroupCommitAtMostEveryInterval() {

@@ -23,7 +23,7 @@ import Testing
 
     /// A pending crossing that starts or is cancelled (an `enterAfter` or `exitAfter` hold on a
     /// fence's edge) changes the monitor's state but no decision: nothing is written until a
-    /// decision, a hibernation or a stop (README "On the box").
+    /// decision, a hibernation or a stop (docs/configuration.md "Durability").
     @Test func aHoldStartedOrCancelledSavesNoState() {
         var emission = OutcomeEmission(decisions: 7)
         emission.positionChanged()

@@ -2,7 +2,7 @@ import Testing
 @testable import Gateway
 
 /// ``ReplyWriting``: at most 4 query replies being written per querying user, each until the
-/// broker acknowledged its last part (README "Limits").
+/// broker acknowledged its last part (docs/limits.md).
 @Suite struct ReplyWritingTests {
     @Test func theQueryingUserIsTheFirstLevelUnderReplies() {
         let prefix = "geotriggers/replies/"

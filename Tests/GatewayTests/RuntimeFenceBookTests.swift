@@ -196,7 +196,7 @@ import Testing
         #expect(Self.offer(&book, Self.key("a"), Self.point(extra: #","name":"\#(fits)""#)) == [] && book.dirty)
     }
 
-    /// README "Limits": a payload that fails to parse counts against `runtime.maxBytes` (and
+    /// docs/limits.md: a payload that fails to parse counts against `runtime.maxBytes` (and
     /// `runtime.maxFences`) while its topic holds it; the same payload again (the broker's
     /// retained copy at the next connect) is rejected without being parsed, and once the
     /// budget is taken by junk, more junk is rejected unparsed. A fence or an empty payload on

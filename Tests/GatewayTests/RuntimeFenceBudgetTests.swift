@@ -7,7 +7,7 @@ import TestSupport
 
 @testable import Gateway
 
-/// `runtime.maxBytes` (README "Limits"): the runtime fences' payloads together stay within the
+/// `runtime.maxBytes` (docs/limits.md): the runtime fences' payloads together stay within the
 /// budget, live and at start. ``RuntimeFences`` is built as `serve` builds it, over a real
 /// database file, with a client that never connects (its error publishes go nowhere; the
 /// status warnings carry the same reasons). A SIGHUP-style ``RuntimeFences/reload(_:)`` runs

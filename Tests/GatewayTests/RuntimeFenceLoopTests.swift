@@ -8,7 +8,7 @@ import TestSupport
 @testable import Gateway
 
 /// ``RuntimeFences/run()`` on the cancellable repeater: a shutdown ends the loop and still
-/// saves the changes not saved yet (README "Runtime fences and queries": a fence change
+/// saves the changes not saved yet (docs/control-plane.md "Runtime fences": a fence change
 /// is never dropped). Over a real database, with a client that never connects.
 @Suite struct RuntimeFenceLoopTests {
     @Test(.timeLimit(.minutes(3))) func shutdownEndsTheLoopAndSavesAChangeStillWaitingForItsRebuild() async throws {

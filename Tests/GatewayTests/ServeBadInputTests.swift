@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// README "Inputs": bad input is dropped, counted under its reason and logged at most once
+    /// docs/topics-and-payloads.md "Inputs": bad input is dropped, counted under its reason and logged at most once
     /// per reason per minute; it never stops the gateway.
     @Suite struct BadInput {
         /// 14 kinds of bad input, twice each, each followed by a valid update: the gateway stays

@@ -6,7 +6,7 @@ import TestSupport
 
 extension ServeTests {
     /// On every (re)connect the gateway subscribes again, publishes `started` and republishes the
-    /// retained device states (README "Gateway status", "Device state"): the broker stopped for
+    /// retained device states (docs/topics-and-payloads.md "Gateway status", "Device state"): the broker stopped for
     /// 10 s and started again.
     @Suite struct BrokerOutage {
         /// The walker's positions: outside, meadow, desert (see ServeDriveTests for the distances).

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// README "Topics and payloads" end to end: three devices driven through the repository's
+    /// docs/topics-and-payloads.md end to end: three devices driven through the repository's
     /// fences.
     @Suite struct Drive {
         /// One scripted update.
@@ -249,7 +249,7 @@ extension ServeTests {
 }
 
 extension ServeTests {
-    /// README "Device state": a position held back by `output.stateInterval` goes out when the
+    /// docs/topics-and-payloads.md "Device state": a position held back by `output.stateInterval` goes out when the
     /// interval ends, so the retained state ends at the device's last accepted position.
     @Suite struct TrailingState {
         /// Five devices driven for 3 s with `stateInterval: 1` (an update each 0.1 s, so most

@@ -4,7 +4,7 @@ import MQTT
 import Testing
 import TestSupport
 
-/// One event a serve test expects, with every field README "Events" gives an event.
+/// One event a serve test expects, with every field docs/topics-and-payloads.md "Events" gives an event.
 struct ExpectedEvent: CustomStringConvertible {
     var trigger: String
     var device: String
@@ -63,7 +63,7 @@ func fenceProperties(folder: String = ServeHarness.repositoryFences) throws -> [
     return result
 }
 
-/// Checks one received event against README "Events" and what the test expects: the exact
+/// Checks one received event against docs/topics-and-payloads.md "Events" and what the test expects: the exact
 /// key list and order (keys that do not apply omitted), every value, `emitted` within
 /// [`after`, `before`].
 func checkEvent(

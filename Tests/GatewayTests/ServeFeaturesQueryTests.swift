@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// README "Runtime fences and queries": `{"features": {"bbox", "layers", "limit"}}` on a real
+    /// docs/control-plane.md "Queries": `{"features": {"bbox", "layers", "limit"}}` on a real
     /// broker and `geotrigger serve` with the repository's fence files (garden-sections,
     /// garden-poi; fleet, which no trigger watches) and a runtime layer.
     @Suite struct FeaturesQuery {

@@ -5,8 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// A device's fix time buys it no more than ten times what real time gives (README
-    /// "Limits"): `input.maxEventsPerDevice` counts a minute of the gateway's running clock as
+    /// A device's fix time buys it no more than ten times what real time gives 
+    /// (docs/limits.md): `input.maxEventsPerDevice` counts a minute of the gateway's running clock as
     /// well as of fix time, and a phone is pushed its regions at most once a minute of either.
     @Suite struct FixTimeStepping {
         /// One square fence, `gate`, for devices to cross.

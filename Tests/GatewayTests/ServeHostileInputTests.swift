@@ -5,8 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// Nothing a client sends can crash, stall or starve the gateway (the limits of README
-    /// "Configuration", "Runtime fences and queries" and "Gateway status"), through the real
+    /// Nothing a client sends can crash, stall or starve the gateway (the limits of
+    /// docs/limits.md, docs/control-plane.md and docs/topics-and-payloads.md "Gateway status"), through the real
     /// broker and the real `geotrigger serve`: hostile inputs arrive between the updates of a
     /// valid device, and the gateway stays up, answers queries, keeps its memory bounded (read
     /// from /proc) and publishes every event of the valid device.

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// `input.maxDevices` and `input.maxEventsPerDevice` (README "Configuration"): what one client
+    /// `input.maxDevices` and `input.maxEventsPerDevice` (docs/configuration.md "The config file"): what one client
     /// can make the gateway hold is bounded.
     @Suite struct Limits {
         /// `input.maxDevices: 3`: five devices report twice each; the first three are tracked,

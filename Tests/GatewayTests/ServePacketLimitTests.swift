@@ -5,7 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// README "Deploying on a Raspberry Pi" and `input.maxPayload` (README "Configuration"):
+    /// docs/operations.md "Deploying on a Raspberry Pi" and `input.maxPayload`
+    /// (docs/configuration.md "The config file"):
     /// with v5 the gateway announces a Maximum Packet Size (what it needs: the 1 MiB runtime
     /// fence limit, or `input.maxPayload` when larger, plus the headers), so the broker never
     /// delivers it a larger packet; a feed payload over `input.maxPayload` that fits is dropped

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// The `fences` and `near` queries over a layer too large for one reply (README "Queries"):
+    /// The `fences` and `near` queries over a layer too large for one reply (docs/control-plane.md "Queries"):
     /// each reply stays under 900 KiB and says `truncated`; `fences` pages with `offset` through
     /// every fence of the layer, `near` lists the nearest first. On a real broker that takes at
     /// most 1 MiB, as the shipped config does (a reply over it would never arrive).

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// What a query reply costs the gateway (README "Limits"): its budget counts everything each
+    /// What a query reply costs the gateway (docs/limits.md): its budget counts everything each
     /// message carries (the reply topic and the MQTT v5 correlation data copied from the query,
     /// not only the JSON), and one querying user has at most 4 replies being written at a time.
     @Suite struct QueryReplyLimits {

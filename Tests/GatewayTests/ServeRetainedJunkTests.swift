@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests.HostileInput {
-    /// README "Limits" (round three): 1,200 retained payloads of 1 MiB on runtime fence topics
+    /// docs/limits.md (round three): 1,200 retained payloads of 1 MiB on runtime fence topics
     /// that are no fence (valid JSON: a Feature without geometry, its properties a long array)
     /// wait on the broker. At the gateway's start and at a reconnect (the broker sends every
     /// retained fence again) they are read one at a time under a memory budget, those that

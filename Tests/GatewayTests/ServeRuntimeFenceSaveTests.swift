@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// README "Runtime fences and queries": a runtime fence change is never dropped by
+    /// docs/control-plane.md "Runtime fences": a runtime fence change is never dropped by
     /// a failed save. With the database full (the gateway's test hook caps its page count) a
     /// published fence goes live, the save fails with a status warning and is retried; once
     /// the database takes writes again the warning clears, and a start with the broker down

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// A second `geotrigger serve` on the database of one that runs (README "Limits"): it is
+    /// A second `geotrigger serve` on the database of one that runs (docs/limits.md): it is
     /// refused before it says anything on the broker, naming the first one's PID, and the first
     /// one keeps its session, its status and its outbox.
     @Suite struct SecondServe {

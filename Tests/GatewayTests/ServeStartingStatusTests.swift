@@ -5,8 +5,8 @@ import Testing
 import TestSupport
 
 extension ServeTests {
-    /// The retained status over a start of the real `geotrigger serve` (README "Gateway
-    /// status"): `starting` while the fences load, from the `-failed` side client, then
+    /// The retained status over a start of the real `geotrigger serve` (docs/topics-and-payloads.md
+    /// "Gateway status"): `starting` while the fences load, from the `-failed` side client, then
     /// `started` from the gateway's own client, or `failedToStart`; never a `starting` left
     /// behind.
     @Suite struct StartingStatus {

@@ -23,7 +23,7 @@ extension ServeTests {
         /// The shipped broker options; `tls` adds geotrigger-tls.conf; `withoutClientIDBinding`
         /// removes `use_username_as_clientid` (to show what it prevents). Once the broker
         /// listens, deploy/mosquitto/geotrigger-dynsec.sh sets up the roles and ``users``, as
-        /// deploy/install.sh and the README do.
+        /// deploy/install.sh and deploy/mosquitto/README.md do.
         static func options(tls: TestCertificates? = nil, withoutClientIDBinding: Bool = false) throws -> MosquittoProcess.Options {
             var text = try String(contentsOfFile: "\(folder)/geotrigger.conf", encoding: .utf8)
             if tls != nil { text += "\n" + (try String(contentsOfFile: "\(folder)/geotrigger-tls.conf", encoding: .utf8)) }
@@ -121,7 +121,7 @@ extension ServeTests {
                                       gatewayLost: gateway.log.contains("lost the local broker")))
         }
 
-        /// README "Deploying on a Raspberry Pi" (`use_username_as_clientid`): a device with its
+        /// docs/operations.md "Deploying on a Raspberry Pi" (`use_username_as_clientid`): a device with its
         /// own valid password connects with the gateway's client id. With the shipped config its
         /// id becomes its user name: the gateway keeps its connection and session and goes on
         /// handling updates; the device gets a fresh session of its own.
@@ -297,7 +297,7 @@ extension ServeTests {
 
         /// geotrigger-tls.conf with a throwaway CA and server certificate: the gateway connects
         /// on the TLS port with only `tls: { ca }` and its password, handles an update, and
-        /// `mosquitto_sub --cafile` (the README's check) reads its retained status over TLS.
+        /// `mosquitto_sub --cafile` (the check in deploy/mosquitto/README.md "TLS") reads its retained status over TLS.
         @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
         func tlsListenerExampleWorks() async throws {
             let certificatesFolder = try TemporaryDirectory(prefix: "shipped-tls-certs")

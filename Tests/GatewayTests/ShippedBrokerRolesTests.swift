@@ -59,7 +59,7 @@ extension ServeTests.ShippedBroker {
                 "only v17's own messages reach the feeds: \(topics)")
     }
 
-    /// install.sh and the README: the plugin's file, holding the users' password hashes, is
+    /// install.sh and deploy/mosquitto/README.md: the plugin's file, holding the users' password hashes, is
     /// the broker's alone (owner and group mosquitto, 0640), never world-readable.
     @Test func installKeepsTheSecurityFileForTheBrokerOnly() throws {
         let install = try String(contentsOfFile: repositoryRoot + "/deploy/install.sh", encoding: .utf8)

@@ -53,7 +53,7 @@ extension ServeTests.ShippedBroker {
         static func addDispatcher(_ name: String, password: String, to broker: Broker) throws {
             let readme = try String(contentsOfFile: Shipped.folder + "/README.md", encoding: .utf8)
             let add = try #require(readme.split(separator: "\n").first { $0.hasPrefix("    geotrigger-dynsec add dispatcher \"$name\"") },
-                                   "the README's recipe adds the dispatcher with geotrigger-dynsec")
+                                   "deploy/mosquitto/README.md's recipe adds the dispatcher with geotrigger-dynsec")
             let command = "name=\(name); GEOTRIGGER_DYNSEC_CONNECT='\(broker.dynamicSecurityConnect)' "
                 + add.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "geotrigger-dynsec", with: Shipped.folder + "/geotrigger-dynsec.sh")
                     .split(separator: "#").first!.trimmingCharacters(in: .whitespaces)
@@ -106,7 +106,7 @@ extension ServeTests.ShippedBroker {
             #expect(outside.status != 200 && !String(decoding: outside.body, as: UTF8.self).contains("dispatch"), "\(outside.head)")
         }
 
-        /// Two dispatchers (the shipped `dispatch` and one added by the README's recipe) in two
+        /// Two dispatchers (the shipped `dispatch` and one added by deploy/mosquitto/README.md's recipe) in two
         /// browsers at once: both read the gateway's outputs, both publish a query the gateway
         /// gets, neither replaces the other.
         @Test func twoDispatchersWorkAtOnceOverWebSockets() async throws {
@@ -145,7 +145,7 @@ extension ServeTests.ShippedBroker {
             first.disconnect()
             other.disconnect()
 
-            // README Troubleshooting "The console's login is refused": what a wrong password meets.
+            // docs/operations.md "Troubleshooting", "The console's login is refused": what a wrong password meets.
             let (refused, refusedAck) = try await Self.browser(broker, clientID: "console-c", user: "dispatch-2", password: "wrong")
             await refused.settle(for: .milliseconds(300))
             print("a wrong password over WebSockets: CONNACK return code \(refusedAck.returnCode), closed: \(refused.isClosed);",

@@ -88,7 +88,7 @@ import TestSupport
         }
         // The table followed the state through the tour, not only to its end. Not one line per
         // crossing: a state that changes again before the network thread hands it to
-        // libmosquitto goes out once, with its newest value (README "Device state"), and the
+        // libmosquitto goes out once, with its newest value (docs/topics-and-payloads.md "Device state"), and the
         // simulation publishes as fast as it can (9 of 35 on a loaded machine).
         #expect(Set(lines.filter { $0.hasPrefix("inside   visitors/ana: ") }).count >= 3)
         #expect(lines.first?.hasPrefix("gateway  tour-gw: started") == true, "\(lines.prefix(3))")

@@ -3,7 +3,7 @@ import MQTT
 import Testing
 import TestSupport
 
-/// README "Timing": `staleAfter` counts on the gateway's clock and pauses while the feed's
+/// docs/configuration.md "Timing": `staleAfter` counts on the gateway's clock and pauses while the feed's
 /// broker connection is down. A device that went quiet just before a broker outage must not
 /// be declared stale because of the outage: its stale exit comes only after the gateway is
 /// back and the rest of staleAfter has passed.

@@ -307,7 +307,7 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await reopened.close()
     }
 
-    /// A new database gets 2 KiB pages (a commit writes its pages whole, README "On the box");
+    /// A new database gets 2 KiB pages (a commit writes its pages whole, docs/operations.md "Deploying on a Raspberry Pi");
     /// one made with SQLite's default 4 KiB keeps them, and its WAL thresholds count in its pages.
     @Test func aNewDatabaseHasSmallPagesAndAnOldOneKeepsItsOwn() async throws {
         let directory = try TemporaryDirectory()
@@ -326,8 +326,8 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     }
 
     /// A commit of a few pages leaves them in the WAL: a checkpoint (which writes every page it
-    /// copies a second time) waits for `checkpointPages` frames or `checkpointAge` (README "On
-    /// the box"), so on an SD card a page that many commits rewrite is copied once.
+    /// copies a second time) waits for `checkpointPages` frames or `checkpointAge` (docs/configuration.md
+    /// "Durability"), so on an SD card a page that many commits rewrite is copied once.
     @Test func smallCommitsLeaveTheirPagesInTheWAL() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("few.db"))

@@ -1,6 +1,6 @@
 // The lists beside the map: gateways, devices, fences (with occupancy), events, expected
 // arrivals and notices. Text from the broker only ever becomes text nodes, never HTML. Rows
-// carry data attributes that tests and scripts can read (see the README's console section).
+// carry data attributes that tests and scripts can read (docs/console.md "Data attributes").
 
 /// An element with attributes and children (strings become text nodes).
 export function el(tag, attributes = {}, ...children) {

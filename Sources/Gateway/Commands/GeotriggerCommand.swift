@@ -21,7 +21,7 @@ extension Subcommand {
     package static var forwardsHelp: Bool { false }
 }
 
-/// Exit statuses of every command (README "Commands").
+/// Exit statuses of every command (docs/commands.md).
 public enum ExitStatus {
     public static let ok: Int32 = 0
     public static let failure: Int32 = 1

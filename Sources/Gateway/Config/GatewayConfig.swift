@@ -1,6 +1,6 @@
 import GeotriggerCore
 
-/// The gateway's configuration: every key of README "Configuration", with its default.
+/// The gateway's configuration: every key of docs/configuration.md "The config file", with its default.
 ///
 /// Relative paths are resolved against the config file's folder when loaded from a file
 /// (against the working directory without one).
@@ -15,8 +15,8 @@ public struct GatewayConfig: Sendable {
         public var hibernateAfter: Double = 600
         /// Seconds without updates after which a device is forgotten and its retained state cleared.
         public var forgetAfter: Double = 2_592_000
-        /// Seconds a group commit waits after the previous one began, gathering company (README
-        /// "On the box"): one transaction for many decisions at fleet rates; 0: each commit
+        /// Seconds a group commit waits after the previous one began, gathering company
+        /// (docs/configuration.md "Durability"): one transaction for many decisions at fleet rates; 0: each commit
         /// starts as soon as the previous one ended.
         public var commitInterval: Double = 0.5
     }
@@ -109,8 +109,8 @@ public struct GatewayConfig: Sendable {
         /// The runtime fences' payloads together, in bytes (64 MiB); a new or replaced fence
         /// that would pass it is rejected on its error topic, and a start loads only what fits.
         public var maxBytes = 64 << 20
-        /// The largest runtime fence payload, in bytes (1 MiB; README "Runtime fences and
-        /// queries", **Budget**).
+        /// The largest runtime fence payload, in bytes (1 MiB; docs/control-plane.md
+        /// "Runtime fences", **Budget**).
         public static let maxPayload = 1 << 20
     }
 

@@ -1,7 +1,7 @@
 import GeotriggerCore
 
 /// The engine run offline over a recorded track, with the clock driven by the fix times
-/// (README "Timing": "`replay` drives the same clock by the track's fix times"), so a replay is
+/// (docs/configuration.md "Timing": "`replay` drives the same clock by the track's fix times"), so a replay is
 /// deterministic.
 struct ReplayRun {
     /// One notification and the (fix-time) clock reading when it was decided.

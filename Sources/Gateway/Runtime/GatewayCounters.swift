@@ -1,7 +1,7 @@
 import GeotriggerCore
 import Synchronization
 
-/// The counters of the status topic (README "Gateway status": `counters`). Thread-safe and cheap
+/// The counters of the status topic (docs/topics-and-payloads.md "Gateway status": `counters`). Thread-safe and cheap
 /// to bump from the ingest path.
 public final class GatewayCounters: Sendable {
     public let received = Atomic<Int>(0)

@@ -86,7 +86,7 @@ public struct Logger: Sendable {
     }
 }
 
-/// Lets a repeated complaint through at most once per interval per key (README "Inputs": bad
+/// Lets a repeated complaint through at most once per interval per key (docs/topics-and-payloads.md "Inputs": bad
 /// input is "logged at most once per reason per minute"). Thread-safe.
 public final class LogLimiter: Sendable {
     private let interval: Double

@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 
-/// One `serve` per database (README "Limits"): a write lock on `DATABASE.lock`, the file beside
+/// One `serve` per database (docs/limits.md): a write lock on `DATABASE.lock`, the file beside
 /// the database, held from before the start says anything on the broker until the process ends.
 /// A second `serve` on the same database finds it held and refuses to start, naming the
 /// holder's PID, before it has published `starting` or connected any client: it never takes the

@@ -245,7 +245,7 @@ struct GatewayServer: Sendable {
             publishers: publishers, committer: committer, pool: pool, runtimeFences: runtimeFences, localLink: localLink, status: status, group: group, logger: logger)
     }
 
-    /// Commits what a run killed during a database fault left in its spill file (README
+    /// Commits what a run killed during a database fault left in its spill file (docs/configuration.md
     /// "Durability"), and removes the file. Returns what the database refused again: the
     /// committer retries it, and the monitors start from its states. A file that is not the
     /// gateway's own (``SpillFile``) is the `spill` warning, and left as it is.

@@ -7,7 +7,7 @@
 /// publishes `stopped` and disconnects, so nothing more is read (what the broker did not
 /// deliver stays in the persistent session); only then do the control plane, the runtime
 /// fences and the monitors handle what was read, the committer commit it and the outboxes
-/// stop, the upstream connection last (README "Durability": a graceful stop loses no update).
+/// stop, the upstream connection last (docs/configuration.md "Durability": a graceful stop loses no update).
 enum ServiceRole: CaseIterable, Sendable {
     case remoteConnection
     case localOutbox

@@ -1,4 +1,4 @@
-/// What a trigger's `message` expression gives an event (README "Trigger keys", `message`):
+/// What a trigger's `message` expression gives an event (docs/configuration.md "Trigger keys", `message`):
 /// a text result is the message; a dictionary result gives `message` (its `message` key as
 /// text), `actions` (its `actions` key) and every other key as `properties`.
 public struct ArcadeMessage: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// The per-device monitor (README "Timing"; docs/architecture.md "The way of one location
+/// The per-device monitor (docs/configuration.md "Timing"; docs/architecture.md "The way of one location
 /// update"): a value kept by the gateway's device shard for that device (under the shard's
 /// lock, so one step at a time), driven by the device's updates and by the gateway's clock.
 ///
@@ -86,7 +86,7 @@ public struct DeviceMonitor: Sendable {
     /// Counts the monitor's decisions that a restart must not lose: a stay confirmed, ended or
     /// recorded by a baseline, a dwell fired, a trigger that newly knows the device. A pending
     /// crossing starting or being cancelled, and the last position, do not count: they live in
-    /// memory until a hibernation or a stop (README "On the box"). Not persisted; compare two
+    /// memory until a hibernation or a stop (docs/configuration.md "Durability"). Not persisted; compare two
     /// readings of one run. (Here, in the padding after `pausedAt`: the
     /// monitor stays 240 bytes.)
     public internal(set) var decisions: UInt32 = 0

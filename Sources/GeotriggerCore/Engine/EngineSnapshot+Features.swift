@@ -1,4 +1,4 @@
-/// What the `features` query shows of the fences (README "Runtime fences and queries"): which
+/// What the `features` query shows of the fences (docs/control-plane.md "Queries"): which
 /// fences meet a box, and per fence the triggers watching it and its largest buffer.
 extension EngineSnapshot {
     /// The largest effective buffer (metres) the triggers watching fence `f` (a position in

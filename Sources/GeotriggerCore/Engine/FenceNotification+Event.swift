@@ -1,5 +1,5 @@
 extension FenceNotification {
-    /// The event published on `PREFIX/events/TRIGGER/DEVICE`, exactly as README "Events" shows
+    /// The event published on `PREFIX/events/TRIGGER/DEVICE`, exactly as docs/topics-and-payloads.md "Events" shows
     /// it: keys in that order; `reason` only on exits, `dwellSeconds` only on exit and
     /// dwell, `message` only when the expression gave one, `accuracy` only when known, the fence
     /// `name` only when it has one, `inferred` (true) only on a stay inferred between sparse

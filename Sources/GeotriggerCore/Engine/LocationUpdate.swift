@@ -1,4 +1,4 @@
-/// One position report of one device, as every feed produces it (README "Inputs").
+/// One position report of one device, as every feed produces it (docs/topics-and-payloads.md "Inputs").
 public struct LocationUpdate: Sendable, Equatable {
     /// The device id (`USER/DEVICE` for OwnTracks, topic wildcard levels for `json`, the feed's
     /// `device` for gpsd).

@@ -94,7 +94,7 @@ public struct StableHash {
     }
 }
 
-/// Deterministic event ids (README "Events": `id`).
+/// Deterministic event ids (docs/topics-and-payloads.md "Events": `id`).
 public enum EventID {
     /// The id of the event of `type` (`enter`, `exit`, `dwell`, or `baseline` for a silent
     /// baseline's visit id) for (trigger, layer, fence, device) decided by the update with fix

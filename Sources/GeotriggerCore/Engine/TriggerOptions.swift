@@ -33,7 +33,7 @@ public struct TriggerOptions: Sendable, Equatable {
 
     public init() {}
 
-    /// Every trigger key (README "Trigger keys"), in the order the unknown-key error lists them.
+    /// Every trigger key (docs/configuration.md "Trigger keys"), in the order the unknown-key error lists them.
     public static let keys = [
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",

@@ -1,5 +1,5 @@
 extension Fence {
-    /// The effective buffer in metres (README "Trigger keys", **Effective buffer**): the feature's
+    /// The effective buffer in metres (docs/configuration.md "Trigger keys", **Effective buffer**): the feature's
     /// `properties.buffer`, else the trigger's `buffer`, else the layer's `geotrigger.buffer`, else 0.
     public func effectiveBuffer(triggerBuffer: Double?, layerBuffer: Double?) -> Double {
         buffer ?? triggerBuffer ?? layerBuffer ?? 0

@@ -1,8 +1,8 @@
 extension Fence {
     /// The most bytes of a fence's `name` (UTF-8) and of its `properties` (compact JSON) that a
     /// fence keeps, and so copies into events, device states and query replies: one fence with
-    /// a huge name cannot make every event about it larger than a broker takes (README
-    /// "Limits").
+    /// a huge name cannot make every event about it larger than a broker takes
+    /// (docs/limits.md).
     public static let outputLimit = 4096
 
     /// `name` cut to at most `limit` UTF-8 bytes, on a character's boundary; whether it was cut.

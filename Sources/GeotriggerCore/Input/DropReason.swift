@@ -1,5 +1,5 @@
 /// Why an update was dropped; the raw values are the counter names of the status topic
-/// (README "Inputs").
+/// (docs/topics-and-payloads.md "Inputs").
 public enum DropReason: String, Sendable, CaseIterable, Hashable {
     case notJSON, invalidUTF8, oversize, missingField, wrongType, notFinite, outOfRange, futureTime
     case badDeviceId, ignoredType, outOfOrder, duplicate, filtered, ownEcho, tooManyDevices

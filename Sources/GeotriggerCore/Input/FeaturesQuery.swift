@@ -1,6 +1,6 @@
 /// The `features` query: `{"features": {"bbox": [west, south, east, north], "layers": [...],
-/// "limit": N, "offset": N, "partBytes": N}}`, every key optional (README "Runtime fences and
-/// queries"). The gateway answers with a GeoJSON FeatureCollection of the fences whose bounding
+/// "limit": N, "offset": N, "partBytes": N}}`, every key optional
+/// (docs/control-plane.md "Queries"). The gateway answers with a GeoJSON FeatureCollection of the fences whose bounding
 /// box meets `bbox`, `offset` of them skipped (pages: the next page starts where a truncated
 /// one ended): one message, or with `partBytes` several of at most that many bytes each
 /// (mosquitto's websockets listener sends a large message in 4 KB pieces, one per turn of its

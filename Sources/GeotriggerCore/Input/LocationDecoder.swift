@@ -104,7 +104,7 @@ public struct LocationDecoder: Sendable {
             altitude: try number(f.alt, "alt"))
         var trackerID: String?
         // Kept per device and copied into every transition: a phone's `tid` is two letters, and
-        // a client's 60,000-byte one must not be kept (README "Limits").
+        // a client's 60,000-byte one must not be kept (docs/limits.md).
         if case .string(let tid) = f.tid { trackerID = String(tid.prefix(utf8Bytes: LocationDecoder.maxTrackerIDBytes)) }
         return Decoded(update: update, trackerID: trackerID)
     }

@@ -1,4 +1,4 @@
-/// The payload format of an MQTT feed (README "Inputs").
+/// The payload format of an MQTT feed (docs/topics-and-payloads.md "Inputs").
 public enum PayloadFormat: String, Sendable, CaseIterable {
     /// OwnTracks `_type: location` messages on `owntracks/USER/DEVICE`.
     case owntracks

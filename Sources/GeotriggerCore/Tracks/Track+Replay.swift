@@ -20,7 +20,7 @@ public struct TrackReplay: Sendable, Equatable {
 
 extension Track {
     /// The updates `replay` runs through the engine, and notes on what it left out
-    /// (README "Tracks and routes").
+    /// (docs/commands.md "Tracks and routes").
     ///
     /// Each part (GPX `trk`) is one device: `device` if given (then for every point of every
     /// part), else the part's name made into a valid device id (``DeviceID/made(from:)``),

@@ -1,4 +1,4 @@
-/// The track and route file formats `simulate` and `replay` read (README "Commands").
+/// The track and route file formats `simulate` and `replay` read (docs/commands.md "Tracks and routes").
 public enum TrackFormat: String, Sendable, CaseIterable, CustomStringConvertible {
     /// GeoJSON: a LineString or MultiLineString, a Feature of one, or a FeatureCollection of them.
     case geojson

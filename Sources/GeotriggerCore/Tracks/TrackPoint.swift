@@ -44,6 +44,6 @@ public struct TrackPoint: Sendable, Equatable {
 
     /// Metres of 68 % horizontal accuracy per unit of HDOP: gpsd's horizontal user equivalent
     /// range error without DGPS (15 m at 95 %) divided by 1.96, the same 95 % to 68 % step
-    /// the `gpsd` feed takes for gpsd's `eph` (README "Inputs").
+    /// the `gpsd` feed takes for gpsd's `eph` (docs/topics-and-payloads.md "Inputs").
     public static let metresPerHDOP = 15.0 / 1.96
 }

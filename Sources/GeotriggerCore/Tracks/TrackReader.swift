@@ -1,4 +1,4 @@
-/// Reads the track and route files of `simulate` and `replay` (README "Commands": GeoJSON
+/// Reads the track and route files of `simulate` and `replay` (docs/commands.md "Tracks and routes": GeoJSON
 /// LineString, GPX, TCX, KML, OwnTracks recorder files, NMEA logs and JSON lines). Pure: the caller
 /// reads the file and passes its bytes and name; the name is used in error messages and, for
 /// recorder files, to find the device (`…/rec/USER/DEVICE/YYYY-MM.rec`).

@@ -5,7 +5,7 @@ Each epoch (one per 1/RATE seconds) has GGA, GSA, optionally GST, and RMC, all w
 checksums, so `gpsfake -1 -P PORT -c 0.05 LOG` replays it into a real gpsd. The log starts with
 STATIONARY fixes at the line's first point (speed 0), then moves along the line at SPEED m/s
 and ends with one fix at the last point. Positions are linear in lon/lat along each segment
-(edges are straight in lon/lat, as RFC 7946 and README "Fence files" say); distances use a
+(edges are straight in lon/lat, as RFC 7946 and docs/configuration.md "Fence files" say); distances use a
 spherical earth.
 
 With --no-fix the log has the same epochs but no fix in any of them (GGA quality 0, GSA mode 1,

@@ -1,7 +1,7 @@
 import GeotriggerCore
 
-/// The `features` query's reply, written straight to bytes as it grows (README "Runtime fences
-/// and queries"): `{"type": "FeatureCollection", "features": [...], "truncated": bool}`, one
+/// The `features` query's reply, written straight to bytes as it grows (docs/control-plane.md
+/// "Queries"): `{"type": "FeatureCollection", "features": [...], "truncated": bool}`, one
 /// GeoJSON Feature per fence, and never more than ``budget`` bytes.
 ///
 /// With ``partBytes`` the reply is split into parts, each such an object with `"part": I,

@@ -1,4 +1,4 @@
-/// The query replies being written, per querying user (README "Limits"): at most ``perUser``
+/// The query replies being written, per querying user (docs/limits.md): at most ``perUser``
 /// at a time, so one dispatcher asking for large replies faster than they go out cannot fill
 /// the gateway's memory and its connection with them, nor hold up the others' replies.
 ///

@@ -7,7 +7,7 @@ import GeotriggerCore
 /// ``EngineSnapshot`` are the caller's (a closure for the one, a ``Build`` request answered with
 /// ``built(_:)`` or ``buildFailed(_:)`` for the other).
 ///
-/// The rules (README "Runtime fences and queries"):
+/// The rules (docs/control-plane.md "Runtime fences"):
 /// - a change is checked (the topic's layer and id, not a file layer, 1 MiB, `runtime.maxBytes`,
 ///   the payload, `runtime.maxFences`) and then *applied*: the set is dirty and the change
 ///   unsaved; a rejected change leaves the previous version live;

@@ -217,7 +217,7 @@ final class RuntimeFences: Service, Sendable {
     /// Their payload bytes, before ``take(_:)`` waits.
     static let backlogByteLimit = 4 << 20
 
-    /// The longest `properties.name` of a runtime fence, in UTF-8 bytes (README "Limits").
+    /// The longest `properties.name` of a runtime fence, in UTF-8 bytes (docs/limits.md).
     static let maxNameBytes = 256
 
     /// On the queue: the book decides on the message (parsing the payload when the cheap checks

@@ -528,7 +528,7 @@ package final class DeviceShard: Sendable {
     }
 
     /// Saves every state in memory that differs from the database's (positions, pending
-    /// crossings: README "On the box"), at a stop, before the committer's last commit.
+    /// crossings: docs/configuration.md "Durability"), at a stop, before the committer's last commit.
     func saveUnsaved() async {
         await mutate { s, mustWait in
             for box in s.slots.values where box.slot.emission.unsaved { handOver(save(&box.slot), mustWait: &mustWait) }

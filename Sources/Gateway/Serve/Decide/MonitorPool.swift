@@ -119,7 +119,7 @@ package final class MonitorPool: Service, Sendable {
     }
 
     /// The feeds' broker connection went down: every device's gateway clocks (`staleAfter`,
-    /// silence) stop (README "Timing"). Callable from any thread, without waiting; the
+    /// silence) stop (docs/configuration.md "Timing"). Callable from any thread, without waiting; the
     /// shards take the changes in the order they were reported.
     func feedsDown(at now: Double) { connectionContinuation.yield(.pause(now)) }
 

@@ -17,7 +17,7 @@ struct OutcomeEmission: Sendable, Equatable {
     private(set) var lastPublished = -Double.infinity
     /// The state in memory differs from the database's: the last accepted position, or a
     /// pending crossing started or cancelled since the last save. Saved at hibernation and at a
-    /// stop (README "On the box": writes follow decisions, not updates).
+    /// stop (docs/configuration.md "Durability": writes follow decisions, not updates).
     private(set) var unsaved = false
     /// The monitor's ``DeviceMonitor/decisions`` at the last saved state.
     private(set) var savedDecisions: UInt32

@@ -1,5 +1,5 @@
 /// Whether a device new to this run is tracked, as values: `input.maxDevices` over all shards,
-/// `input.maxDevicesPerUser` per broker user (the feed's `userLevel`; README "Limits"),
+/// `input.maxDevicesPerUser` per broker user (the feed's `userLevel`; docs/limits.md),
 /// and what the shard does about it (the update dropped as `tooManyDevices`, the warnings
 /// raised or cleared).
 ///

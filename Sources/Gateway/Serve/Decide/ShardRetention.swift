@@ -1,7 +1,7 @@
 /// Which devices leave memory on a clock tick, as values: hibernation after
 /// `gateway.hibernateAfter` (the state stays in the database, the slot goes) and forgetting
 /// after `gateway.forgetAfter` (the state leaves the database, the retained state is cleared;
-/// README "Timing").
+/// docs/configuration.md "Timing").
 ///
 /// Idle time is measured on the gateway clock (monotonic, carried across restarts by
 /// ``RunningClock``) from the device's last update, never on the wall clock or fix times: a

@@ -5,7 +5,7 @@ import Store
 /// database's answer. A value, so that every failure path is a unit test.
 ///
 /// `taken` is what the monitors handed over since the last commit, `retried` what earlier
-/// refused commits left to try again (README "Durability": events are published from memory
+/// refused commits left to try again (docs/configuration.md "Durability": events are published from memory
 /// while the database refuses writes, and state, journal and outbox rows are retried).
 struct CommitRound {
     var taken: StoreBatch

@@ -10,7 +10,7 @@ import Synchronization
 /// `gateway.commitInterval` has passed since it began (at once with ``company`` items), then
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
-/// is published (README "Durability"; docs/architecture.md "Commit and outbox").
+/// is published (docs/configuration.md "Durability"; docs/architecture.md "Commit and outbox").
 ///
 /// The commits run on the store's own queue, one at a time. Items that ``LocalBrokerLink`` hands
 /// over on the network thread (the feed updates) are committed by that thread itself after its
@@ -428,7 +428,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             p.committing = false
             p.retry = retry
             // After a refused commit the next one waits a second (below), and nothing queues
-            // one before: the database is retried once a second, as the README says.
+            // one before: the database is retried once a second, as docs/configuration.md "Durability" says.
             p.scheduled = failed
             guard p.isIdle else { return ([], failed ? .none : p.start(interval: interval, now: MonotonicClock.now())) }
             let w = p.idleWaiters

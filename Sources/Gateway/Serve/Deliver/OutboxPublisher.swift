@@ -41,7 +41,7 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     /// (``takeProgress()``); when none comes they are committed on their own after this long
     /// (seconds), at once for an event the broker refused, and at the end. Waiting only delays
     /// removal: after a `kill -9` the events acknowledged since are sent again, with the same
-    /// ids (README "On the box").
+    /// ids (docs/configuration.md "Durability").
     static let progressInterval = 2.0
 
     let name: String

@@ -527,7 +527,7 @@ struct OutboxWindow: Sendable {
     }
 
     /// The acknowledgements and how far the stream is settled, for a group commit to carry
-    /// (README "On the box": acknowledgement marks ride with the next commit rather than a
+    /// (docs/configuration.md "Durability": acknowledgement marks ride with the next commit rather than a
     /// transaction of their own), marked as being committed: answer with
     /// ``progressCommitted(outboxSequences:)`` (no rows) or ``progressCommitFailed()``. Nil when
     /// nothing is due (at most every ``progressInterval``: the stream's row is a page of its

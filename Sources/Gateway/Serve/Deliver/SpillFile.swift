@@ -8,7 +8,7 @@ import Store
 /// on a RAM file system, so that a process kill during the fault loses neither the events
 /// published from memory nor the state that decided them. The next successful commit (which
 /// takes the retried batch) removes the file; a gateway that starts and finds one applies it
-/// first (README "Durability").
+/// first (docs/configuration.md "Durability").
 ///
 /// The file lives in `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`, kept across restarts
 /// by `RuntimeDirectoryPreserve=yes`), else in `/dev/shm`, else beside the database; its name

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Publishes the gateway's retained topics (device states `PREFIX/devices/DEVICE/state`,
 /// occupancy, Home Assistant discovery) and remembers them, so that every (re)connect can
-/// publish them all again (README "Device state": "republished on every (re)connect"; occupancy
+/// publish them all again (docs/topics-and-payloads.md "Device state": "republished on every (re)connect"; occupancy
 /// likewise on every connect).
 ///
 /// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK).

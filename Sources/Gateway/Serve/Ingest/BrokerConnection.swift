@@ -76,7 +76,7 @@ final class BrokerConnection: Service, Sendable {
         // Only control messages wait in the client's queue (feed updates are taken on the
         // network thread): at a connect the broker sends every retained runtime fence, up to
         // 1 MiB each and as many as dispatchers (or junk) left there. Read them a few MiB at a
-        // time, not 1,024 of them at once (README "Limits").
+        // time, not 1,024 of them at once (docs/limits.md).
         configuration.inboundBytes = inboundBytes
         return configuration
     }

@@ -7,7 +7,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// A `gpsd` feed (README "Inputs"): the gateway's own receiver as a tracked device.
+/// A `gpsd` feed (docs/topics-and-payloads.md "Inputs"): the gateway's own receiver as a tracked device.
 ///
 /// A ``GPSDReader`` (its own thread, reconnecting with backoff) yields reports; each fix becomes
 /// a ``LocationUpdate`` of `device` handed to the ``MonitorPool`` like an MQTT update (no
@@ -82,8 +82,8 @@ final class GPSDFeed: Service, Sendable {
         }
     }
 
-    /// The topic the gateway's own position is republished to (README "Inputs": never ingested
-    /// back, `ownEcho`).
+    /// The topic the gateway's own position is republished to (docs/topics-and-payloads.md "Inputs":
+    /// never ingested back, `ownEcho`).
     static func ownTopic(gatewayID: String) -> String { "owntracks/gateway/\(gatewayID)" }
 
     // Warning keys: one set per feed.

@@ -3,7 +3,7 @@ import MQTT
 import Store
 import Synchronization
 
-/// The retained gateway status `PREFIX/status/GATEWAY_ID` (README "Gateway status"): `started`
+/// The retained gateway status `PREFIX/status/GATEWAY_ID` (docs/topics-and-payloads.md "Gateway status"): `started`
 /// on every connect, every `output.statusInterval` seconds, `stopped` at shutdown; the will
 /// says `offline`.
 ///

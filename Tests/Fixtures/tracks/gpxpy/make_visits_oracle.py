@@ -19,7 +19,7 @@ without times are not replayed. Fences (layer ``korita``, ``crossings: true``, t
 A square is moved east in 3 m steps until every fix of the file is at least MARGIN metres
 from every fence boundary, so no answer depends on rounding.
 
-Visits, per device and fence, as the engine's rules say (README "Crossings", docs/crossings.md)
+Visits, per device and fence, as the engine's rules say (docs/configuration.md "Crossings and schedules", docs/crossings.md)
 with the default trigger (enterAfter, exitAfter, exitMargin 0): a fix inside after one outside
 (or as the device's first fix) is an ``enter`` at its time, a fix outside after one inside an
 ``exit`` at its time; two consecutive fixes both outside, at most 300 s apart, whose straight
@@ -64,7 +64,7 @@ def metres_per_degree(lat):
 
 
 def device_id(name):
-    # As the README says replay makes a track name into a device id: '+' and '#' dropped,
+    # As docs/commands.md "Tracks and routes" says, replay makes a track name into a device id: '+' and '#' dropped,
     # runs of spaces made one, trimmed.
     return " ".join(name.replace("#", "").replace("+", "").split())
 
