@@ -22,14 +22,15 @@ import Glibc
     /// Stops the reader and checks the stream finishes, not hanging in a read or a backoff.
     /// The reader's thread ends within `pollInterval` + `maximumBackoff` (0.5 s); the bound also
     /// covers the consumer task draining what it had not read yet, which on 2 loaded cores
-    /// (other suites running beside this one) has taken 7 s.
+    /// (other suites running beside this one, their process tests holding the 2-thread
+    /// cooperative pool) has taken 22 s. It tells a stop from a hang, nothing finer.
     static func stop(_ reader: GPSDReader, _ consumer: Task<Void, Never>) async {
         let clock = ContinuousClock()
         let elapsed = await clock.measure {
             reader.stop()
             await consumer.value
         }
-        #expect(elapsed < .seconds(15), "stop() took \(elapsed)")
+        #expect(elapsed < .seconds(60), "stop() took \(elapsed)")
     }
 
     struct Replay {

@@ -13,6 +13,26 @@ import Testing
         #expect(await stop.sleep(seconds: 60) == false)
     }
 
+    /// ``Changes``: two waits at once each end when a change makes their condition hold, not
+    /// at their deadline; a condition that never holds ends at the deadline, false.
+    @Test func aChangeEndsTheWaitsWhoseConditionItMadeHold() async {
+        final class Value: Sendable { let count = Atomic<Int>(0) }
+        let changes = Changes()
+        let value = Value()
+        let started = MonotonicClock.now()
+        let one = Task { await changes.wait(until: { value.count.load(ordering: .relaxed) >= 1 }, by: started + 3600) }
+        let two = Task { await changes.wait(until: { value.count.load(ordering: .relaxed) >= 2 }, by: started + 3600) }
+        for _ in 0..<2 {
+            try? await Task.sleep(for: .milliseconds(20))
+            value.count.add(1, ordering: .relaxed)
+            changes.changed()
+        }
+        #expect(await one.value)
+        #expect(await two.value)
+        #expect(MonotonicClock.now() - started < 1800)  // far below the deadline, far above a busy pool
+        #expect(await changes.wait(until: { false }, by: MonotonicClock.now() + 0.05) == false)
+    }
+
     @Test func cancellingTheWaitingTaskEndsItsWait() async {
         let stop = StopSignal()
         let waiter = Task { await stop.wait() }

@@ -83,6 +83,23 @@ import Testing
         #expect(Self.ids(book.rebuildIfDue(now: 10.25, followers: &followers)) == ["a"])
     }
 
+    /// The loop sleeps until the book's work is due, not polling: a change at the end of its
+    /// rebuild interval, a failed save at its retry, nothing when nothing waits.
+    @Test func theNextDueIsTheIntervalsEndThenTheSaveRetry() throws {
+        var book = try Self.book()
+        let followers = RuntimeFenceBook.Followers()
+        #expect(book.nextDue(followers) == nil)
+        #expect(Self.offer(&book, Self.key("a"), Self.point()) == [])
+        #expect(try Self.build(&book, now: 10) == 1)
+        #expect(Self.offer(&book, Self.key("a"), Self.point(lat: 34.46)) == [])
+        #expect(book.nextDue(followers) == 10 + book.rebuildInterval)
+        #expect(try Self.build(&book, now: 11) == 2)
+        let saves = book.takeUnsaved()
+        #expect(book.nextDue(followers) == nil)
+        book.saveFailed(saves, now: 12)
+        #expect(book.nextDue(followers) == 12 + RuntimeFenceBook.saveRetryDelay)
+    }
+
     @Test func aDeleteRemovesTheFenceAndSavesTheRowsRemoval() throws {
         var book = try Self.book()
         let a = Self.key("a")

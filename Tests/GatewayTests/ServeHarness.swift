@@ -40,12 +40,18 @@ final class ServeHarness: @unchecked Sendable {
         gatewayID = "gw-\(tag)"
     }
 
-    /// Stops every gateway still running (SIGTERM, SIGKILL after a while), every probe and the broker.
+    /// Stops every gateway still running (SIGTERM, SIGKILL after a while), every probe and the
+    /// broker, and then removes the temp directory, on a thread of its own (``BackgroundCleanup``):
+    /// returns at once.
     func close() {
-        for gateway in gateways where gateway.isRunning { gateway.terminate(timeout: 10) }
-        for probe in probes { probe.stop() }
         for task in collectors { task.cancel() }
-        broker.stop()
+        let (gateways, probes, broker, directory) = (self.gateways, self.probes, self.broker, self.directory)
+        BackgroundCleanup.run {
+            for gateway in gateways where gateway.isRunning { gateway.terminate(timeout: 10) }
+            for probe in probes { probe.stop() }
+            broker.stop()
+            withExtendedLifetime(directory) {}
+        }
     }
 
     /// The broker's log so far (connections, refusals), written as it happens.

@@ -160,6 +160,41 @@ final class Wakeup: Sendable {
     }
 }
 
+/// Something waited for with a deadline: ``wait(until:by:)`` returns when its condition holds
+/// or the deadline comes, and whoever may have made a condition hold calls ``changed()``,
+/// which wakes every wait in progress to look again. The short waits of a start and a stop (a
+/// PUBACK, a queue drained, the last acknowledgement) wait this way, never by polling a flag
+/// in a sleep loop.
+final class Changes: Sendable {
+    private let waiters = Mutex<(next: Int, wakeups: [Int: Wakeup])>((0, [:]))
+
+    init() {}
+
+    /// Wakes the waits in progress (a lock and nothing more when none waits). Call it after the
+    /// change: a wait that registers after this call sees the change when it looks.
+    func changed() {
+        guard let wakeups = waiters.withLock({ $0.wakeups.isEmpty ? nil : Array($0.wakeups.values) }) else { return }
+        for wakeup in wakeups { wakeup.poke() }
+    }
+
+    /// Waits until `condition` holds (looked at first, and after each ``changed()``) or the
+    /// monotonic time `deadline` comes; returns whether it held.
+    func wait(until condition: () -> Bool, by deadline: Double) async -> Bool {
+        let wakeup = Wakeup()
+        let id = waiters.withLock { waiters in
+            waiters.next += 1
+            waiters.wakeups[waiters.next] = wakeup
+            return waiters.next
+        }
+        defer { _ = waiters.withLock { $0.wakeups.removeValue(forKey: id) } }
+        let unfired = StopSignal()
+        while !condition() {
+            guard await unfired.sleep(until: deadline, or: wakeup) == .poked else { return condition() }
+        }
+        return true
+    }
+}
+
 /// The gateway's one periodic loop: runs `body` at once and then every `interval` seconds (on
 /// the monotonic clock, from the start of one run to the start of the next) until `stop` is
 /// fired or the task is cancelled; a stop during the wait ends the loop at once, a stop during

@@ -2,6 +2,7 @@ import FoundationEssentials
 import GeotriggerCore
 import MQTT
 import Store
+import Synchronization
 
 /// `geotrigger serve`: the gateway's parts wired together by ``build(_:configFile:logger:)``,
 /// which `serve` and the in-process tests call alike, then run until SIGTERM/SIGINT (or
@@ -310,19 +311,31 @@ struct GatewayServer: Sendable {
     /// that user refuses it, and the status is only logged.
     static func publishFailedToStart(_ config: GatewayConfig, problems: [String], logger: Logger) async {
         guard let configuration = try? failedToStartConfiguration(config) else { return }
-        guard let client = try? MQTTClient(configuration) else { return }
+        // Connected, and the status's PUBACK (its message id, then whether it came).
+        let changes = Changes()
+        let published = Mutex<(id: Int32?, acknowledged: Bool)>((nil, false))
+        guard let client = try? MQTTClient(configuration, onConnectionEvent: { _ in changes.changed() }, onAcknowledgement: { ack in
+            published.withLock { if ack.messageId == $0.id { $0.acknowledged = true } }
+            changes.changed()
+        }) else { return }
         defer { client.stop() }
         do { try client.start() } catch { return }
-        let deadline = MonotonicClock.now() + 3
-        while !client.isConnected, MonotonicClock.now() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        _ = await changes.wait(until: { client.isConnected }, by: MonotonicClock.now() + 3)
         guard client.isConnected else {
             logger.notice("could not publish failedToStart: the broker is unreachable or refused the client",
                           ["mqtt.clientId": configuration.clientId ?? "", "mqtt.username": configuration.username ?? ""])
             return
         }
         let payload = StartupStatusClient.payload("failedToStart", problems: problems)
-        _ = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
-        try? await Task.sleep(for: .milliseconds(300))
+        // On the network thread, so the id is recorded before its PUBACK can be read.
+        client.perform {
+            let id = try? client.publish(topic: "\(config.output.prefix)/status/\(config.gateway.id)", payload: payload, qos: .atLeastOnce, retain: true)
+            published.withLock { $0.id = id }
+        }
+        guard await changes.wait(until: { published.withLock { $0.acknowledged } }, by: MonotonicClock.now() + 2) else {
+            logger.notice("the broker did not acknowledge failedToStart within 2 s")
+            return
+        }
         logger.notice("published failedToStart to the broker")
     }
 

@@ -44,6 +44,8 @@ final class StartupStatusClient: Sendable {
     let logger: Logger
     private let startingPayload: [UInt8]
     private let state = Mutex(State())
+    /// Told of every change of `state` from the network thread, for the waits of `serve`.
+    private let changes = Changes()
 
     /// The side client of `config` connecting in the background, or nil (logged) when it
     /// cannot be made (its broker settings are refused; the start goes on and reports what is
@@ -111,6 +113,7 @@ final class StartupStatusClient: Sendable {
             }
             return nil
         }
+        defer { changes.changed() }
         guard let client = publishing else { return }
         let id = try? client.publish(topic: topic, payload: startingPayload, qos: .atLeastOnce, retain: true)
         state.withLock { state in
@@ -129,6 +132,7 @@ final class StartupStatusClient: Sendable {
             if acknowledgement.messageId == state.failedID { state.failedAcknowledged = true }
             return false
         }
+        changes.changed()
         if starting {
             if acknowledgement.isSuccess {
                 logger.info("published starting to the broker")
@@ -144,15 +148,12 @@ final class StartupStatusClient: Sendable {
     /// disconnects (from here on it publishes nothing), so the gateway's own client can say
     /// `started` last.
     func finishBeforeStart(within bound: Duration = .seconds(2)) async {
-        let deadline = ContinuousClock.now + bound
-        var settled = false
-        while true {
-            settled = state.withLock { state in
+        let seconds = Double(bound.components.seconds) + Double(bound.components.attoseconds) / 1e18
+        _ = await changes.wait(until: {
+            state.withLock { state in
                 state.startingAcknowledged || (state.trouble != nil && (!state.connected || state.startingID == nil))
             }
-            if settled || ContinuousClock.now >= deadline { break }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        }, by: MonotonicClock.now() + seconds)
         let (acknowledged, trouble) = state.withLock { state in
             state.closing = true
             return (state.startingAcknowledged, state.trouble)
@@ -169,8 +170,7 @@ final class StartupStatusClient: Sendable {
     /// ``GatewayServer/publishFailedToStart(_:problems:logger:)`` would, 3 s), after the
     /// `starting` it may have sent, then disconnects.
     func finishFailed(problems: [String]) async {
-        let deadline = ContinuousClock.now + .seconds(3)
-        while !state.withLock({ $0.connected }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        _ = await changes.wait(until: { state.withLock { $0.connected } }, by: MonotonicClock.now() + 3)
         let payload = Self.payload("failedToStart", problems: problems)
         // On the network thread, as `starting` (so after it, if it went out); right here when
         // no connection loop runs, and then it is not connected and publishes nothing.
@@ -192,8 +192,7 @@ final class StartupStatusClient: Sendable {
                           ["mqtt.clientId": configuration.clientId ?? "", "mqtt.username": configuration.username ?? ""])
             return
         }
-        let acknowledged = ContinuousClock.now + .seconds(2)
-        while !state.withLock({ $0.failedAcknowledged }), ContinuousClock.now < acknowledged { try? await Task.sleep(for: .milliseconds(10)) }
+        _ = await changes.wait(until: { state.withLock { $0.failedAcknowledged } }, by: MonotonicClock.now() + 2)
         stop()
         logger.notice("published failedToStart to the broker")
     }

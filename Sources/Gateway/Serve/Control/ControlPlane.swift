@@ -13,6 +13,8 @@ final class ControlPlane: Service, Sendable {
     let queries: QueryService
     let counters: GatewayCounters
     let expectations: Expectations?
+    /// Told by ``run()`` when the queue is empty, for ``shutdown()``'s wait.
+    private let drained = Changes()
 
     init(client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters, expectations: Expectations? = nil) {
         self.client = client
@@ -57,6 +59,7 @@ final class ControlPlane: Service, Sendable {
             } else if let expectations, expectations.handles(message.topic) {
                 expectations.apply(message)
             }
+            if client.inboundDepth == 0 { drained.changed() }
         }
     }
 
@@ -64,9 +67,6 @@ final class ControlPlane: Service, Sendable {
         // Let what was received drain. The subscriptions stay in the broker's session: while
         // the gateway is down the broker queues the feeds' QoS 1 updates for it, and the next
         // start processes them (unsubscribing here would make the broker drop them).
-        let deadline = MonotonicClock.now() + 3
-        while client.inboundDepth > 0, MonotonicClock.now() < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await drained.wait(until: { client.inboundDepth == 0 }, by: MonotonicClock.now() + 3)
     }
 }

@@ -107,6 +107,9 @@ struct RuntimeFenceBook: Sendable {
         /// A device's position waits to move its fences.
         var positionWaiting: Bool { follows.values.contains { $0.position != nil } }
 
+        /// When the first waiting position is due to move its fences.
+        var nextMove: Double? { follows.values.lazy.filter { $0.position != nil }.map(\.nextMove).min() }
+
         /// Takes the positions due at `now` (the device moved and its interval passed) and
         /// starts each device's next interval.
         fileprivate mutating func takeDue(now: Double, interval: Double) -> [(device: String, position: Coordinate)] {
@@ -509,5 +512,14 @@ struct RuntimeFenceBook: Sendable {
     /// save for its retry, or a followed device's position for its fences' move.
     func workRemaining(_ followers: Followers) -> Bool {
         dirty || !unsaved.isEmpty || followers.positionWaiting
+    }
+
+    /// When the first of that work is due (monotonic seconds; nil: none waits): the end of the
+    /// rebuild interval for a change, the retry of a failed save, a followed device's move.
+    func nextDue(_ followers: Followers) -> Double? {
+        var due = Double.infinity
+        if dirty { due = lastBuild + rebuildInterval } else if !unsaved.isEmpty { due = saveRetry }
+        if let move = followers.nextMove { due = min(due, move) }
+        return due.isFinite ? due : nil
     }
 }

@@ -66,6 +66,9 @@ final class RuntimeFences: Service, Sendable {
     private let workPending = Atomic<Bool>(true)
     /// Wakes ``run()``'s loop when `workPending` is set (``markWork()``).
     private let wakeup = Wakeup()
+    /// When the work left by the loop's last turn (or a reload meanwhile) is due
+    /// (``RuntimeFenceBook/nextDue(_:)``): the loop sleeps until then.
+    private let workDue = Mutex(Double.infinity)
     /// The order of the writes of unsaved changes (``save(_:)``).
     private let saveTurns = SaveTurns()
     /// Ends ``run()``'s loop (``shutdown()``).
@@ -77,7 +80,8 @@ final class RuntimeFences: Service, Sendable {
     /// Fired when ``run()``'s loop has ended.
     private let loopEnded = StopSignal()
     /// While work waits for its time (a rebuild interval, a save retry, a follow interval),
-    /// ``run()`` looks again this often (seconds); with none it sleeps until poked.
+    /// ``run()`` sleeps until it is due, but at least this long (seconds); with none it sleeps
+    /// until poked.
     static let loopInterval = 0.05
     /// Where each rebuilt snapshot goes (the ``MonitorPool`` adopts them in order).
     private let adoptions: AsyncStream<EngineSnapshot>.Continuation
@@ -469,9 +473,10 @@ final class RuntimeFences: Service, Sendable {
     /// save for its retry, or a followed device's position for its fences' move. Not a poke:
     /// the loop (or the reload) that got here looks at the flag when it is done.
     private func noteRemainingWork(_ book: RuntimeFenceBook) {
-        if followers.withLock({ book.workRemaining($0) }) {
-            workPending.store(true, ordering: .releasing)
-        }
+        let (remaining, due) = followers.withLock { (book.workRemaining($0), book.nextDue($0)) }
+        guard remaining else { return }
+        if let due { workDue.withLock { $0 = min($0, due) } }
+        workPending.store(true, ordering: .releasing)
     }
 
     /// Something may be due for ``run()``: wakes it if it sleeps (one poke until it looks).
@@ -480,8 +485,8 @@ final class RuntimeFences: Service, Sendable {
     }
 
     /// Until ``shutdown()``: when something may be due, a rebuild and a save retry; while
-    /// something waits for its time, again every ``loopInterval``; otherwise (idle, the usual
-    /// case) it sleeps until ``markWork()`` pokes it.
+    /// something waits for its time, again when it is due; otherwise (idle, the usual case) it
+    /// sleeps until ``markWork()`` pokes it.
     func run() async throws {
         let starts = loopState.withLock { state in
             if !state.stopping { state.started = true }
@@ -491,9 +496,14 @@ final class RuntimeFences: Service, Sendable {
         defer { loopEnded.fire() }
         await repeating(until: stop, wakeup: wakeup) {
             guard workPending.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
+            workDue.withLock { $0 = .infinity }
             await rebuildIfDue()
             await retryUnsaved()
-            return workPending.load(ordering: .acquiring) ? MonotonicClock.now() + Self.loopInterval : nil
+            guard workPending.load(ordering: .acquiring) else { return nil }
+            // Work whose time is unknown (a reload's, noted before this turn began) is looked at soon.
+            let soonest = MonotonicClock.now() + Self.loopInterval
+            let due = workDue.withLock { $0 }
+            return due.isFinite ? max(due, soonest) : soonest
         }
     }
 

@@ -68,6 +68,9 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     let volatileDropped = Atomic<Int>(0)
     /// Events handed to libmosquitto and not yet acknowledged.
     let inflightCount = Atomic<Int>(0)
+    /// Told when nothing is in flight any more or the connection is lost, for
+    /// ``waitForAcknowledgements(within:)``.
+    private let settled = Changes()
     /// Acknowledgements taken on the network thread as they arrived (not queued for ``run()``).
     let acknowledgementsTakenOnArrival = Atomic<Int>(0)
     /// A `progressDue` signal will be sent (a timer runs).
@@ -107,11 +110,13 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     }
 
     private func withWindow<Result: Sendable>(_ body: (inout OutboxWindow) -> Result) -> Result {
-        machine.withLock { window in
+        let (result, settles) = machine.withLock { window in
             let result = body(&window)
             inflightCount.store(window.inflightCount, ordering: .relaxed)
-            return result
+            return (result, window.inflightCount == 0)
         }
+        if settles { settled.changed() }
+        return result
     }
 
     /// Delivers rows just committed to this destination's outbox, from memory: they go out
@@ -212,6 +217,9 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
     /// The broker connection came up: deliver whatever waits.
     func connected() { _ = signals.trySend(.connected) }
 
+    /// The broker connection went down: a wait for acknowledgements ends.
+    func disconnected() { settled.changed() }
+
     /// Publishes events of this destination that could not be committed, from memory (oldest
     /// dropped past the cap).
     func publishVolatile(_ messages: [OutboxMessage]) {
@@ -233,10 +241,8 @@ final class OutboxPublisher: CommittedOutbox, Service, Sendable {
 
     /// Waits (at most `seconds`) until no event is in flight or the connection is gone.
     func waitForAcknowledgements(within seconds: Double) async {
-        let deadline = MonotonicClock.now() + seconds
-        while inflightCount.load(ordering: .relaxed) > 0, client.isConnected, MonotonicClock.now() < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await settled.wait(until: { inflightCount.load(ordering: .relaxed) == 0 || !client.isConnected },
+                               by: MonotonicClock.now() + seconds)
     }
 
     func shutdown() async {

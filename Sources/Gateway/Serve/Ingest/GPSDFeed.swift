@@ -35,7 +35,8 @@ final class GPSDFeed: Service, Sendable {
     /// Where own fixes are republished as OwnTracks locations, and the client to do it with.
     let republish: (topic: String, client: MQTTClient)?
     private let reader: GPSDReader
-    private let finished = Atomic<Bool>(false)
+    /// Fired when ``run()`` has handed over its last update.
+    private let ended = StopSignal()
 
     /// First and longest wait between connection attempts: gpsd is normally on the same box,
     /// where a refused connect costs nothing, and a moving gateway should see its position again
@@ -92,7 +93,7 @@ final class GPSDFeed: Service, Sendable {
     private var clockKey: String { "gpsd-clock:\(feedName)" }
 
     func run() async throws {
-        defer { finished.store(true, ordering: .releasing) }
+        defer { ended.fire() }
         logger.info("reading gpsd", ["feed": feedName, "gpsd": endpoint, "device.id": device])
         reader.start()
         // The warning of the current outage: its text is kept for every failed attempt of the
@@ -164,10 +165,7 @@ final class GPSDFeed: Service, Sendable {
         reader.stop()
         // The reader finishes its stream within its poll interval; wait for the last update to be
         // handed over so the monitors drain it.
-        let deadline = MonotonicClock.now() + 3
-        while !finished.load(ordering: .acquiring), MonotonicClock.now() < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await ended.sleep(seconds: 3)
     }
 
     /// Why `fix` is not used, if it is not: an accuracy over `input.maxAccuracy`.

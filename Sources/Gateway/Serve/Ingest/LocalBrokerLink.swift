@@ -163,6 +163,7 @@ final class LocalBrokerLink: MQTTClientDelegate {
             switch connection.record(change) {
             case .down?:
                 pool.feedsDown(at: MonotonicClock.now())
+                outbox?.disconnected()
             case .up?:
                 pool.feedsUp(at: MonotonicClock.now())
                 control?.connected()
@@ -262,7 +263,12 @@ final class UpstreamLink: MQTTClientDelegate {
         connection.client.assertOnNetworkThread()
         switch event {
         case .acknowledged(let ack): outbox.acknowledged(ack)
-        case .connection(let change): if connection.record(change) == .up { outbox.connected() }
+        case .connection(let change):
+            switch connection.record(change) {
+            case .up?: outbox.connected()
+            case .down?: outbox.disconnected()
+            case nil: break
+            }
         }
     }
 }
