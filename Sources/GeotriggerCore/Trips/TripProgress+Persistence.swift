@@ -1,0 +1,76 @@
+extension TripProgress {
+    /// What a trip keeps across a restart (docs/trips.md "Restarts"): a few fields, encoded in
+    /// about 20 bytes.
+    ///
+    /// `state`, `started` and `late` change only with an event, and are committed with it (in
+    /// the event's transaction): they are committed at state changes only. `along` and
+    /// `holdStart` change between events; they are committed with each event and with each
+    /// published progress (at most every 10 s of fix time), and otherwise kept in memory: a
+    /// restart resumes from the last committed `along` and hold. Speeds (the ETA's history) are
+    /// not kept: after a restart there is no ETA until the device has moved again.
+    public struct Committed: Sendable, Equatable {
+        public var state: TripState
+        public var along: Double
+        public var started: Bool
+        public var late: Bool
+        public var holdStart: Double?
+
+        public init(state: TripState, along: Double, started: Bool, late: Bool, holdStart: Double?) {
+            self.state = state
+            self.along = along
+            self.started = started
+            self.late = late
+            self.holdStart = holdStart
+        }
+
+        /// Version 1 of the encoding.
+        static let magic: [UInt8] = Array("GTT1".utf8)
+
+        /// The fields as bytes; equal values give equal bytes.
+        public func encoded() -> [UInt8] {
+            var w = StateWriter()
+            for b in Committed.magic { w.write(UInt64(b)) }
+            w.write(TripState.allCases.firstIndex(of: state)!)
+            w.write(along)
+            w.write(started)
+            w.write(late)
+            w.write(holdStart)
+            return w.bytes
+        }
+
+        /// Reads ``encoded()`` bytes back.
+        public init(decoding bytes: [UInt8]) throws(TripStateError) {
+            do throws(MonitorStateError) {
+                var r = StateReader(bytes)
+                for b in Committed.magic where try r.varint() != UInt64(b) {
+                    throw MonitorStateError("not a geotrigger trip state (version 1)")
+                }
+                let stateIndex = try r.varint()
+                guard stateIndex < UInt64(TripState.allCases.count) else {
+                    throw MonitorStateError("unknown state \(stateIndex)")
+                }
+                state = TripState.allCases[Int(stateIndex)]
+                along = try r.double()
+                guard along.isFinite, along >= 0 else { throw MonitorStateError("along \(along) is not a distance") }
+                started = try r.bool()
+                late = try r.bool()
+                holdStart = try r.optionalDouble()
+                guard r.atEnd else { throw MonitorStateError("\(bytes.count - r.offset) bytes left over") }
+            } catch {
+                throw TripStateError(error.message)
+            }
+        }
+    }
+
+    /// The fields to commit now (see ``Committed``).
+    public var committed: Committed {
+        Committed(state: state, along: along, started: started, late: late, holdStart: holdStart)
+    }
+}
+
+/// A committed trip state that cannot be read back.
+public struct TripStateError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { "trip state: \(message)" }
+}
