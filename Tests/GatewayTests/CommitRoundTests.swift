@@ -83,15 +83,4 @@ import Testing
             .warn("outbox-cap", "the outbox reached outbox.cap: 1 local and 0 remote events were dropped (oldest first)"),
         ])
     }
-
-    /// A stop while a retry waits: the committer is idle (a flush returns), and what the retry
-    /// holds was spilled when it was refused, so the next start commits it first.
-    @Test func aStopDuringARetryFindsTheCommitterIdleAndTheRowsSpilled() {
-        let round = CommitRound(taken: batch(["e1"]), retried: StoreBatch(), retryCap: 10)
-        let (effects, retry) = round.refused(round.batch(delivered: [:]), warning: "full")
-        var pending = EventCommitter.Pending()
-        pending.retry = retry
-        #expect(pending.isIdle)
-        #expect(effects.contains(.spill(StoreBatch(stateChanges: retry.stateChanges, events: retry.events, outbox: retry.outbox))))
-    }
 }

@@ -250,7 +250,7 @@ struct GatewayServer: Sendable {
     /// "Durability"), and removes the file. Returns what the database refused again: the
     /// committer retries it, and the monitors start from its states. A file that is not the
     /// gateway's own (``SpillFile``) is the `spill` warning, and left as it is.
-    static func applySpill(_ spill: SpillFile, to store: GatewayStore, warnings: Warnings, logger: Logger) async -> StoreBatch {
+    static func applySpill(_ spill: SpillFile, to store: some CommitStore, warnings: Warnings, logger: Logger) async -> StoreBatch {
         let found: (batch: StoreBatch, unreadable: Int)?
         do {
             found = try spill.read()

@@ -68,6 +68,22 @@ struct CommitRound {
         return effects
     }
 
+    /// The status warning for a refused commit of the database at `database` (`spill`: the
+    /// spill file's path, if there is one): one stable line (no SQL text, so a fault is logged
+    /// once, not once per failing statement), saying whether the database is full.
+    static func warning(for error: any Error, database: String, spill: String?) -> String {
+        let cause: String
+        if let error = error as? SQLiteError {
+            cause = error.isFull
+                ? "the database \(database) is full (SQLite error \(error.code): \(error.codeDescription))"
+                : "the database \(database) refused a commit (SQLite error \(error.code): \(error.codeDescription): \(error.message))"
+        } else {
+            cause = "the database \(database) refused a commit (\(error))"
+        }
+        return cause + "; events are published from memory" + (spill.map { " and kept in \($0)" } ?? "")
+            + ", monitor state and journal are retried every second"
+    }
+
     /// The database refused `batch` with `warning` (the status line for its error): the new
     /// events go out from memory now and into the spill file (the retried ones are in both
     /// already), and the whole batch is tried again, its newest ``retryCap`` events with their

@@ -7,10 +7,13 @@ import Synchronization
 /// Group commit between the device monitors and the database: monitors hand over what an
 /// update decided (state change, events, state publication) without waiting; this service
 /// commits everything pending in one transaction once the previous one ended and
-/// `gateway.commitInterval` has passed since it began (at once with ``company`` items), then
+/// `gateway.commitInterval` has passed since it began (at once with ``CommitterState/company`` items), then
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
-/// is published (docs/configuration.md "Durability"; docs/architecture.md "Commit and outbox").
+/// is published (README "Durability"; docs/architecture.md "Commit and outbox"). Every
+/// decision (when a commit starts, what it takes, what follows a refusal, when the database is
+/// tried again) is a value's, ``CommitterState`` with its ``CommitRound``s; the database is a
+/// ``CommitStore``, so tests reach every failure path with a fake one.
 ///
 /// The commits run on the store's own queue, one at a time. Items that ``LocalBrokerLink`` hands
 /// over on the network thread (the feed updates) are committed by that thread itself after its
@@ -70,111 +73,16 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var expectations: [ExpectationChange] = []
     }
 
-    struct Pending {
-        var batch = StoreBatch()
-        var publications: [DevicePublication] = []
-        /// Monitors waiting for room (a resumed continuation or an opened gate).
-        var waiters: [@Sendable () -> Void] = []
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
-        var committing = false
-        /// A commit job is queued on the store's queue (or waits for ``EventCommitter/interval``), or running.
-        var scheduled = false
-        /// When the last commit began (monotonic clock).
-        var lastStart = -Double.infinity
-        /// A scheduled commit waits for ``EventCommitter/interval`` (``start(interval:now:)``).
-        var waiting = false
-        /// A timer is armed (at most one at a time: at full rate a commit every few
-        /// milliseconds would otherwise arm one each, and every arming wakes libdispatch's
-        /// timer thread).
-        var timerArmed = false
-        /// After ``shutdown()``: no more jobs are queued.
-        var finished = false
-        /// State and journal of batches the database refused, tried again with the next commit.
-        var retry = StoreBatch()
-        /// What the spill file dropped at its cap since the database last took writes.
-        var spillDropped = SpillFile.Dropped()
-        var count: Int { batch.stateChanges.count + batch.events.count }
-        var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty }
-        var isIdle: Bool { isEmpty && !committing }
-
-        /// Marks a job as queued; true if the caller must queue it (none was).
-        mutating func schedule() -> Bool {
-            guard !scheduled, !finished else { return false }
-            scheduled = true
-            return true
-        }
-
-        /// How the next commit starts, once something is pending (``start(interval:now:)``).
-        enum Start: Equatable {
-            /// Nothing to do: a commit is queued, running or finished, or waits for the timer.
-            case none
-            /// Queue it now.
-            case now
-            /// Arm the timer for `seconds`; when it fires, ask ``timerFired(interval:now:)``.
-            case later(seconds: Double)
-        }
-
-        /// Claims the next commit: at once when `interval` has passed since the last one began
-        /// or the batch has ``EventCommitter/company`` items already, else once it has passed. A
-        /// commit waiting for the timer starts at once when the company comes.
-        mutating func start(interval: Double, now: Double) -> Start {
-            if waiting {
-                guard count >= EventCommitter.company else { return .none }
-                waiting = false
-                return .now
-            }
-            guard schedule() else { return .none }
-            let wait = lastStart + interval - now
-            if wait <= 0 || count >= EventCommitter.company { return .now }
-            waiting = true
-            return arm(wait)
-        }
-
-        /// The timer fired: it starts the waiting commit once `interval` has passed since the
-        /// last one began (it may have been armed for an earlier commit), else it is armed for
-        /// the rest; with no commit waiting it is done.
-        mutating func timerFired(interval: Double, now: Double) -> Start {
-            timerArmed = false
-            guard waiting else { return .none }
-            let wait = lastStart + interval - now
-            guard wait > 0 else {
-                waiting = false
-                return .now
-            }
-            return arm(wait)
-        }
-
-        /// Arms the timer unless it is armed already (it fires sooner: the commit is then
-        /// looked at again).
-        private mutating func arm(_ seconds: Double) -> Start {
-            if timerArmed { return .none }
-            timerArmed = true
-            return .later(seconds: seconds)
-        }
-    }
-
-    /// Items in a batch that make a commit start without waiting for ``interval``: past a fleet's
-    /// rate (a burst, `bench e2e`) a transaction is large anyway, and events leave as soon as
-    /// before.
-    static let company = 16
-
     package let name = "committer"
-    let store: GatewayStore
+    /// The database (``GatewayStore`` in `serve`; a fake in tests).
+    let store: any CommitStore
     let counters: GatewayCounters
     let warnings: Warnings
     let logger: Logger
     let publishers: [OutboxDestination: any CommittedOutbox]
     let statePublisher: StatePublisher
-    /// Monitors wait while this many items are pending (back-pressure from a slow disk).
-    let limit: Int
-    /// Journal events kept for a retry while the database fails.
-    let retryCap: Int
     /// Whether the network thread commits its bursts itself (`durability: normal`).
     let commitsBursts: Bool
-    /// `gateway.commitInterval`: a commit begins at least this long after the previous one
-    /// began, so that at fleet rates one transaction (and its WAL pages) carries the decisions
-    /// of many updates; an item that finds the store idle since longer commits at once.
-    let interval: Double
     /// Where refused batches are kept while the database fails (nil: memory only).
     let spill: SpillFile?
     /// Told after a commit that stored events (journal retention looks at the size then).
@@ -183,17 +91,21 @@ package final class EventCommitter: Service, StepSink, Sendable {
     let networkThreadCommits = Atomic<Int>(0)
     let queuedCommits = Atomic<Int>(0)
 
-    private let pending = LeveledMutex(Pending(), level: .committerPending)
+    /// Everything pending and every decision about it (``CommitterState``).
+    private let state: LeveledMutex<CommitterState>
     /// Fired by ``shutdown()``: ``run()`` returns then.
     private let stopped = StopSignal()
 
+    /// `limit`: monitors wait while this many items are pending (back-pressure from a slow
+    /// disk). `retryCap`: journal events kept for a retry while the database fails. `retry`:
+    /// what the database refused of the spill file at the start, retried after `retryDelay`
+    /// as a refused commit is. `interval`: `gateway.commitInterval`.
     package init(
-        store: GatewayStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
+        store: any CommitStore, counters: GatewayCounters, warnings: Warnings, logger: Logger,
         publishers: [OutboxDestination: any CommittedOutbox], statePublisher: StatePublisher,
         limit: Int = 20_000, retryCap: Int = 100_000, spill: SpillFile? = nil, retry: StoreBatch = StoreBatch(),
-        interval: Double = 0, journalGrew: @escaping @Sendable () -> Void = {}
+        interval: Double = 0, retryDelay: Double = 1, journalGrew: @escaping @Sendable () -> Void = {}
     ) {
-        self.interval = interval
         self.store = store
         self.journalGrew = journalGrew
         self.counters = counters
@@ -201,13 +113,12 @@ package final class EventCommitter: Service, StepSink, Sendable {
         self.logger = logger
         self.publishers = publishers
         self.statePublisher = statePublisher
-        self.limit = limit
-        self.retryCap = retryCap
-        self.commitsBursts = store.options.durability == .normal
+        self.commitsBursts = store.durability == .normal
         self.spill = spill
-        pending.withLock { $0.retry = retry }
-        // A spill the database could not take at start: retried like a refused commit.
-        if !retry.isEmpty { DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in queueCommit() } }
+        var initial = CommitterState(interval: interval, limit: limit, retryCap: retryCap, retryDelay: retryDelay)
+        let start = initial.resume(retry)
+        state = LeveledMutex(initial, level: .committerPending)
+        begin(start)
     }
 
     /// Hands over one step's results without waiting. True when too much is pending: the
@@ -217,15 +128,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// ``commitBurst()`` (unless this fills the committer, nothing is queued now).
     package func enqueue(_ item: Item, inBurst: Bool = false) -> Bool {
         let deferred = inBurst && commitsBursts
-        let (mustWait, start): (Bool, Pending.Start) = pending.withLock { p in
-            if let state = item.state { p.batch.stateChanges.append(state) }
-            p.batch.events.append(contentsOf: item.events)
-            p.batch.outbox.append(contentsOf: item.outbox)
-            p.batch.expectations.append(contentsOf: item.expectations)
-            if let publication = item.publication { p.publications.append(publication) }
-            let full = p.count > limit
-            return (full, deferred && !full ? .none : p.start(interval: interval, now: MonotonicClock.now()))
-        }
+        let (mustWait, start) = state.withLock { $0.add(item, deferred: deferred, now: MonotonicClock.now()) }
         begin(start)
         return mustWait
     }
@@ -233,7 +136,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// Waits while more than `limit` items are pending.
     package func waitForRoom() async {
         await withCheckedContinuation { c in
-            if !addWaiter({ c.resume() }) { c.resume() }
+            if !state.withLock({ $0.addWaiter({ c.resume() }) }) { c.resume() }
         }
     }
 
@@ -241,16 +144,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// are pending.
     package func waitForRoomBlocking() {
         let gate = ThreadGate()
-        if addWaiter({ gate.open() }) { gate.wait() }
-    }
-
-    /// Registers `resume` to run once there is room; false (not registered) if there is room now.
-    private func addWaiter(_ resume: @escaping @Sendable () -> Void) -> Bool {
-        pending.withLock { p in
-            if p.count <= limit { return false }
-            p.waiters.append(resume)
-            return true
-        }
+        if state.withLock({ $0.addWaiter({ gate.open() }) }) { gate.wait() }
     }
 
     /// Returns once everything handed over before the call is committed (or failed). Queues
@@ -259,46 +153,23 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// items pending.
     package func flush() async {
         await withCheckedContinuation { c in
-            let (idle, schedule): (Bool, Bool) = pending.withLock { p in
-                if p.isIdle { return (true, false) }
-                p.idleWaiters.append(c)
-                return (false, !p.isEmpty && p.schedule())
-            }
+            let (idle, start) = state.withLock { $0.flush(c) }
             if idle { c.resume() }
-            if schedule { queueCommit() }
+            begin(start)
         }
     }
 
     package func shutdown() async {
         await flush()
-        pending.withLock { $0.finished = true }
+        state.withLock { $0.finish() }
         stopped.fire()
-    }
-
-    /// The status warning for a refused commit: one stable line (no SQL text, so a fault is
-    /// logged once, not once per failing statement).
-    func databaseWarning(_ error: any Error) -> String {
-        let cause: String
-        if let error = error as? SQLiteError {
-            cause = error.isFull
-                ? "the database \(store.path) is full (SQLite error \(error.code): \(error.codeDescription))"
-                : "the database \(store.path) refused a commit (SQLite error \(error.code): \(error.codeDescription): \(error.message))"
-        } else {
-            cause = "the database \(store.path) refused a commit (\(error))"
-        }
-        return cause + "; events are published from memory" + (spill.map { " and kept in \($0.path)" } ?? "")
-            + ", monitor state and journal are retried every second"
     }
 
     /// Counts what the spill file dropped at its cap, in the `spill-cap` warning (logged with
     /// each new count). Those events were published from memory and are retried from memory
     /// (up to `retryCap`); only a kill before the database recovers loses them.
     private func spillCapReached(_ spill: SpillFile, _ dropped: SpillFile.Dropped) {
-        let total: SpillFile.Dropped = pending.withLock { p in
-            p.spillDropped.batches += dropped.batches
-            p.spillDropped.events += dropped.events
-            return p.spillDropped
-        }
+        let total = state.withLock { $0.spillDropped(dropped) }
         let cap = spill.cap % (1 << 20) == 0 ? "\(spill.cap >> 20) MiB" : "\(spill.cap) bytes"
         warnings.set("spill-cap", "the spill file \(spill.path) reached its cap of \(cap): its oldest \(total.batches) refused batches "
             + "(\(total.events) events) were dropped from it; a kill before the database recovers loses them")
@@ -316,23 +187,33 @@ package final class EventCommitter: Service, StepSink, Sendable {
     /// the store queue's (`durability: full`).
     func commitBurst() {
         guard commitsBursts else { return }
-        let start = pending.withLock { p in p.isEmpty ? .none : p.start(interval: interval, now: MonotonicClock.now()) }
+        let start = state.withLock { $0.burstEnded(now: MonotonicClock.now()) }
         guard start == .now else { return begin(start) }
-        if store.performHereIfIdle({ store in self.commit(on: store) }) {
+        if commitHereIfIdle(store) {
             networkThreadCommits.add(1, ordering: .relaxed)
         } else {
             queuedCommits.add(1, ordering: .relaxed)
         }
     }
 
+    /// The store opened from its existential once per commit: the commit then runs isolated
+    /// to it, without a hop.
+    private func commitHereIfIdle<Store: CommitStore>(_ store: Store) -> Bool {
+        store.performHereIfIdle { store in self.commit(on: store) }
+    }
+
     private func queueCommit() {
         queuedCommits.add(1, ordering: .relaxed)
+        queueCommit(on: store)
+    }
+
+    private func queueCommit<Store: CommitStore>(on store: Store) {
         store.perform { store in self.commit(on: store) }
     }
 
-    /// Does what ``Pending/start(interval:now:)`` said: queues the commit now, or arms its
-    /// timer (one per commit, only at fleet rates).
-    private func begin(_ start: Pending.Start) {
+    /// Does what ``CommitterState`` said: queues the commit now, or arms its timer (one per
+    /// commit, only at fleet rates), or the retry's.
+    private func begin(_ start: CommitterState.Start) {
         switch start {
         case .none:
             break
@@ -340,7 +221,11 @@ package final class EventCommitter: Service, StepSink, Sendable {
             queueCommit()
         case .later(let seconds):
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-                begin(pending.withLock { $0.timerFired(interval: interval, now: MonotonicClock.now()) })
+                begin(state.withLock { $0.timerFired(now: MonotonicClock.now()) })
+            }
+        case .retry(let seconds):
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                begin(state.withLock { $0.retryDue() })
             }
         }
     }
@@ -355,7 +240,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
                 warnings.clear(key, resolved: text)
             case .removeSpill:
                 spill?.remove()
-                pending.withLock { $0.spillDropped = SpillFile.Dropped() }
+                state.withLock { $0.spillRemoved() }
             case .spill(let batch):
                 guard let spill else { continue }
                 do {
@@ -376,22 +261,14 @@ package final class EventCommitter: Service, StepSink, Sendable {
     }
 
     /// One group commit, on the store's queue: takes everything pending, commits it, hands the
-    /// events and states on, and queues the next commit if more arrived meanwhile.
-    private func commit(on store: isolated GatewayStore) {
-        let (taken, publications, waiters, retried) = pending.withLock { p in
-            let t = (p.batch, p.publications, p.waiters, p.retry)
-            p.batch = StoreBatch()
-            p.publications = []
-            p.waiters = []
-            p.retry = StoreBatch()
-            p.committing = true
-            p.lastStart = MonotonicClock.now()
-            return t
-        }
-        for resume in waiters { resume() }
-        let round = CommitRound(taken: taken, retried: retried, retryCap: retryCap)
+    /// events and states on, and starts what ``CommitterState/roundEnded(retry:now:)`` says
+    /// (the next commit, the retry's timer).
+    private func commit<Store: CommitStore>(on store: isolated Store) {
+        let taken = state.withLock { $0.takeRound(now: MonotonicClock.now()) }
+        for resume in taken.waiters { resume() }
+        let round = taken.round
         var delivered: [OutboxDestination: Set<String>] = [:]
-        if !retried.outbox.isEmpty {
+        if !round.retried.outbox.isEmpty {
             for (destination, publisher) in publishers { delivered[destination] = publisher.deliveredFromMemory }
         }
         var batch = round.batch(delivered: delivered)
@@ -413,36 +290,21 @@ package final class EventCommitter: Service, StepSink, Sendable {
                 if !batch.events.isEmpty { journalGrew() }
                 apply(round.committed(batch, receipt: receipt))
             } catch {
-                let refused = round.refused(batch, warning: databaseWarning(error))
+                let refused = round.refused(batch, warning: CommitRound.warning(for: error, database: store.path, spill: spill?.path))
                 apply(refused.effects)
                 retry = refused.retry
             }
-            counters.countEvents(taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
-            counters.events.add(taken.events.count, ordering: .relaxed)
+            counters.countEvents(round.taken.events.lazy.map { (trigger: $0.trigger, type: $0.type) })
+            counters.events.add(round.taken.events.count, ordering: .relaxed)
         }
-        for publication in publications {
+        // Published whatever the database answered: a device's retained state follows its
+        // decisions even while the database refuses them (they are retried).
+        for publication in taken.publications {
             statePublisher.publish(publication)
         }
-        let failed = !retry.isEmpty
-        let (idle, next): ([CheckedContinuation<Void, Never>], Pending.Start) = pending.withLock { p in
-            p.committing = false
-            p.retry = retry
-            // After a refused commit the next one waits a second (below), and nothing queues
-            // one before: the database is retried once a second, as docs/configuration.md "Durability" says.
-            p.scheduled = failed
-            guard p.isIdle else { return ([], failed ? .none : p.start(interval: interval, now: MonotonicClock.now())) }
-            let w = p.idleWaiters
-            p.idleWaiters = []
-            return (w, .none)
-        }
+        let (idle, next) = state.withLock { $0.roundEnded(retry: retry, now: MonotonicClock.now()) }
         for w in idle { w.resume() }
-        if failed {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
-                if !pending.withLock({ $0.finished }) { queueCommit() }
-            }
-        } else {
-            // Behind whatever else waits on the store's queue (reads, acknowledgements).
-            begin(next)
-        }
+        // Behind whatever else waits on the store's queue (reads, acknowledgements).
+        begin(next)
     }
 }
