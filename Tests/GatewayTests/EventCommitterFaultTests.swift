@@ -33,9 +33,11 @@ import TestSupport
                 retryDelay: retryDelay)
         }
 
-        /// Hands over one step per id (device `d-ID` enters with event `ID`).
+        /// Hands over one step per id (device `d-ID` enters with event `ID`) as the network
+        /// thread does, in one burst: one commit takes them all.
         func handOver(_ ids: String...) {
-            for id in ids { _ = committer.enqueue(EventCommitterFaultTests.item(id)) }
+            for id in ids { _ = committer.enqueue(EventCommitterFaultTests.item(id), inBurst: true) }
+            committer.commitBurst()
         }
 
         var databaseWarning: String? { warnings.texts.first { $0.hasPrefix("the database ") } }
@@ -70,6 +72,7 @@ import TestSupport
 
         rig.store.answer(.take)
         #expect(await poll(timeout: .seconds(10)) { rig.store.committed.count == 1 })
+        await rig.store.drain()  // the round that commit began has ended
         let retried = try #require(rig.store.committed.first)
         #expect(retried.events.map(\.id) == ["e1", "e2", "e3"])
         #expect(retried.stateChanges.map(\.device) == ["d-e1", "d-e2", "d-e3"])
@@ -98,6 +101,7 @@ import TestSupport
         try await Task.sleep(for: .milliseconds(100))
         #expect(rig.store.attempts.count == 1, "a step during the retry's wait started a commit")
         #expect(await poll(timeout: .seconds(10)) { rig.store.attempts.count >= 4 })
+        await rig.store.drain()  // the round that commit began has ended
         let attempts = rig.store.attempts
         let gaps = zip(attempts.dropFirst(), attempts).map { $0.time - $1.time }
         #expect(gaps.allSatisfy { $0 >= delay - 0.01 }, "retried sooner than every \(delay) s: \(gaps)")
@@ -105,6 +109,7 @@ import TestSupport
 
         rig.store.answer(.take)
         #expect(await poll(timeout: .seconds(10)) { rig.store.committed.count == 1 })
+        await rig.store.drain()  // the round that commit began has ended
         #expect(rig.databaseWarning == nil, "\(rig.warnings.texts)")
         print("busy database: tried again after \(gaps.map { String(format: "%.3f", $0) }.joined(separator: ", ")) s")
         await rig.committer.shutdown()
@@ -134,6 +139,7 @@ import TestSupport
         let restarted = try Rig(.take, retry: refused, directory: rig.directory)
         restarted.handOver("e3")
         #expect(await poll(timeout: .seconds(10)) { !restarted.store.committed.isEmpty })
+        await restarted.store.drain()  // the round that commit began has ended
         #expect(restarted.store.committed.first?.events.map(\.id) == ["e1", "e2", "e3"], "the spilled rows go first")
         #expect(try restarted.spill.read() == nil, "the spill file outlived the commit that took it")
         await restarted.committer.shutdown()
@@ -149,6 +155,7 @@ import TestSupport
         rig.outbox.acknowledgeFromMemory(["e1"])
         rig.store.answer(.take)
         #expect(await poll(timeout: .seconds(10)) { rig.store.committed.count == 1 })
+        await rig.store.drain()  // the round that commit began has ended
         #expect(rig.store.committed.first?.events.map(\.id) == ["e1", "e2"])
         #expect(rig.store.committed.first?.outbox.map(\.eventID) == ["e2"])
         await rig.committer.shutdown()
