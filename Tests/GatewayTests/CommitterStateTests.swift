@@ -73,6 +73,10 @@ import Testing
         let taken = again.takeRound(now: 101)
         let second = taken.round.refused(taken.round.batch(delivered: [:]), warning: "full")
         #expect(second.effects.compactMap { if case .spill(let batch) = $0 { batch.events.map(\.id) } else { nil } } == [["e2"]])
+        // And again with nothing new: nothing spilled at all (not an empty line per retry).
+        _ = again.roundEnded(retry: second.retry, now: 101.01)
+        let third = again.takeRound(now: 102).round
+        #expect(!third.refused(third.batch(delivered: [:]), warning: "full").effects.contains { if case .spill = $0 { true } else { false } })
 
         // The next start reads the spill file back; its database refuses it again.
         var restarted = CommitterState(retryDelay: 1)

@@ -127,6 +127,11 @@ import TestSupport
         #expect(read.unreadable == 0)
         #expect(read.batch.events.map(\.id) == ["e1", "e2"] && read.batch.stateChanges.map(\.device) == ["d-e1", "d-e2"])
         #expect(read.batch.outbox.map(\.eventID) == ["e1", "e2"])
+        // A retry refused with nothing new adds nothing to the file.
+        #expect(await poll(timeout: .seconds(10)) { rig.store.attempts.count >= 3 })
+        await rig.store.drain()  // the round that commit began has ended
+        let lines = try String(contentsOfFile: rig.spill.path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1, "\(lines.count) lines after \(rig.store.attempts.count) refusals")
         // Killed: nothing of this committer goes on.
         await rig.committer.shutdown()
 

@@ -86,7 +86,7 @@ struct CommitRound {
 
     /// The database refused `batch` with `warning` (the status line for its error): the new
     /// events go out from memory now and into the spill file (the retried ones are in both
-    /// already), and the whole batch is tried again, its newest ``retryCap`` events with their
+    /// already; with nothing new, nothing is spilled), and the whole batch is tried again, its newest ``retryCap`` events with their
     /// outbox messages, every state change and expectation.
     func refused(_ batch: StoreBatch, warning: String) -> (effects: [Effect], retry: StoreBatch) {
         var effects: [Effect] = [.warn("database", warning)]
@@ -94,7 +94,11 @@ struct CommitRound {
             let messages = taken.outbox.filter { $0.destination == destination }
             if !messages.isEmpty { effects.append(.publishVolatile(destination, messages)) }
         }
-        effects.append(.spill(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox)))
+        // A retry with nothing new adds nothing to the file (once a second for as long as
+        // the fault lasts, an empty line each time).
+        if !taken.stateChanges.isEmpty || !taken.events.isEmpty || !taken.outbox.isEmpty {
+            effects.append(.spill(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox)))
+        }
         var retry = StoreBatch()
         retry.stateChanges = batch.stateChanges
         retry.events = Array(batch.events.suffix(max(retryCap, 0)))
