@@ -238,17 +238,19 @@ final class GatewayUnderTest: @unchecked Sendable {
     let directory: TemporaryDirectory
     let configPath: String
     let environment: [String: String]
+    /// The database file: `gw.db` in the directory unless the config puts it elsewhere.
+    let database: String
     private(set) var process: GatewayProcess?
     private(set) var starts = 0
 
-    /// Writes `config` (JSON5) as `gw.json5` in a fresh directory.
-    init(config: String, environment: [String: String] = [:]) throws {
+    /// Writes `config` (JSON5) as `gw.json5` in a fresh directory. `database`: where `config`
+    /// puts it, when not `gw.db` there.
+    init(config: String, database: String? = nil, environment: [String: String] = [:]) throws {
         directory = try TemporaryDirectory(prefix: "gateway")
         configPath = try directory.write("gw.json5", config)
+        self.database = database ?? directory.file("gw.db")
         self.environment = environment
     }
-
-    var database: String { directory.file("gw.db") }
     /// One log per start (`GatewayProcess` truncates its log file).
     func logFile(_ start: Int) -> String { directory.file("gateway-\(start).log") }
     /// Every start's log, in order.

@@ -55,7 +55,7 @@ import TestSupport
     /// memory at once, and the committer goes on taking steps. Once it takes writes again the
     /// retry commits every state and journal event of the fault, the warning clears, the
     /// publisher learns which of its events from memory now have rows, and commits go on as
-    /// before (what `DatabaseFaultTests` checked of a gateway process through a fault hook).
+    /// before (once a gateway process test, through a fault hook the binary no longer has).
     @Test(.timeLimit(.minutes(1))) func aFullDatabaseWarnsPublishesFromMemoryAndTheRetryJournalsEverything() async throws {
         let rig = try Rig(.full)
         rig.handOver("e1", "e2")

@@ -74,9 +74,10 @@ final class ServeHarness: @unchecked Sendable {
     @discardableResult
     func write(_ name: String, _ text: String) throws -> String { try directory.write(name, text) }
 
-    /// A JSON5 config: the gateway id, a database in the temp directory, `fences`, this test's
-    /// broker port and prefix, a 1 s status interval; `extra` adds top-level keys and
-    /// `broker`/`output`/`gateway` add keys to those sections (JSON5 member text).
+    /// A JSON5 config: the gateway id, a database in the temp directory (or at `database` when
+    /// that is an absolute path), `fences`, this test's broker port and prefix, a 1 s status
+    /// interval; `extra` adds top-level keys and `broker`/`output`/`gateway` add keys to those
+    /// sections (JSON5 member text).
     func config(
         fences: String = ServeHarness.repositoryFences, database: String = "gateway.db", gatewayID: String? = nil,
         prefix: String? = nil, port: Int? = nil, broker: String = "", output: String = "", gateway: String = "", extra: String = ""
@@ -84,7 +85,7 @@ final class ServeHarness: @unchecked Sendable {
         """
         // Written by the test.
         {
-          gateway: { id: "\(gatewayID ?? self.gatewayID)", database: "\(directory.file(database))", fences: "\(fences)", \(gateway) },
+          gateway: { id: "\(gatewayID ?? self.gatewayID)", database: "\(database.hasPrefix("/") ? database : directory.file(database))", fences: "\(fences)", \(gateway) },
           broker: { host: "127.0.0.1", port: \(port ?? self.broker.port), keepalive: 5, \(broker) },
           output: { prefix: "\(prefix ?? self.prefix)", statusInterval: 1, \(output) },
           \(extra)

@@ -5,19 +5,21 @@ import TestSupport
 
 extension ServeTests {
     /// docs/control-plane.md "Runtime fences": a runtime fence change is never dropped by
-    /// a failed save. With the database full (the gateway's test hook caps its page count) a
-    /// published fence goes live, the save fails with a status warning and is retried; once
-    /// the database takes writes again the warning clears, and a start with the broker down
-    /// restores the fence from the database alone.
+    /// a failed save. With the disk under the database full (a small file system of its own,
+    /// filled once the gateway has started) a published fence goes live, the save fails with a
+    /// status warning and is retried; once the disk has room again the warning clears, and a
+    /// start with the broker down restores the fence from the database alone.
     @Suite struct RuntimeFenceSave {
         @Test(.timeLimit(.minutes(3))) func aFailedSaveIsRetriedUntilTheFenceIsInTheDatabase() async throws {
             let h = try ServeHarness("fence-save")
             defer { h.close() }
-            let limitFile = try h.write("page-limit", "1\n")  // clamped to the database's size at start
-            let config = try h.write("gw.json5", h.config())
+            let disk = try SmallFilesystem()
+            defer { withExtendedLifetime(disk) {} }  // mounted until the end, restarts included
+            let config = try h.write("gw.json5", h.config(database: disk.file("gateway.db")))
             let probe = try await h.probe("dispatch", subscribe: [h.statusTopic, "\(h.prefix)/replies/#"])
-            let gateway = try h.startGateway(config: config, environment: ["GEOTRIGGER_TEST_STORE_PAGE_LIMIT": limitFile])
+            let gateway = try h.startGateway(config: config)
             #expect(await probe.waitStatus(h.statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))")
+            try disk.fill()
 
             // A padded property makes the row larger than any free space left in the pages.
             let note = String(repeating: "n", count: 20_000)
@@ -35,9 +37,8 @@ extension ServeTests {
             }
             #expect(live, "\(tail(gateway.log))")
 
-            // The database takes writes again (SIGHUP applies the hook's file): the retry saves it.
-            try "0\n".write(toFile: limitFile, atomically: true, encoding: .utf8)
-            gateway.signal(SIGHUP)
+            // The disk has room again: the retry (once a second) saves it.
+            disk.makeRoom()
             let saved = await probe.waitStatus(h.statusTopic) { !$0.warnings.contains { $0.hasPrefix("cannot save runtime fences") } }
             #expect(saved.ok, "\(saved.status?.warnings ?? [])\n\(tail(gateway.log))")
             #expect(gateway.terminate() == 0, "\(tail(gateway.log))")
