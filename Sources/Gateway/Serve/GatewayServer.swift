@@ -103,7 +103,6 @@ struct GatewayServer: Sendable {
         let store = try await GatewayStore(
             path: config.resolve(config.gateway.database),
             options: GatewayStore.Options(durability: config.gateway.durability == .full ? .full : .normal, outboxCap: config.outbox.cap))
-        await StoreFaultHook.apply(to: store, logger: logger)
         let prefix = config.output.prefix
         let statusTopic = "\(prefix)/status/\(config.gateway.id)"
         let will = MQTTConfiguration.Will(topic: statusTopic, payload: StatusReporter.willPayload(), qos: .atLeastOnce, retain: true)
@@ -207,7 +206,6 @@ struct GatewayServer: Sendable {
         }
 
         let group = ServiceGroup(services: services.inStartOrder, logger: logger, signals: signals) {
-            await StoreFaultHook.apply(to: store, logger: logger)
             do {
                 // The fences unchanged keep the live snapshot's prepared form as they are read:
                 // a million of them are never prepared (and held) twice.
