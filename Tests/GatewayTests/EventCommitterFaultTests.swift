@@ -88,15 +88,16 @@ import TestSupport
     }
 
     /// The database is busy (another connection held it beyond the busy timeout): the warning
-    /// says it refused the commit and why, and the database is tried again once per retry
-    /// delay while it refuses, never sooner: a step handed over meanwhile does not start a
-    /// commit, it goes with the retry.
+    /// says it refused the commit and why, its events go out from memory, and the database is
+    /// tried again once per retry delay while it refuses, never sooner: a step handed over
+    /// meanwhile does not start a commit, it goes with the retry.
     @Test(.timeLimit(.minutes(1))) func aBusyDatabaseIsTriedAgainOncePerDelayAndNothingCommitsBefore() async throws {
         let delay = 0.3
         let rig = try Rig(.busy, retryDelay: delay)
         rig.handOver("e1")
         await rig.committer.flush()
         #expect(rig.databaseWarning?.contains("refused a commit (SQLite error 5: database is locked") == true, "\(rig.warnings.texts)")
+        #expect(rig.outbox.volatile == ["e1"], "not published from memory")
         rig.handOver("e2")
         try await Task.sleep(for: .milliseconds(100))
         #expect(rig.store.attempts.count == 1, "a step during the retry's wait started a commit")
