@@ -63,7 +63,7 @@ import Testing
     /// The refused rows go to the spill file once (the new ones: the retried ones are there
     /// already), and a start that finds it, and whose database refuses it again, retries it
     /// as a refused commit's: the first commit takes it first, after the retry delay.
-    @Test func theRefusedRowsAreSpilledOnceAndAStartRetriesWhatItReadsBack() {
+    @Test func theRefusedRowsAreSpilledOnceAndAStartRetriesWhatItReadsBack() throws {
         let (state, effects, _) = Self.refusedRound(["e1"], Self.full)
         let spilled = effects.compactMap { if case .spill(let batch) = $0 { batch } else { nil } }
         #expect(spilled == [StoreBatch(stateChanges: state.retry.stateChanges, events: state.retry.events, outbox: state.retry.outbox)])
@@ -80,7 +80,7 @@ import Testing
 
         // The next start reads the spill file back; its database refuses it again.
         var restarted = CommitterState(retryDelay: 1)
-        #expect(restarted.resume(spilled[0]) == .retry(seconds: 1))
+        #expect(restarted.resume(try #require(spilled.first)) == .retry(seconds: 1))
         _ = restarted.add(Self.item("e3"), deferred: false, now: 0)
         #expect(restarted.retryDue() == .now)
         let round = restarted.takeRound(now: 1).round
