@@ -5,8 +5,8 @@ import Testing
 
 /// The committer's failure paths as values (``CommitterState`` with its ``CommitRound``): what
 /// follows when the database is busy or full, what goes to the spill file and how a start
-/// takes it back, when the database is tried again, and a stop during that wait (README
-/// "Durability": events published from memory, state and journal retried every second, the
+/// takes it back, when the database is tried again, and a stop during that wait
+/// (docs/configuration.md "Durability": events published from memory, state and journal retried every second, the
 /// spill file kept until the database has them). `EventCommitterFaultTests` runs the same
 /// paths through the committer itself, over a fake store.
 @Suite struct CommitterStateTests {

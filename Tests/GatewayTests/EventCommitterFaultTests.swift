@@ -8,7 +8,7 @@ import TestSupport
 /// ``EventCommitter`` itself over its ``CommitStore`` seam, with a fake store that refuses
 /// commits on command (busy, full) and a recording outbox: the database's failure paths
 /// in-process, in about a second each, with no broker, no gateway process and no fault hook
-/// (README "Durability": events published from memory while the database refuses writes,
+/// (docs/configuration.md "Durability": events published from memory while the database refuses writes,
 /// state and journal retried every second, the refused rows kept in the spill file until the
 /// database has them; docs/architecture.md "Commit and outbox").
 @Suite struct EventCommitterFaultTests {

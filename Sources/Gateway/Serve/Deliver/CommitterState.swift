@@ -2,7 +2,7 @@ import Store
 
 /// ``EventCommitter``'s state and the decisions about it, apart from the store, the timers and
 /// the publishers: when the next commit starts, what it takes, when a refused commit is tried
-/// again (README "Durability": once a second) and that nothing starts after a stop. What one
+/// again (docs/configuration.md "Durability": once a second) and that nothing starts after a stop. What one
 /// commit does with the database's answer is its ``CommitRound``'s. The committer keeps this
 /// value under its pending lock and carries out what the methods return (a ``Start``, waiters
 /// to resume); every path, the failures' included, is a unit test without a store

@@ -10,7 +10,7 @@ import Synchronization
 /// `gateway.commitInterval` has passed since it began (at once with ``CommitterState/company`` items), then
 /// hands the events to the outbox publishers and the device states to the state publisher.
 /// So an event and the state change that caused it are committed together, before the event
-/// is published (README "Durability"; docs/architecture.md "Commit and outbox"). Every
+/// is published (docs/configuration.md "Durability"; docs/architecture.md "Commit and outbox"). Every
 /// decision (when a commit starts, what it takes, what follows a refusal, when the database is
 /// tried again) is a value's, ``CommitterState`` with its ``CommitRound``s; the database is a
 /// ``CommitStore``, so tests reach every failure path with a fake one.
