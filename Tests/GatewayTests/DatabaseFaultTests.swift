@@ -99,7 +99,7 @@ extension DurabilityIntegrationTests {
         /// cap keeps its newest `outbox.cap`), `outbox.cap` more in memory, and the older rest
         /// are dropped and counted in the status warning. When the remote returns, the kept ones
         /// are delivered: delivered + counted as dropped = all events.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(5)))
         func memoryCapDropsOldestAndCounts() async throws {
             let local = try MosquittoProcess(.init(maxQueuedMessages: 1_000_000))
             defer { local.stop() }

@@ -130,7 +130,7 @@ extension DurabilityIntegrationTests {
         /// An event the broker refuses (mosquitto's ACL denies the gateway's user the topic of
         /// one trigger; MQTT v5, so the PUBACK says 0x87 Not authorized) stays in the outbox, is
         /// counted and shows in the status warnings; the other trigger's events go through.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(5)))
         func aclDeniedEventStaysInTheOutbox() async throws {
             let broker = try MosquittoProcess(.init(
                 users: ["gateway": "gateway-secret", "dispatch": "dispatch-secret"],

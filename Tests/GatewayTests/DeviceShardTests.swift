@@ -235,7 +235,7 @@ import TestSupport
     /// `output.stateInterval`: positions held back by the interval are published by the first
     /// tick once it ends, and by the tick that hibernates the device if that comes first; the
     /// retained state ends at the last accepted position.
-    @Test(.timeLimit(.minutes(1)), arguments: [600.0, 5.0])
+    @Test(.timeLimit(.minutes(5)), arguments: [600.0, 5.0])
     func aTickPublishesAHeldBackPosition(hibernateAfter: Double) async throws {
         let rig = try await Rig {
             $0.output.stateInterval = 10
@@ -274,7 +274,7 @@ import TestSupport
     /// The shard's clock: idle past `gateway.hibernateAfter` the monitor leaves memory (its
     /// next update goes through the mailbox), past `gateway.forgetAfter` its state leaves the
     /// database.
-    @Test(.timeLimit(.minutes(1))) func ticksHibernateThenForgetAnIdleDevice() async throws {
+    @Test(.timeLimit(.minutes(5))) func ticksHibernateThenForgetAnIdleDevice() async throws {
         let rig = try await Rig {
             $0.gateway.hibernateAfter = 60
             $0.gateway.forgetAfter = 600

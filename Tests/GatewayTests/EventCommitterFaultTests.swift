@@ -56,7 +56,7 @@ import TestSupport
     /// retry commits every state and journal event of the fault, the warning clears, the
     /// publisher learns which of its events from memory now have rows, and commits go on as
     /// before (once a gateway process test, through a fault hook the binary no longer has).
-    @Test(.timeLimit(.minutes(1))) func aFullDatabaseWarnsPublishesFromMemoryAndTheRetryJournalsEverything() async throws {
+    @Test(.timeLimit(.minutes(5))) func aFullDatabaseWarnsPublishesFromMemoryAndTheRetryJournalsEverything() async throws {
         let rig = try Rig(.full)
         rig.handOver("e1", "e2")
         await rig.committer.flush()
@@ -91,7 +91,7 @@ import TestSupport
     /// says it refused the commit and why, its events go out from memory, and the database is
     /// tried again once per retry delay while it refuses, never sooner: a step handed over
     /// meanwhile does not start a commit, it goes with the retry.
-    @Test(.timeLimit(.minutes(1))) func aBusyDatabaseIsTriedAgainOncePerDelayAndNothingCommitsBefore() async throws {
+    @Test(.timeLimit(.minutes(5))) func aBusyDatabaseIsTriedAgainOncePerDelayAndNothingCommitsBefore() async throws {
         let delay = 0.3
         let rig = try Rig(.busy, retryDelay: delay)
         rig.handOver("e1")
@@ -120,7 +120,7 @@ import TestSupport
     /// leaves it, and the next start reads it back and commits it before anything else (here
     /// its database refuses it once more at the start: the committer retries it as a refused
     /// commit's rows), then removes the file.
-    @Test(.timeLimit(.minutes(1))) func whatTheDatabaseRefusedIsSpilledAndTheNextStartCommitsItFirst() async throws {
+    @Test(.timeLimit(.minutes(5))) func whatTheDatabaseRefusedIsSpilledAndTheNextStartCommitsItFirst() async throws {
         let rig = try Rig(.full)
         rig.handOver("e1", "e2")
         await rig.committer.flush()
@@ -154,7 +154,7 @@ import TestSupport
     /// The retry after a fault gives an outbox row only to the events the broker did not
     /// acknowledge from memory meanwhile (a kill after the fault then resends those, and only
     /// those); every event is journaled.
-    @Test(.timeLimit(.minutes(1))) func theRetryQueuesNoRowForAnEventTheBrokerTookFromMemory() async throws {
+    @Test(.timeLimit(.minutes(5))) func theRetryQueuesNoRowForAnEventTheBrokerTookFromMemory() async throws {
         let rig = try Rig(.full)
         rig.handOver("e1", "e2")
         await rig.committer.flush()
@@ -169,7 +169,7 @@ import TestSupport
 
     /// A stop while the retry waits returns at once (what the retry holds was published from
     /// memory and spilled), and the database is not tried again after it.
-    @Test(.timeLimit(.minutes(1))) func aStopDuringARetryReturnsAtOnceAndTriesNothingMore() async throws {
+    @Test(.timeLimit(.minutes(5))) func aStopDuringARetryReturnsAtOnceAndTriesNothingMore() async throws {
         let delay = 0.5
         let rig = try Rig(.full, retryDelay: delay)
         rig.handOver("e1")

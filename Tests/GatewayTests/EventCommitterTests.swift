@@ -38,7 +38,7 @@ extension ServeTests {
         /// store's queue. Both commit every state. The gateway's other parts use the store too
         /// (outbox reads and acknowledgements, the status's outbox sizes), so a burst may find it
         /// busy and queue its commit: four bursts, one at a time, leave room for both.
-        @Test(.timeLimit(.minutes(2)), arguments: [StoreDurability.normal, .full])
+        @Test(.timeLimit(.minutes(5)), arguments: [StoreDurability.normal, .full])
         func theNetworkThreadCommitsItsBurstsOnlyWithNormalDurability(durability: StoreDurability) async throws {
             let h = try ServeHarness("committer")
             defer { h.close() }
@@ -66,7 +66,7 @@ extension ServeTests {
         /// While the store's queue is busy (here: held by a job), the network thread does not wait
         /// for it: it queues the commit there and goes on reading. The states are committed once
         /// the queue is free.
-        @Test(.timeLimit(.minutes(2))) func aBusyStoreLeavesTheCommitToItsQueueAndReadingGoesOn() async throws {
+        @Test(.timeLimit(.minutes(5))) func aBusyStoreLeavesTheCommitToItsQueueAndReadingGoesOn() async throws {
             let h = try ServeHarness("committer-busy")
             defer { h.close() }
             let (gateway, publisher, input) = try await Self.start(h, durability: .normal)

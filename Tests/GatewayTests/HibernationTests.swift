@@ -10,7 +10,7 @@ import TestSupport
 /// monitor must carry on where it was: no second enter, the exit closes the same visit.
 extension ServeTests {
 @Suite struct Hibernation {
-    @Test(.timeLimit(.minutes(2))) func aHibernatedDeviceWakesWithItsStateAndItsUpdatesInOrder() async throws {
+    @Test(.timeLimit(.minutes(5))) func aHibernatedDeviceWakesWithItsStateAndItsUpdatesInOrder() async throws {
         let harness = try ServeHarness("hibernate")
         defer { harness.close() }
         let config = try harness.write("gw.json5", harness.config(
@@ -62,7 +62,7 @@ extension ServeTests {
     /// reported: a gateway switched off for longer than that forgets nothing at its next start,
     /// and forgets the device once it has run that long since.
     @Suite struct Forgetting {
-        @Test(.timeLimit(.minutes(2))) func timeSwitchedOffDoesNotCount() async throws {
+        @Test(.timeLimit(.minutes(5))) func timeSwitchedOffDoesNotCount() async throws {
             let h = try ServeHarness("forget")
             defer { h.close() }
             let forgetAfter = 8.0

@@ -58,7 +58,7 @@ extension ServeTests {
         /// once, in batches of the window, and the broker's "written" acknowledgements empty the
         /// outbox. The broker is down when the gateway starts (it keeps the subscriber's session
         /// and queues its QoS 0 messages meanwhile).
-        @Test(.timeLimit(.minutes(2))) func qos0EventsWaitForTheConnectionThenGoOutInOrder() async throws {
+        @Test(.timeLimit(.minutes(5))) func qos0EventsWaitForTheConnectionThenGoOutInOrder() async throws {
             let h = try ServeHarness("outbox-qos0", broker: .init(persistence: true, extraLines: ["queue_qos0_messages true"]))
             defer { h.close() }
             let topic = "\(h.prefix)/t/outbox"
@@ -99,7 +99,7 @@ extension ServeTests {
         /// batch overflows it: its last event is read back from the database once
         /// acknowledgements make room. Every event arrives once, in commit order, and the stream
         /// is settled to its end.
-        @Test(.timeLimit(.minutes(2))) func freshEventsGoOutOnceInOrderPastAFullWindow() async throws {
+        @Test(.timeLimit(.minutes(5))) func freshEventsGoOutOnceInOrderPastAFullWindow() async throws {
             let h = try ServeHarness("outbox-fresh")
             defer { h.close() }
             let topic = "\(h.prefix)/t/fresh"
@@ -132,7 +132,7 @@ extension ServeTests {
         /// Fresh stream events within the window, nothing else waiting: their acknowledgements
         /// are taken as they arrive, on the network thread, without waking `run()`, and the timer
         /// still has the stream settled.
-        @Test(.timeLimit(.minutes(2))) func freshStreamAcknowledgementsAreTakenAsTheyArrive() async throws {
+        @Test(.timeLimit(.minutes(5))) func freshStreamAcknowledgementsAreTakenAsTheyArrive() async throws {
             let h = try ServeHarness("outbox-arrive")
             defer { h.close() }
             let topic = "\(h.prefix)/t/arrive"
@@ -164,7 +164,7 @@ extension ServeTests {
         /// acknowledgements: they are committed (one transaction each) at most every
         /// `progressInterval`, not once per round trip, and the last ones by the timer, so the
         /// stream ends settled without another acknowledgement coming.
-        @Test(.timeLimit(.minutes(2))) func acknowledgementsAreCommittedAtMostEveryInterval() async throws {
+        @Test(.timeLimit(.minutes(5))) func acknowledgementsAreCommittedAtMostEveryInterval() async throws {
             let h = try ServeHarness("outbox-acks")
             defer { h.close() }
             let topic = "\(h.prefix)/t/acks"

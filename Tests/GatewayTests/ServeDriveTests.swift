@@ -255,7 +255,7 @@ extension ServeTests {
         /// Five devices driven for 3 s with `stateInterval: 1` (an update each 0.1 s, so most
         /// positions are held back), then stopped: a few seconds later each retained state is at
         /// the device's last position.
-        @Test(.timeLimit(.minutes(2))) func aStoppedDevicesRetainedStateIsWhereItStopped() async throws {
+        @Test(.timeLimit(.minutes(5))) func aStoppedDevicesRetainedStateIsWhereItStopped() async throws {
             let h = try ServeHarness("trailing")
             defer { h.close() }
             let config = try h.write("gw.json5", h.config(
