@@ -7,7 +7,7 @@ import path from 'node:path';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const source = readFileSync(path.join(here, '../../deploy/console/store.js'), 'utf8');
-const { Store, TRAIL_LENGTH, EVENT_LIMIT } = await import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'));
+const { Store, TRAIL_LENGTH, EVENT_LIMIT, MARK_LIMIT } = await import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'));
 
 let failures = 0, checks = 0;
 function same(name, actual, expected) {
@@ -58,6 +58,27 @@ s.handle('gt/site/events/t/a/b', bytes(event(EVENT_LIMIT + 19)));
 same('events newest first, bounded, de-duplicated', [s.events.length, s.events[0].id, s.events[EVENT_LIMIT - 1].id, s.eventIds.size],
     [EVENT_LIMIT, `e${EVENT_LIMIT + 19}`, 'e20', EVENT_LIMIT]);
 
+// The map's marks: the events with a position, kept beyond the list's 500 (up to MARK_LIMIT).
+same('marks: events with a position only (these had none)', [s.marks.length, s.versions.marks], [0, 0]);
+const placed = (i) => ({ ...event(i), id: `m${i}`, position: { lat: 34, lon: -119, time: 'x' } });
+for (let i = 0; i < EVENT_LIMIT + 5; i++) s.handle('gt/site/events/t/a/b', bytes(placed(i)));
+same('marks outlive the event list', [s.events.length, s.marks.length, s.marks[0].id, s.marks.at(-1).id], [EVENT_LIMIT, EVENT_LIMIT + 5, `m${EVENT_LIMIT + 4}`, 'm0']);
+s.handle('gt/site/events/t/a/b', bytes(placed(0)));
+same('an event redelivered after it left the list is still known by its mark', [s.marks.length, s.events[0].id], [EVENT_LIMIT + 5, `m${EVENT_LIMIT + 4}`]);
+same('an event is found by id in the list or among the marks', [s.eventById('m0')?.id, s.eventById('nope')], ['m0', null]);
+same('the mark limit', MARK_LIMIT, 10000);
+
+// Trip events have no fence (their trip instead); events of types to come are taken too.
+const heard = [];
+s.onEvent = (e) => heard.push(e.type);
+s.handle('gt/site/events/trips/van-1', bytes({ id: 'trip-1', type: 'offRoute', notification: 'offRoute', trigger: 'trips', device: 'van-1', trip: 'T1',
+    position: { lat: 34.1, lon: -119.1, time: 'x' }, emitted: 'x', along: 120, remaining: 800 }));
+s.handle('gt/site/events/t/van-1', bytes({ id: 'future-1', type: 'somethingNew', device: 'van-1' }));
+s.handle('gt/site/events/t/van-1', bytes({ id: 'bad-fence', type: 'enter', device: 'van-1', fence: 'depot' }));
+same('a trip event and an event of a type to come are taken (a fence that is not an object is not)', [s.events[1].id, s.events[0].id, s.marks[0].id, heard],
+    ['trip-1', 'future-1', 'trip-1', ['offRoute', 'somethingNew']]);
+same('and the odd one is named', s.notices.at(-1).text, 'gt/site/events/t/van-1: event of unknown shape, ignored');
+
 // Gateways and the hook that asks for fences again when one (re)starts.
 const started = [];
 s.onGatewayStarted = (id) => started.push(id);
@@ -66,6 +87,11 @@ s.handle('gt/site/status/gw-1', bytes({ status: 'started', since: 'A', counters:
 s.handle('gt/site/status/gw-1', bytes({ status: 'offline' }));
 s.handle('gt/site/status/gw-1', bytes({ status: 'started', since: 'B' }));
 same('a gateway start asks for fences once per start', started, ['gw-1', 'gw-1']);
+const statuses = [];
+s.onStatus = (id, status) => statuses.push([id, status && status.status]);
+s.handle('gt/site/status/gw-1', bytes({ status: 'stopped' }));
+s.handle('gt/site/status/gw-1', new Uint8Array(0));
+same('every status is handed on (a cleared one as null)', statuses, [['gw-1', 'stopped'], ['gw-1', null]]);
 
 // Occupancy: the key's levels, an empty payload clears.
 s.handle('gt/site/occupancy/t/l/f', bytes({ trigger: 't', layer: 'l', fence: 'f', name: 'F', count: 2, devices: ['a/b', 'c'] }));
@@ -92,7 +118,10 @@ same('a whole features reply', [s.fences.size, s.featuresStatus], [0, { state: '
 // Expected arrivals: open, result, cleared by the gateway; rejected; cancelled.
 s.handle('gt/site/expect/x1', bytes({ device: 'a/b', layer: 'l', fence: 'f', by: 'T' }));
 same('open', s.expectations.get('x1').open, true);
+const results = [];
+s.onResult = (id, r) => results.push([id, r.result]);
 s.handle('gt/site/expect/x1/result', bytes({ id: 'r', expectation: 'x1', result: 'arrived', early: 12 }));
+same('a result is handed on', results, [['x1', 'arrived']]);
 s.handle('gt/site/expect/x1', new Uint8Array(0));
 same('arrived, and the clear keeps the result', [s.expectations.get('x1').open, s.expectations.get('x1').result.result], [false, 'arrived']);
 s.handle('gt/site/expect/x2/error', bytes({ error: 'no trigger watches layer "nope"' }));
@@ -109,6 +138,21 @@ s.handle('gt/site/fences/zones/z1/error', bytes({ layer: 'zones', fence: 'z1', e
 s.handle('gt/site/fences/zones/z1', new Uint8Array(0));
 same('runtime fences tracked, changes reported', [s.runtimeFences.size, changedFences], [0, ['zones/z1', 'zones/z1']]);
 same('a rejected runtime fence is named', s.notices.at(-1).text, 'runtime fence zones/z1: a Point needs a buffer (rejected by the gateway)');
+
+// The selection: one at a time, cleared with null; a fence's inside answer only while it is selected.
+const v = s.versions.selection;
+s.select('device', 'a/b');
+s.select('device', 'a/b');
+same('selecting a device (twice: one change)', [s.selection, s.versions.selection - v], [{ kind: 'device', id: 'a/b' }, 1]);
+s.setSelectionInside('l/f', { state: 'ok', inside: [] });
+same('an inside answer for a fence not selected is dropped', s.selectionInside, null);
+s.select('fence', 'l/f');
+s.setSelectionInside('l/f', { state: 'ok', inside: [{ device: 'a/b', trigger: 't' }], count: 1 });
+same('the selected fence\'s inside answer', [s.selectionInside.key, s.selectionInside.inside[0].device], ['l/f', 'a/b']);
+s.select('event', 'trip-1');
+same('another selection drops the inside answer', [s.selection.kind, s.selectionInside], ['event', null]);
+s.select(null);
+same('cleared', s.selection, null);
 
 console.log(`console store: ${checks - failures}/${checks} checks passed`);
 process.exit(failures ? 1 : 0);

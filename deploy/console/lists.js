@@ -82,6 +82,14 @@ function clock(iso) {
 }
 function text(v) { return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v); }
 
+/// What an event is about, in words: its fence, or its trip (trip events have no fence).
+function eventSubject(e) {
+    const f = e.fence;
+    if (f && typeof f === 'object') return `${text(f.name) || text(f.id)} (${text(f.layer)}/${text(f.id)})`;
+    if (e.trip !== undefined) return `trip ${text(e.trip)}`;
+    return text(e.trigger);
+}
+
 export class Lists {
     constructor(root, { onFly, actions, requestRender } = {}) {
         this.root = root;
@@ -254,12 +262,11 @@ export class Lists {
             row.className = 'clickable';
             const p = e.position;
             if (p && typeof p.lat === 'number') row._fly = [p.lat, p.lon];
-            const f = e.fence;
             append(row, [
                 el('time', {}, clock(p && p.time) || clock(e.emitted)), ' ',
                 el('span', { className: `type type-${e.type}` }, e.type), ' ',
                 el('strong', {}, text(e.device)), ' ',
-                `${text(f.name) || text(f.id)} (${text(f.layer)}/${text(f.id)})`,
+                eventSubject(e),
                 e.inferred ? ' · inferred' : '',
                 e.message !== undefined ? el('div', { className: 'muted' }, text(e.message)) : '',
             ]);

@@ -6,6 +6,8 @@
 
 export const TRAIL_LENGTH = 50;
 export const EVENT_LIMIT = 500;
+/// Events kept for the map's marks (those with a position; the map shows the last hour of them).
+export const MARK_LIMIT = 10000;
 const NOTICE_LIMIT = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -23,6 +25,9 @@ export class Store {
         this.devices = new Map();       // id -> {id, position, inside, updated, trail: [[lat, lon]]}
         this.events = [];               // newest first, at most EVENT_LIMIT
         this.eventIds = new Set();
+        this.marks = [];                // events with a position, newest first, at most MARK_LIMIT
+        this.markIds = new Set();
+        this.received = new WeakMap();  // event -> when the page got it (ms; for events without a time)
         this.gateways = new Map();      // id -> status payload (+ id)
         this.occupancy = new Map();     // "TRIGGER/LAYER/FENCE" -> payload
         this.fences = new Map();        // "LAYER/ID" -> {layer, id, name, buffer, triggers, geometry}
@@ -30,13 +35,22 @@ export class Store {
         this.expectations = new Map();  // id -> {id, request, result, error, open}
         this.notices = [];              // {kind, text, time}, newest last
         this.featuresStatus = { state: 'none', text: '' };
+        // What the dispatcher selected (a device, a fence or an event; shared by the map and the
+        // lists): {kind, id} or null; and for a fence, the answer of the inside query about it.
+        this.selection = null;
+        this.selectionInside = null;    // {key, state: 'asking'|'ok'|'error', inside, count, truncated, error}
         // deviceSet moves when a device comes or goes (the sorted list changes); occupancy when
         // a count does (fences is the fence set from the features query and runtime topics).
-        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, notices: 0 };
+        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, marks: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, notices: 0, selection: 0 };
         this.changedDevices = new Set();   // ids, until takeChanged('devices')
         this.changedOccupancy = new Set(); // "LAYER/FENCE", until takeChanged('occupancy')
         this.listeners = [];
         this.onRuntimeFenceChange = null;
+        // Hooks (the alerts panel listens here): an event taken (new id), an expected arrival's
+        // result, a gateway's status (null: its retained status was cleared).
+        this.onEvent = null;
+        this.onResult = null;
+        this.onStatus = null;
     }
 
     subscribe(fn) { this.listeners.push(fn); }
@@ -51,6 +65,29 @@ export class Store {
         const changed = this[field];
         this[field] = new Set();
         return changed;
+    }
+
+    /// Selects a device ('device', ID), a fence ('fence', "LAYER/ID") or an event ('event', ID);
+    /// select(null) clears the selection.
+    select(kind, id) {
+        const next = kind ? { kind, id } : null;
+        const now = this.selection;
+        if ((now && next && now.kind === next.kind && now.id === next.id) || (!now && !next)) return;
+        this.selection = next;
+        this.selectionInside = null;
+        this.changed('selection');
+    }
+
+    /// The event an id names: in the list or among the marks.
+    eventById(id) {
+        return this.events.find((e) => e.id === id) || this.marks.find((e) => e.id === id) || null;
+    }
+
+    /// The inside query's answer for the selected fence `key` (ignored if it is no longer selected).
+    setSelectionInside(key, answer) {
+        if (!this.selection || this.selection.kind !== 'fence' || this.selection.id !== key) return;
+        this.selectionInside = { key, ...answer };
+        this.changed('selection');
     }
 
     setConnection(state, detail = '') {
@@ -154,20 +191,30 @@ export class Store {
     event(topic, payload) {
         const event = this.json(topic, payload);
         if (event === undefined) return;
-        if (!isObject(event) || typeof event.id !== 'string' || typeof event.type !== 'string' || !isObject(event.fence)) {
+        // A fence's events name their fence; a trip's (trigger "trips") have none, and name their trip.
+        if (!isObject(event) || typeof event.id !== 'string' || typeof event.type !== 'string' || (event.fence !== undefined && !isObject(event.fence))) {
             this.notice('shape', `${topic}: event of unknown shape, ignored`);
             return;
         }
-        if (this.eventIds.has(event.id)) return; // redelivered: the same id
+        if (this.eventIds.has(event.id) || this.markIds.has(event.id)) return; // redelivered: the same id
         this.eventIds.add(event.id);
         this.events.unshift(event);
         while (this.events.length > EVENT_LIMIT) this.eventIds.delete(this.events.pop().id);
+        this.received.set(event, Date.now());
+        if (validPosition(event.position)) {
+            this.markIds.add(event.id);
+            this.marks.unshift(event);
+            while (this.marks.length > MARK_LIMIT) this.markIds.delete(this.marks.pop().id);
+            this.versions.marks++;
+        }
         this.changed('events');
+        if (this.onEvent) this.onEvent(event);
     }
 
     status(id, topic, payload) {
         if (payload.length === 0) {
             if (this.gateways.delete(id)) this.changed('gateways');
+            if (this.onStatus) this.onStatus(id, null);
             return;
         }
         const status = this.json(topic, payload);
@@ -179,6 +226,7 @@ export class Store {
         const previous = this.gateways.get(id);
         this.gateways.set(id, { ...status, id });
         this.changed('gateways');
+        if (this.onStatus) this.onStatus(id, status);
         if (this.onGatewayStarted && status.status === 'started' && (!previous || previous.status !== 'started' || previous.since !== status.since)) {
             this.onGatewayStarted(id);
         }
@@ -294,6 +342,7 @@ export class Store {
             if (!isObject(body) || typeof body.result !== 'string') { this.notice('shape', `${topic}: expectation result of unknown shape, ignored`); return; }
             x.result = body;
             x.open = false;
+            if (this.onResult) this.onResult(id, body);
         } else {
             x.error = isObject(body) && typeof body.error === 'string' ? body.error : JSON.stringify(body);
             this.notice('expectation', `expected arrival ${id} rejected: ${x.error}`);
