@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The dispatcher console's tests (deploy/console): its MQTT client (packets against known
-# bytes, exchanges over a stand-in WebSocket) and its store, with node; then the page in
+# bytes, exchanges over a stand-in WebSocket), its store, queries, alerts and event marks,
+# with node; then the page in
 # headless Chromium against a real mosquitto and the real `geotrigger serve`
 # (Tests/Console/console_test.py, through Selenium). Installs what is missing (Chromium, its
 # driver, Leaflet, Selenium, node) from Debian's packages; builds the debug gateway if it is
@@ -19,5 +20,7 @@ fi
 node Tests/Console/mqtt_packets.mjs
 node Tests/Console/store_test.mjs
 node Tests/Console/actions_test.mjs
+node Tests/Console/alerts_test.mjs
+node Tests/Console/marks_test.mjs
 # Debian's python3 (its python3-selenium), not whatever python3 comes first on PATH.
 /usr/bin/python3 Tests/Console/console_test.py
