@@ -7,8 +7,11 @@ Debian's Leaflet) and carries MQTT over that listener; the gateway runs on the r
 fences; devices walk through the garden and into the fleet depot (mosquitto_pub, json feed).
 The page is checked through its data attributes only: every device within 2 m of its last
 position, every event (the truth collected with mosquitto_sub) by id, the gateway started,
-occupancy as retained, fences when the gateway answers `features`; then the same from the
-retained topics after a reload; a polygon drawn on the map with clicks is published, and a
+occupancy as retained, fences when the gateway answers `features`; every event's mark on the
+map within 2 m of its position, the event list and the map selecting together (a row click
+marks its mark, a click on a mark marks its row); selecting each device marks exactly the
+fences of its retained state's `inside`, selecting a fence lists who is inside; then the
+same from the retained topics after a reload; a polygon drawn on the map with clicks is published, and a
 device walking into it gives an enter event and occupancy on the page; the features queries
 ask for the map's view, never the world as a bbox; bad payloads and a refused login get a word
 on the page; a login is kept per broker and a link with ?broker= elsewhere sends none; the
@@ -216,6 +219,31 @@ def tracks():
     }
 
 
+def inside_ring(point, ring):
+    """(lat, lon) inside a [lon, lat] ring (even-odd)."""
+    lat, lon = point
+    result = False
+    for (x1, y1), (x2, y2) in zip(ring, ring[1:]):
+        if (y1 > lat) != (y2 > lat) and lon < (x2 - x1) * (lat - y1) / (y2 - y1) + x1:
+            result = not result
+    return result
+
+
+def second_tracks():
+    """Fed after the first ones: a van parked on the road where it crosses site-north (in two
+    fences at once: the road's 25 m corridor and the site) and a device standing in no fence."""
+    with open(os.path.join(ROOT, 'fences', 'fleet.geojson')) as f:
+        fleet = {feature['id']: feature for feature in json.load(f)['features']}
+    road = along(fleet['road']['geometry']['coordinates'], 10)
+    site = fleet['site-north']['geometry']['coordinates'][0]
+    on_site = [i for i, p in enumerate(road) if inside_ring(p, site)]
+    stop = on_site[len(on_site) // 2]
+    return {
+        'parked-1': road[max(0, on_site[0] - 5):stop + 1],
+        'idle-1': [(34.4405, -119.7255), (34.4405001, -119.7255001)],
+    }
+
+
 def feed(port, tracks_by_device):
     """Each device's track as json-feed updates, 2 s of fix time apart, ending a little
     before now (mosquitto_pub -l: one message per line)."""
@@ -308,6 +336,33 @@ def events_seen(path):
                 continue
             events[e['id']] = e
     return events
+
+
+def marks_missing(driver, events):
+    """The events (id -> event) whose mark is not on the map within 2 m of their position."""
+    shown = {m['event-mark']: m for m in rows(driver, '[data-event-mark]', ['event-mark', 'lat', 'lon', 'type'])}
+    misses = []
+    for event_id, e in events.items():
+        p = e.get('position')
+        m = shown.get(event_id)
+        if not p:
+            misses.append(f'{event_id} ({e["type"]}) has no position')
+        elif not m:
+            misses.append(f'{event_id} ({e["type"]}) has no mark')
+        elif m['type'] != e['type']:
+            misses.append(f'{event_id}: mark of type {m["type"]}, event {e["type"]}')
+        else:
+            d = metres((p['lat'], p['lon']), (float(m['lat']), float(m['lon'])))
+            if d > 2:
+                misses.append(f'{event_id} ({e["type"]}) marked {d:.1f} m from its position')
+    return misses
+
+
+def click_map_at(driver, x, y):
+    """A click on the map at container pixel (x, y) (Selenium offsets count from the centre)."""
+    surface = driver.find_element(By.ID, 'map')
+    size = surface.size
+    ActionChains(driver).move_to_element_with_offset(surface, int(round(x - size['width'] / 2)), int(round(y - size['height'] / 2))).click().perform()
 
 
 ROWS_JS = """
@@ -501,8 +556,12 @@ def main():
                 wait_until(lambda: rows(driver, f'[data-gateway="{GATEWAY}"][data-status="started"]', ['gateway']), 30))
 
         paths = tracks()
-        last = {device: points[-1] for device, points in paths.items()}
         feed(port, paths)
+        # After the others, so that the oldest events (where the map flies below) stay theirs.
+        more = second_tracks()
+        feed(port, more)
+        paths.update(more)
+        last = {device: points[-1] for device, points in paths.items()}
         # The events are in once the collector has been quiet for 2 s.
         previous, quiet_since = -1, time.time()
         end = time.time() + 30
@@ -529,6 +588,117 @@ def main():
             return out;''', list(last))
         r.check('every device in view is painted on the map (its marker\'s pixel is opaque)',
                 all(v == 255 or v == 'out of view' for v in painted.values()) and any(v == 255 for v in painted.values()), str(painted))
+
+        # Events on the map: every event of the scene has its mark where it happened.
+        missing = wait_until(lambda: not marks_missing(driver, truth), 15) or marks_missing(driver, truth)
+        r.check(f'every event has its mark on the map within 2 m of its position, of its type ({len(truth)})',
+                missing is True and len(truth) > 0, '; '.join(missing[:5]) if missing is not True else 'no events were published')
+        painted = driver.execute_script('''
+            const layer = window.__console.map.eventLayer, canvas = layer.canvas, ratio = window.devicePixelRatio || 1;
+            const ctx = canvas.getContext('2d'), out = {};
+            for (const id of arguments[0]) {
+                const at = layer.pixelOf(id);
+                if (!at || at[0] < 0 || at[1] < 0 || at[0] >= canvas.width / ratio || at[1] >= canvas.height / ratio) { out[id] = 'out of view'; continue; }
+                out[id] = ctx.getImageData(Math.round(at[0] * ratio), Math.round(at[1] * ratio), 1, 1).data[3];
+            }
+            return out;''', list(truth))
+        r.check('every event mark in view is painted on the events\' canvas',
+                all(v == 'out of view' or v > 0 for v in painted.values()) and any(v != 'out of view' for v in painted.values()),
+                str(painted)[:600])
+
+        # The event list and the map select together: a row's click marks its mark ...
+        first = sorted(truth.values(), key=lambda e: e['emitted'])[0]
+        driver.find_element(By.CSS_SELECTOR, f'[data-event="{first["id"]}"]').click()
+        selected_marks = lambda: [m['event-mark'] for m in rows(driver, '[data-event-mark][data-selected]', ['event-mark'])]
+        r.check('a click on an event row selects its mark on the map (and only it)',
+                wait_until(lambda: selected_marks() == [first['id']], 10)
+                and driver.find_element(By.ID, 'selection').get_attribute('data-id') == first['id'], str(selected_marks()))
+        driver.find_element(By.CSS_SELECTOR, '#selection [data-action=deselect]').click()
+        r.check('the selection is cleared (its clear button)', wait_until(lambda: not selected_marks()
+                and not driver.find_elements(By.CSS_SELECTOR, '[data-event][data-selected]'), 5))
+        time.sleep(1.2)  # the map flew to the event
+        # ... and a click on a mark (one standing apart from the others and from the devices) marks its row.
+        apart = driver.execute_script('''
+            const c = window.__console, layer = c.map.eventLayer, size = c.map.map.getSize();
+            const marks = layer.drawn, devices = c.map.deviceLayer.drawn, out = [];
+            for (const [x, y, id] of marks) {
+                if (x < 30 || y < 30 || x > size.x - 30 || y > size.y - 30) continue;
+                const near = marks.concat(devices).filter(([u, v, other]) => other !== id && Math.hypot(u - x, v - y) < 14);
+                if (!near.length) out.push([id, x, y]);
+            }
+            return out;''')
+        if r.check('some event marks in view stand apart to be clicked', bool(apart), str(apart)):
+            event_id, x, y = apart[0]
+            click_map_at(driver, x, y)
+            selected_rows = lambda: [e['event'] for e in rows(driver, '[data-event][data-selected]', ['event'])]
+            r.check('a click on an event\'s mark on the map selects its row in the event list (and its mark)',
+                    wait_until(lambda: selected_rows() == [event_id] and selected_marks() == [event_id], 10),
+                    f'clicked {event_id}; rows {selected_rows()}, marks {selected_marks()}')
+            details = driver.find_element(By.ID, 'selection')
+            r.check('its details are shown (the selection panel and a popup on the map)',
+                    details.get_attribute('data-kind') == 'event' and truth[event_id]['device'] in details.text
+                    and bool(driver.find_elements(By.CSS_SELECTOR, '.event-popup')), details.text)
+            ActionChains(driver).move_to_element(details).perform()  # no fence tooltip over the mark
+            time.sleep(0.5)  # the popup fades in
+            shot(driver, 'console-event-selected.png')
+
+        # A device's fences: selecting each device marks exactly the fences of its retained state.
+        truth_inside = {}
+        for device in last:
+            payload = retained(port, f'{PREFIX}/devices/{device}/state').get(f'{PREFIX}/devices/{device}/state')
+            truth_inside[device] = sorted({f'{i["layer"]}/{i["fence"]}' for i in json.loads(payload)['inside']}) if payload else None
+        for device, expected in sorted(truth_inside.items()):
+            driver.find_element(By.CSS_SELECTOR, f'[data-device="{device}"]').click()
+
+            def marked():
+                if driver.find_element(By.ID, 'selection').get_attribute('data-id') != device:
+                    return None
+                return (sorted(f['fence'] for f in rows(driver, '#fences [data-highlighted]', ['fence'])),
+                        sorted(f['highlighted-fence'] for f in rows(driver, '[data-highlighted-fence]', ['highlighted-fence'])),
+                        sorted(f['in-fence'] for f in rows(driver, '#selection [data-in-fence]', ['in-fence'])))
+            ok = wait_until(lambda: marked() == (expected, expected, expected), 10)
+            r.check(f'selecting {device} marks exactly the fences it is in ({", ".join(expected or []) or "none"}): '
+                    f'the fence list, the map, the selection', bool(ok) and expected is not None,
+                    f'fence list, map, selection: {marked()}')
+        r.check('the scene has devices in no fence, in one and in two (the checks above are not trivial)',
+                {0, 1, 2} <= {len(v or []) for v in truth_inside.values()}, str(truth_inside))
+        # A device picked on the map (one standing apart from the others and the event marks):
+        # idle-1's row flies the map there, the selection is cleared, its marker clicked.
+        driver.find_element(By.CSS_SELECTOR, '[data-device="idle-1"]').click()
+        driver.find_element(By.CSS_SELECTOR, '#selection [data-action=deselect]').click()
+        time.sleep(1.2)
+        apart = driver.execute_script('''
+            const c = window.__console, size = c.map.map.getSize();
+            const devices = c.map.deviceLayer.drawn, marks = c.map.eventLayer.drawn, out = [];
+            for (const [x, y, id] of devices) {
+                if (x < 30 || y < 30 || x > size.x - 30 || y > size.y - 30) continue;
+                if (!devices.concat(marks).some(([u, v, other]) => other !== id && Math.hypot(u - x, v - y) < 14)) out.push([id, x, y]);
+            }
+            return out;''')
+        if r.check('some device in view stands apart to be clicked on the map', bool(apart), str(apart)):
+            device, x, y = apart[0]
+            click_map_at(driver, x, y)
+            r.check(f'a click on {device}\'s marker on the map selects it (its row and the selection panel)',
+                    wait_until(lambda: [d['device'] for d in rows(driver, '[data-device][data-selected]', ['device'])] == [device]
+                               and driver.find_element(By.ID, 'selection').get_attribute('data-id') == device, 10),
+                    str(rows(driver, '[data-device][data-selected]', ['device'])))
+        busiest = max(truth_inside, key=lambda d: len(truth_inside[d] or []))
+        driver.find_element(By.CSS_SELECTOR, f'[data-device="{busiest}"]').click()
+        triggers = {i['trigger'] for i in json.loads(retained(port, f'{PREFIX}/devices/{busiest}/state')[f'{PREFIX}/devices/{busiest}/state'])['inside']}
+        r.check(f'the triggers watching {busiest} (of the fences it is in) are listed',
+                wait_until(lambda: {t['watching'] for t in rows(driver, '#selection [data-watching]', ['watching'])} == triggers, 10),
+                str(rows(driver, '#selection [data-watching]', ['watching'])))
+        time.sleep(1.2)
+        shot(driver, 'console-device-fences.png')
+        # Selecting a fence lists who is inside (the inside query).
+        driver.find_element(By.CSS_SELECTOR, '[data-fence="fleet/depot"] strong').click()
+        inside_shown = lambda: ([d['inside-device'] for d in rows(driver, '#selection[data-kind=fence][data-inside=ok] [data-inside-device]', ['inside-device'])],
+                                driver.find_element(By.ID, 'selection').get_attribute('data-inside'))
+        r.check('selecting the depot lists who is inside: van-1 (the inside query); the depot is highlighted',
+                wait_until(lambda: inside_shown()[0] == ['van-1'], 15)
+                and [f['highlighted-fence'] for f in rows(driver, '[data-highlighted-fence]', ['highlighted-fence'])] == ['fleet/depot'],
+                str(inside_shown()))
+
         row = driver.find_elements(By.CSS_SELECTOR, '[data-event]')
         if row:
             row[-1].click()  # the oldest: the map flies there

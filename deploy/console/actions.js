@@ -154,6 +154,18 @@ export class Actions {
         this.secondReloadTimer = setTimeout(() => this.loadFeatures(), 3000);
     }
 
+    /// Who is inside the fence "LAYER/FENCE" (the inside query), for the selection panel:
+    /// {state: 'ok', inside, count, truncated} or {state: 'error', error}.
+    async insideOf(key) {
+        const gateway = this.gateway();
+        if (!gateway) return { state: 'error', error: 'no gateway is started' };
+        const slash = key.indexOf('/');
+        const reply = await this.query(gateway, { inside: { layer: key.slice(0, slash), fence: key.slice(slash + 1) } });
+        if (!reply || typeof reply !== 'object' || typeof reply.error === 'string') return { state: 'error', error: reply && reply.error ? reply.error : 'no answer' };
+        const inside = Array.isArray(reply.inside) ? reply.inside.filter((i) => i && typeof i === 'object') : [];
+        return { state: 'ok', inside, count: Number.isInteger(reply.count) ? reply.count : inside.length, truncated: reply.truncated === true };
+    }
+
     async inside(key) {
         const gateway = this.gateway();
         if (!gateway) { this.say('who is inside: no gateway is started'); return; }

@@ -1,5 +1,6 @@
 // Wires the console together: where to connect (?broker=, ?prefix=, ?tiles=), the login
-// form, the MQTT client, the store, one render per animation frame, the dispatcher's forms.
+// form, the MQTT client, the store, one render per animation frame, the dispatcher's forms,
+// the selection shared by the map and the lists.
 
 import { MqttClient } from './mqtt.js';
 import { Store } from './store.js';
@@ -74,6 +75,9 @@ function render() {
     const changed = { devices: store.takeChanged('devices'), occupancy: store.takeChanged('occupancy') };
     if (map) map.render(store, changed);
     lists.render(store);
+    // The selected fence's occupancy moved: who is inside is asked again.
+    const s = store.selection;
+    if (s && s.kind === 'fence' && changed.occupancy.has(s.id)) askInsideSoon(s.id);
     afterFrame.port2.postMessage(0);
 }
 function requestRender() {
@@ -103,8 +107,38 @@ const credentials = storedCredentials(url);
 const client = new MqttClient({ url, clientId, username: credentials?.username, password: credentials?.password, keepalive: 30 });
 // Fences are asked for the view the map shows (never the world as a bbox).
 const actions = new Actions({ client, store, prefix, replyTopic, say: answer, view: () => (map ? map.view() : null) });
-const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), actions, requestRender });
-if (map) lists.colourOf = (layer) => map.colour(layer);
+
+// The selection (a device, a fence or an event), shared by the map and the lists. A fence's
+// occupants come from the inside query.
+let insideTimer = null;
+function askInside(key) {
+    clearTimeout(insideTimer);
+    insideTimer = null;
+    actions.insideOf(key).then((answer) => store.setSelectionInside(key, answer));
+}
+function askInsideSoon(key) {
+    if (!insideTimer) insideTimer = setTimeout(() => { insideTimer = null; askInside(key); }, 1000);
+}
+function select(kind, id, { fromMap = false } = {}) {
+    store.select(kind, id);
+    if (kind === 'fence') askInside(id);
+    if (fromMap && kind === 'event') lists.scrollToSelected = true;
+}
+$('selection').querySelector('[data-action="deselect"]').addEventListener('click', () => select(null, null));
+document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && !(map && map.drawing) && !e.target?.closest?.('input, textarea, select')) select(null, null);
+});
+
+const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), onSelect: (kind, id) => select(kind, id), actions, requestRender });
+if (map) {
+    lists.colourOf = (layer) => map.colour(layer);
+    map.onSelect = (kind, id) => select(kind, id, { fromMap: true });
+}
+// Marks fade with age and leave after an hour.
+setInterval(() => {
+    if (map) map.marksDue = true;
+    requestRender();
+}, 15000);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
 window.__console = { store, map, lists };
 

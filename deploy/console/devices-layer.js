@@ -3,7 +3,7 @@
 // Leaflet layers per device, so that 10,000 devices moving at 5,000 states a second cost a
 // few milliseconds a frame (an image copy is far cheaper to raster than a stroked circle). Positions are
 // projected once per zoom level and kept; a frame draws only what is in view. Hovering a
-// device shows its id; a click on one flies there (onClick).
+// device shows its id; the map picks one for a click (pick) and rings the selected one.
 
 const L = globalThis.L;
 const MARKER_RADIUS = 6;
@@ -26,6 +26,7 @@ export class DeviceLayer {
         this.devices = new Map();
         this.drawn = [];          // [x, y, id] of the last frame's markers, for hovering
         this.dirty = true;
+        this.selected = null;     // the selected device's id (ringed)
         this.tooltip = L.tooltip({ direction: 'top', offset: [0, -MARKER_RADIUS] });
         this.marker = markerImage(window.devicePixelRatio || 1);
         map.on('moveend zoomend resize viewreset', () => { this.dirty = true; this.draw(); });
@@ -142,6 +143,32 @@ export class DeviceLayer {
         const half = this.marker.size / 2;
         for (const [x, y] of shown) ctx.drawImage(this.marker.image, Math.round(x - half), Math.round(y - half), this.marker.size, this.marker.size);
         this.drawn = shown;
+        const d = this.selected !== null ? this.devices.get(this.selected) : null;
+        if (d && d.point) {
+            ctx.beginPath();
+            ctx.arc(d.point.x - origin.x, d.point.y - origin.y, MARKER_RADIUS + 5, 0, 2 * Math.PI);
+            ctx.lineWidth = 3;
+            ctx.strokeStyle = '#ff6f00';
+            ctx.stroke();
+        }
+    }
+
+    select(id) {
+        if (this.selected === id) return;
+        this.selected = id;
+        this.dirty = true;
+        this.draw();
+    }
+
+    /// The device nearest a container point within HOVER_PIXELS: {id, distance} (pixels) or null.
+    pick(point) {
+        let best = null, bestDistance = HOVER_PIXELS * HOVER_PIXELS;
+        for (const [x, y, id] of this.drawn) {
+            const dx = x - point.x, dy = y - point.y;
+            const distance = dx * dx + dy * dy;
+            if (distance <= bestDistance) { best = id; bestDistance = distance; }
+        }
+        return best === null ? null : { id: best, distance: Math.sqrt(bestDistance) };
     }
 
     /// The id of the device nearest a container point within HOVER_PIXELS, as a tooltip.

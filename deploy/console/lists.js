@@ -1,6 +1,8 @@
-// The lists beside the map: gateways, devices, fences (with occupancy), events, expected
-// arrivals and notices. Text from the broker only ever becomes text nodes, never HTML. Rows
-// carry data attributes that tests and scripts can read (docs/console.md "Data attributes").
+// The lists beside the map: the selection, gateways, devices, fences (with occupancy),
+// events, expected arrivals and notices. Text from the broker only ever becomes text nodes,
+// never HTML. Rows carry data attributes that tests and scripts can read (docs/console.md
+// "Data attributes"). A click on a device, fence or event row selects it (the map shows the
+// same selection) and flies the map there.
 
 /// An element with attributes and children (strings become text nodes).
 export function el(tag, attributes = {}, ...children) {
@@ -38,6 +40,7 @@ export function syncRows(container, entries, fill, tag = 'li') {
             for (const a of [...row.attributes]) row.removeAttribute(a.name);
             row.replaceChildren();
             row._fly = undefined;
+            row._select = undefined;
             fill(row, data);
         }
         if (container.children[at] !== row) container.insertBefore(row, container.children[at] || null);
@@ -82,6 +85,30 @@ function clock(iso) {
 }
 function text(v) { return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v); }
 
+/// The fences ("LAYER/FENCE") the selection highlights: the selected device's (from its retained
+/// state's `inside`), or the selected fence.
+export function highlightedFences(store) {
+    const s = store.selection;
+    if (!s) return new Set();
+    if (s.kind === 'fence') return new Set([s.id]);
+    if (s.kind !== 'device') return new Set();
+    const d = store.devices.get(s.id);
+    return new Set((d && d.inside ? d.inside : []).map((i) => `${i.layer}/${i.fence}`));
+}
+
+/// What the selection panel shows depends on: the selected device's state, or the fence set,
+/// its occupancy and the inside answer (an event's details do not change).
+function selectionStamp(store) {
+    const s = store.selection;
+    if (!s) return '';
+    if (s.kind === 'device') {
+        const d = store.devices.get(s.id);
+        return d ? `${d.updated}|${JSON.stringify(d.position)}|${JSON.stringify(d.inside)}` : 'gone';
+    }
+    if (s.kind === 'fence') return `${store.versions.fences}|${store.versions.occupancy}`;
+    return s.id;
+}
+
 /// What an event is about, in words: its fence, or its trip (trip events have no fence).
 function eventSubject(e) {
     const f = e.fence;
@@ -91,9 +118,12 @@ function eventSubject(e) {
 }
 
 export class Lists {
-    constructor(root, { onFly, actions, requestRender } = {}) {
+    /// onFly(lat, lon): fly the map there; onSelect(kind, id): select a device, fence or event
+    /// (null: nothing).
+    constructor(root, { onFly, onSelect, actions, requestRender } = {}) {
         this.root = root;
         this.onFly = onFly || (() => {});
+        this.onSelect = onSelect || (() => {});
         this.actions = actions;
         this.requestRender = requestRender || (() => {});
         this.seen = {};
@@ -111,6 +141,8 @@ export class Lists {
             fencesStatus: root.querySelector('#fences-status'),
             events: root.querySelector('#events'),
             expectations: root.querySelector('#expectations'),
+            selection: root.querySelector('#selection'),
+            selectionBody: root.querySelector('#selection-body'),
             counts: {
                 devices: root.querySelector('#count-devices'),
                 fences: root.querySelector('#count-fences'),
@@ -127,12 +159,15 @@ export class Lists {
         }
     }
 
-    /// One click handler per list (rows are re-filled, so they carry no listeners of their own).
+    /// One click handler per list (rows are re-filled, so they carry no listeners of their own):
+    /// a row selects what it shows (`_select`: [kind, id]) and flies the map there (`_fly`).
     listenForFlights() {
-        for (const name of ['devices', 'fences', 'events']) {
-            this.parts[name].addEventListener('click', (e) => {
+        for (const name of ['devices', 'fences', 'events', 'selectionBody']) {
+            this.parts[name]?.addEventListener('click', (e) => {
                 const row = e.target.closest('li');
-                if (row && row._fly && !e.target.closest('button')) this.onFly(row._fly[0], row._fly[1]);
+                if (!row || e.target.closest('button')) return;
+                if (row._select) this.onSelect(row._select[0], row._select[1]);
+                if (row._fly) this.onFly(row._fly[0], row._fly[1]);
             });
         }
     }
@@ -153,10 +188,87 @@ export class Lists {
             const box = this.parts.boxes[name];
             this.views[name] = { top: box.scrollTop, height: box.clientHeight };
         }
-        if (this.due(store, 'devices') | scrolled('devices')) this.devices(store);
-        if (this.due(store, 'fences') | this.due(store, 'occupancy') | scrolled('fences')) this.fences(store);
-        if (this.due(store, 'events')) this.events(store);
+        const selection = this.due(store, 'selection');
+        const devices = this.due(store, 'devices');
+        const fences = this.due(store, 'fences') | this.due(store, 'occupancy');
+        if (devices | selection | scrolled('devices')) this.devices(store);
+        // A selected device that moved into or out of a fence changes the highlighted fences.
+        const highlighted = store.selection?.kind === 'device' ? [...highlightedFences(store)].join('\n') : '';
+        const highlightMoved = highlighted !== this.highlighted;
+        this.highlighted = highlighted;
+        if (fences | selection | scrolled('fences') || highlightMoved) this.fences(store);
+        if (this.due(store, 'events') | selection) this.events(store);
         if (this.due(store, 'expectations')) this.expectations(store);
+        if (selection || (store.selection && (devices || fences))) {
+            const stamp = selectionStamp(store);
+            if (selection || stamp !== this.selectionStamp) this.selection(store);
+            this.selectionStamp = stamp;
+        }
+    }
+
+    /// What is selected, in detail: a device (the fences it is in, the triggers they are of), a
+    /// fence (its triggers, who is inside: the inside query), an event (all it says).
+    selection(store) {
+        const section = this.parts.selection;
+        const body = this.parts.selectionBody;
+        const s = store.selection;
+        section.hidden = !s;
+        section.dataset.kind = s ? s.kind : '';
+        section.dataset.id = s ? s.id : '';
+        delete section.dataset.inside;
+        body.replaceChildren();
+        if (!s) return;
+        const item = (attributes, select, ...children) => {
+            const li = el('li', { ...attributes, className: select ? 'clickable' : undefined }, ...children);
+            if (select) li._select = select;
+            return li;
+        };
+        if (s.kind === 'device') {
+            const d = store.devices.get(s.id);
+            if (!d) { append(body, [el('strong', {}, s.id), el('div', { className: 'muted' }, 'not among the devices (forgotten?)')]); return; }
+            const p = d.position;
+            const inside = d.inside || [];
+            const triggers = [...new Set(inside.map((i) => text(i.trigger)))].sort();
+            append(body, [
+                el('div', {}, el('strong', {}, d.id), p ? ` · ${p.lat.toFixed(6)}, ${p.lon.toFixed(6)} · ${clock(p.time)}` : ' · no position'),
+                el('div', { className: 'muted' }, inside.length ? `in ${inside.length} fence${inside.length === 1 ? '' : 's'}:` : 'in no fence'),
+                el('ul', { className: 'rows' }, inside.map((i) => item(
+                    { 'data-in-fence': `${text(i.layer)}/${text(i.fence)}`, 'data-trigger': text(i.trigger) },
+                    ['fence', `${text(i.layer)}/${text(i.fence)}`],
+                    el('strong', {}, text(i.name) || text(i.fence)), ` (${text(i.layer)}/${text(i.fence)}) · ${text(i.trigger)} · since ${clock(i.since)}`))),
+                triggers.length ? el('div', {}, 'triggers: ', triggers.flatMap((t, n) => [n ? ', ' : '', el('span', { 'data-watching': t }, t)])) : '',
+            ]);
+            return;
+        }
+        if (s.kind === 'fence') {
+            const f = store.fences.get(s.id);
+            const occupied = [...store.occupancy.values()].filter((o) => `${o.layer}/${o.fence}` === s.id && o.count > 0);
+            const answer = store.selectionInside;
+            section.dataset.inside = answer ? answer.state : 'asking';
+            const inside = answer && Array.isArray(answer.inside) ? answer.inside : [];
+            const more = answer && Number.isInteger(answer.count) && answer.count > inside.length ? answer.count - inside.length : 0;
+            append(body, [
+                el('div', {}, el('strong', {}, (f && f.name) || s.id), ' ', el('span', { className: 'muted' }, s.id), f && f.buffer ? ` · buffer ${f.buffer} m` : ''),
+                f && f.triggers.length ? el('div', {}, 'triggers: ', f.triggers.flatMap((t, n) => [n ? ', ' : '', el('span', { 'data-watching': text(t) }, text(t))])) : el('div', { className: 'muted' }, f ? 'no trigger watches it' : 'not among the fences loaded'),
+                occupied.length ? el('div', {}, occupied.map((o) => `${o.trigger}: ${o.count} inside`).join(' · ')) : '',
+                el('div', { className: 'muted' }, !answer || answer.state === 'asking' ? 'who is inside: asking…' : answer.state === 'error' ? `who is inside: ${answer.error}` : inside.length ? 'inside (the inside query):' : 'inside: nobody'),
+                el('ul', { className: 'rows' }, inside.map((i) => item({ 'data-inside-device': text(i.device), 'data-trigger': text(i.trigger) }, ['device', text(i.device)],
+                    el('strong', {}, text(i.device)), ` · ${text(i.trigger)} · since ${clock(i.since)}`))),
+                more ? el('div', { className: 'muted' }, `and ${more} more`) : '',
+            ]);
+            return;
+        }
+        const e = store.eventById(s.id);
+        if (!e) { append(body, [el('div', { className: 'muted' }, `event ${s.id}: no longer held by the page`)]); return; }
+        const p = e.position;
+        const line = (label, value) => (value === undefined || value === null || value === '' ? '' : el('div', {}, el('span', { className: 'muted' }, `${label} `), text(value)));
+        append(body, [
+            el('div', {}, el('span', { className: `type type-${e.type}` }, e.type), ' ', el('strong', {}, text(e.device)), ' ', eventSubject(e)),
+            line('time', p && p.time), line('decided', e.emitted),
+            p ? line('at', `${p.lat.toFixed(6)}, ${p.lon.toFixed(6)}${typeof p.accuracy === 'number' ? ` ±${Math.round(p.accuracy)} m` : ''}`) : line('at', 'no position'),
+            line('trigger', e.trigger), line('reason', e.reason), line('distance', typeof e.distance === 'number' ? `${e.distance} m` : undefined),
+            line('dwell', typeof e.dwellSeconds === 'number' ? `${e.dwellSeconds} s` : undefined), line('message', e.message), line('id', e.id),
+        ]);
     }
 
     connection(store) {
@@ -194,18 +306,22 @@ export class Lists {
             this.sorted.devicesAt = store.versions.deviceSet;
             this.sorted.devices = [...store.devices.keys()].sort();
         }
+        const selectedId = store.selection && store.selection.kind === 'device' ? store.selection.id : null;
         const entry = (id) => {
             const d = store.devices.get(id);
-            return [id, d, d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
+            const selected = selectedId === id;
+            return [id, d, (selected ? 'S|' : '') + d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
         };
         syncList(this.parts.devices, this.views.devices, this.sorted.devices, entry, (row, d) => {
             row.dataset.device = d.id;
+            if (d.id === selectedId) row.dataset.selected = 'true';
+            row._select = ['device', d.id];
+            row.className = 'clickable';
             const p = d.position;
             if (p) {
                 row.dataset.lat = fixed(p.lat);
                 row.dataset.lon = fixed(p.lon);
                 row._fly = [p.lat, p.lon];
-                row.className = 'clickable';
             }
             const inside = d.inside.map((i) => text(i.name) || `${text(i.layer)}/${text(i.fence)}`);
             append(row, [
@@ -230,9 +346,15 @@ export class Lists {
             this.sorted.fences = [...new Set([...store.fences.keys(), ...byFence.keys()])].sort();
         }
         const keys = this.sorted.fences;
-        const entry = (k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices])])];
+        const highlighted = highlightedFences(store);
+        const selectedKey = store.selection && store.selection.kind === 'fence' ? store.selection.id : null;
+        const entry = (k) => [k, { key: k, fence: store.fences.get(k), occupancy: byFence.get(k) || [] }, JSON.stringify([store.fences.get(k) ? 1 : 0, store.runtimeFences.has(k), (byFence.get(k) || []).map(([, o]) => [o.count, o.devices]), highlighted.has(k), k === selectedKey])];
         syncList(this.parts.fences, this.views.fences, keys, entry, (row, { key, fence, occupancy }) => {
             row.dataset.fence = key;
+            if (highlighted.has(key)) row.dataset.highlighted = 'true';
+            if (key === selectedKey) row.dataset.selected = 'true';
+            row._select = ['fence', key];
+            row.className = 'clickable';
             const name = fence ? fence.name : (occupancy[0] && occupancy[0][1].name) || '';
             append(row, [
                 // First, so that it floats right of the name.
@@ -246,7 +368,7 @@ export class Lists {
                     `${o.trigger}: ${o.count} inside`, Array.isArray(o.devices) && o.devices.length ? ` (${o.devices.map(text).join(', ')})` : '')])),
             ]);
             const c = fence && centre(fence.geometry);
-            if (c) { row.className = 'clickable'; row._fly = c; }
+            if (c) row._fly = c;
         });
         this.parts.counts.fences.textContent = String(keys.length);
         const s = store.featuresStatus;
@@ -255,11 +377,15 @@ export class Lists {
     }
 
     events(store) {
-        const entries = store.events.map((e) => [e.id, e]);
+        const selectedId = store.selection && store.selection.kind === 'event' ? store.selection.id : null;
+        const entries = store.events.map((e) => [e.id, e, e.id === selectedId ? 'selected' : e]);
+        let selectedRow = null;
         syncRows(this.parts.events, entries, (row, e) => {
             row.dataset.event = e.id;
             row.dataset.type = e.type;
             row.className = 'clickable';
+            row._select = ['event', e.id];
+            if (e.id === selectedId) { row.dataset.selected = 'true'; selectedRow = row; }
             const p = e.position;
             if (p && typeof p.lat === 'number') row._fly = [p.lat, p.lon];
             append(row, [
@@ -272,6 +398,13 @@ export class Lists {
             ]);
         });
         this.parts.counts.events.textContent = String(store.events.length);
+        // Selected on the map: the row scrolls into the list's view.
+        if (selectedRow && this.scrollToSelected) {
+            this.scrollToSelected = false;
+            const list = this.parts.events;
+            const r = selectedRow.getBoundingClientRect(), b = list.getBoundingClientRect();
+            if (r.top < b.top || r.bottom > b.bottom) list.scrollTop += r.top - b.top - b.height / 3;
+        }
     }
 
     expectations(store) {

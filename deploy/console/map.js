@@ -1,10 +1,17 @@
-// The map: fences (buffers drawn), devices (accuracy circle, trail) on Leaflet's canvas
-// renderer, no basemap unless ?tiles= names one. Leaflet is the global L of leaflet/leaflet.js.
-// Fences and devices have a canvas each: a device that moves repaints the devices' canvas
-// only (devices-layer.js draws them all in a few paths), and only the devices and fences that
-// changed are touched in a frame.
+// The map: fences (buffers drawn), event marks, devices (accuracy circle, trail) on Leaflet's
+// canvas renderer, no basemap unless ?tiles= names one. Leaflet is the global L of
+// leaflet/leaflet.js. Fences, events and devices have a canvas each: a device that moves
+// repaints the devices' canvas only (devices-layer.js draws them all in a few paths), and only
+// the devices and fences that changed are touched in a frame. A click selects the device or
+// event mark under it (the nearest within a few pixels), else the fence; the selection is the
+// store's, shared with the lists: a selected device's fences (its retained `inside`) and a
+// selected fence are drawn highlighted, a selected event's mark is ringed with its details in
+// a popup.
 
 import { DeviceLayer, metresPerPixel } from './devices-layer.js';
+import { EventLayer } from './events-layer.js';
+import { visibleMarks } from './event-marks.js';
+import { syncRows, highlightedFences } from './lists.js';
 
 const L = globalThis.L;
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
@@ -36,8 +43,19 @@ export class MapView {
     constructor(element, { tiles } = {}) {
         this.renderer = L.canvas({ padding: 0.5 });
         this.map = L.map(element, { preferCanvas: true, renderer: this.renderer, zoomControl: true, attributionControl: !!tiles });
-        // Above the fences' overlay pane (400), below tooltips (650).
+        // Above the fences' overlay pane (400), below tooltips (650); events under devices.
+        this.map.createPane('events').style.zIndex = 440;
         this.map.createPane('devices').style.zIndex = 450;
+        // What the map draws on its canvases, mirrored as hidden elements for scripts and tests.
+        const mirror = document.createElement('div');
+        mirror.className = 'map-mirror';
+        mirror.hidden = true;
+        this.markList = mirror.appendChild(document.createElement('ul'));
+        this.markList.className = 'event-marks';
+        this.highlightList = mirror.appendChild(document.createElement('ul'));
+        this.highlightList.className = 'highlighted-fences';
+        element.appendChild(mirror);
+        this.eventLayer = new EventLayer(this.map, { pane: 'events', list: this.markList });
         this.deviceLayer = new DeviceLayer(this.map, { pane: 'devices' });
         this.map.setView([20, 0], 2);
         L.control.scale({ imperial: false }).addTo(this.map);
@@ -46,7 +64,13 @@ export class MapView {
         this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
         this.fences = new Map();   // "LAYER/ID" -> Leaflet group drawn for it
         this.layerColours = new Map();
-        this.seen = { fences: -1, occupancy: -1 };
+        this.seen = { fences: -1, occupancy: -1, marks: -1, selection: -1 };
+        this.marksDue = false;      // fading: the marks are computed again at the next render
+        this.highlighted = new Set(); // "LAYER/FENCE" drawn highlighted
+        this.onSelect = () => {};   // (kind, id): a click picked a device, event or fence (null: nothing)
+        this.popup = null;
+        // The pointer's own point (Leaflet gives a small circle's centre as a click's point on it).
+        this.map.on('click', (e) => this.clicked(this.map.mouseEventToContainerPoint(e.originalEvent), null));
         this.fitted = false;        // once to the fences
         this.fittedDevices = false; // once to the devices while no fence is known
         this.map.on('zoomend', () => this.widenCorridors());
@@ -74,6 +98,19 @@ export class MapView {
     /// Redraws what changed since the last frame: `changed` holds the device ids and the
     /// "LAYER/FENCE" keys of occupancy the app took from the store (store.takeChanged).
     render(store, changed) {
+        const selection = store.versions.selection !== this.seen.selection;
+        this.seen.selection = store.versions.selection;
+        const s = store.selection;
+        const highlight = selection || (s && s.kind === 'device' && changed.devices.has(s.id)) ? highlightedFences(store) : null;
+        if (highlight && !sameSet(highlight, this.highlighted)) {
+            const before = this.highlighted;
+            this.highlighted = highlight;
+            if (store.versions.fences === this.seen.fences) {
+                const counts = occupiedCounts(store);
+                for (const key of new Set([...before, ...highlight])) this.drawFence(store, key, counts.get(key) || 0);
+                this.mirrorHighlights();
+            }
+        }
         if (store.versions.fences !== this.seen.fences) {
             this.seen.fences = store.versions.fences;
             this.seen.occupancy = store.versions.occupancy;
@@ -84,6 +121,53 @@ export class MapView {
             for (const key of changed.occupancy) this.drawFence(store, key, counts.get(key) || 0);
         }
         if (changed.devices.size) this.drawDevices(store, changed.devices);
+        if (store.versions.marks !== this.seen.marks || this.marksDue) {
+            this.seen.marks = store.versions.marks;
+            this.marksDue = false;
+            this.eventLayer.set(visibleMarks(store.marks, Date.now(), (e) => store.received.get(e)));
+        }
+        if (selection) this.showSelection(store);
+    }
+
+    /// The selection on the map: the device ringed, the event's mark ringed with a popup.
+    showSelection(store) {
+        const s = store.selection;
+        this.deviceLayer.select(s && s.kind === 'device' ? s.id : null);
+        this.eventLayer.select(s && s.kind === 'event' ? s.id : null);
+        const e = s && s.kind === 'event' ? store.eventById(s.id) : null;
+        if (this.popup) {
+            const popup = this.popup;
+            this.popup = null;
+            this.map.closePopup(popup);
+        }
+        const p = e && e.position;
+        if (!p || typeof p.lat !== 'number') return;
+        const subject = e.fence && typeof e.fence === 'object' ? `${e.fence.name || e.fence.id} (${e.fence.layer}/${e.fence.id})` : e.trip !== undefined ? `trip ${e.trip}` : '';
+        const lines = [`${e.type} · ${e.device}`, subject, `${p.time || e.emitted || ''}`, `${p.lat.toFixed(6)}, ${p.lon.toFixed(6)}${typeof p.accuracy === 'number' ? ` ±${Math.round(p.accuracy)} m` : ''}`];
+        if (e.message !== undefined) lines.push(typeof e.message === 'string' ? e.message : JSON.stringify(e.message));
+        const popup = L.popup({ autoPan: false, className: 'event-popup', offset: [0, -8] }).setLatLng([p.lat, p.lon]).setContent(textElement(lines.filter(Boolean).map(String)));
+        this.popup = popup;
+        popup.openOn(this.map);
+        // Closed by the dispatcher (its x): the event is no longer selected.
+        popup.on('remove', () => { if (this.popup === popup) { this.popup = null; this.onSelect(null, null); } });
+    }
+
+    /// A click at a container point (on a fence: `fence` is its key): the nearest device or event
+    /// mark within a few pixels, else the fence, else nothing is selected.
+    clicked(point, fence) {
+        if (this.drawing) return;
+        const device = this.deviceLayer.pick(point);
+        const mark = this.eventLayer.pick(point);
+        if (device && (!mark || device.distance <= mark.distance)) this.onSelect('device', device.id);
+        else if (mark) this.onSelect('event', mark.id);
+        else if (fence) this.onSelect('fence', fence);
+        else this.onSelect(null, null);
+    }
+
+    /// The fences drawn highlighted, as hidden elements: <li data-highlighted-fence="LAYER/FENCE">.
+    mirrorHighlights() {
+        const drawn = [...this.highlighted].filter((key) => this.fences.has(key)).sort();
+        syncRows(this.highlightList, drawn.map((key) => [key, key]), (row, key) => { row.dataset.highlightedFence = key; });
     }
 
     /// Every fence again (a new fence set).
@@ -101,6 +185,7 @@ export class MapView {
             if (b && b.isValid()) bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
         }
         this.widenCorridors();
+        this.mirrorHighlights();
         if (!this.fitted && bounds) {
             this.fitted = true;
             this.map.fitBounds(bounds, { padding: [20, 20] });
@@ -117,8 +202,9 @@ export class MapView {
         }
         const fence = store.fences.get(key);
         if (!fence) return null;
-        const layer = this.fenceShape(fence, this.colour(fence.layer), count, key);
+        const layer = this.fenceShape(fence, this.colour(fence.layer), count, key, this.highlighted.has(key));
         if (!layer) return null;
+        layer.on('click', (e) => this.clicked(this.map.mouseEventToContainerPoint(e.originalEvent), key));
         // Occupied fences wear their count; names show on hover (and in the list).
         if (count > 0) layer.bindTooltip(textElement([String(count)]), { permanent: true, direction: 'center', className: 'occupancy-badge' });
         else layer.bindTooltip(textElement([fence.name || fence.id, key]), { direction: 'top', className: 'fence-tooltip' });
@@ -130,10 +216,12 @@ export class MapView {
 
     /// One fence as Leaflet layers: polygons as they are (a buffer as a band around them),
     /// points as circles of their buffer, lines as corridors of their buffer.
-    fenceShape(fence, colour, count, key) {
+    fenceShape(fence, colour, count, key, highlighted = false) {
         const g = fence.geometry;
         const group = L.featureGroup();
-        const fill = { color: colour, weight: count ? 3 : 1.5, fillColor: colour, fillOpacity: count ? 0.35 : 0.15, renderer: this.renderer };
+        const fill = highlighted
+            ? { color: '#ff6f00', weight: 4, fillColor: colour, fillOpacity: 0.45, renderer: this.renderer }
+            : { color: colour, weight: count ? 3 : 1.5, fillColor: colour, fillOpacity: count ? 0.35 : 0.15, renderer: this.renderer };
         const buffer = fence.buffer || 0;
         const ll = (c) => [c[1], c[0]];
         const points = g.type === 'Point' ? [g.coordinates] : g.type === 'MultiPoint' ? g.coordinates : [];
@@ -150,7 +238,7 @@ export class MapView {
                     corridor.addTo(group);
                     this.corridors.push({ fence: key, layer: corridor, buffer, lat: latlngs[0][0] });
                 }
-                L.polyline(latlngs, { color: colour, weight: 1.5, renderer: this.renderer }).addTo(group);
+                L.polyline(latlngs, { color: highlighted ? '#ff6f00' : colour, weight: highlighted ? 4 : 1.5, renderer: this.renderer }).addTo(group);
             }
             for (const rings of polygons) {
                 const latlngs = rings.map((ring) => ring.map(ll));
@@ -236,4 +324,10 @@ export class MapView {
         }
         this.deviceLayer.draw();
     }
+}
+
+function sameSet(a, b) {
+    if (a.size !== b.size) return false;
+    for (const x of a) if (!b.has(x)) return false;
+    return true;
 }
