@@ -10,7 +10,9 @@ position, every event (the truth collected with mosquitto_sub) by id, the gatewa
 occupancy as retained, fences when the gateway answers `features`; every event's mark on the
 map within 2 m of its position, the event list and the map selecting together (a row click
 marks its mark, a click on a mark marks its row); selecting each device marks exactly the
-fences of its retained state's `inside`, selecting a fence lists who is inside; then the
+fences of its retained state's `inside`, selecting a fence lists who is inside; alerts
+(an expected arrival the gateway decides `missed`, trip and speed events, a gateway gone
+offline) stay until acknowledged and survive a reload, as does the sound setting; then the
 same from the retained topics after a reload; a polygon drawn on the map with clicks is published, and a
 device walking into it gives an enter event and occupancy on the page; the features queries
 ask for the map's view, never the world as a bbox; bad payloads and a refused login get a word
@@ -338,6 +340,33 @@ def events_seen(path):
     return events
 
 
+def results_seen(path):
+    """The expected arrivals' results mosquitto_sub collected: {expectation id: result}."""
+    results = {}
+    with open(path, errors='replace') as f:
+        for line in f:
+            topic, _, payload = line.rstrip('\n').partition(' ')
+            try:
+                results[topic.split('/')[-2]] = json.loads(payload)
+            except (ValueError, IndexError):
+                continue
+    return results
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+
+
+def publish_event(port, trigger, device, event):
+    """An event as a gateway publishes it (the schema of docs/topics-and-payloads.md), for the
+    types the gateway of this branch does not make yet (trips, speed limits)."""
+    body = {'gateway': GATEWAY, 'trigger': trigger, 'device': device, 'notification': event['type'],
+            'emitted': now_iso(), 'actions': [], 'properties': {}, **event}
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-t', f'{PREFIX}/events/{trigger}/{device}',
+                    '-m', json.dumps(body)], check=True)
+    return body
+
+
 def marks_missing(driver, events):
     """The events (id -> event) whose mark is not on the map within 2 m of their position."""
     shown = {m['event-mark']: m for m in rows(driver, '[data-event-mark]', ['event-mark', 'lat', 'lon', 'type'])}
@@ -363,6 +392,10 @@ def click_map_at(driver, x, y):
     surface = driver.find_element(By.ID, 'map')
     size = surface.size
     ActionChains(driver).move_to_element_with_offset(surface, int(round(x - size['width'] / 2)), int(round(y - size['height'] / 2))).click().perform()
+
+
+def alert_rows(driver):
+    return {a['alert']: a for a in rows(driver, '[data-alert]', ['alert', 'acked', 'resolved', 'kind', 'type'])}
 
 
 ROWS_JS = """
@@ -539,6 +572,8 @@ def main():
 }}
 """)
         procs.start('events', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/events/#'])
+        procs.start('results', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/expect/+/result'])
+        results_log = os.path.join(tmp, 'results.log')
         # Every query the pages publish (topic, then the JSON), for the features bbox check.
         procs.start('queries', ['mosquitto_sub', '-p', str(port), '-q', '1', '-v', '-t', f'{PREFIX}/query/#'])
         queries_log = os.path.join(tmp, 'queries.log')
@@ -859,6 +894,55 @@ def main():
                 bool(asked) and [-180, -90, 180, 90] not in boxes and any(b is not None for b in boxes)
                 and all(b is None or (b[2] - b[0]) % 360 < 359 for b in boxes), f'bboxes asked: {boxes}; the view now: {view}')
 
+        # Alerts: an expected arrival the gateway decides `missed` (walker-2 is not going to the
+        # depot within 3 s), trip and speed events (published here as a gateway will), a gateway
+        # gone offline; each stays until acknowledged.
+        form = driver.find_element(By.ID, 'expect-form')
+        for name, value in [('device', 'walker-2'), ('fence', 'fleet/depot'), ('minutes', '0.05'), ('id', 'walker-2-late')]:
+            form.find_element(By.NAME, name).clear()
+            form.find_element(By.NAME, name).send_keys(value)
+        form.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+        missed = wait_until(lambda: results_seen(results_log).get('walker-2-late'), 30)
+        r.check('the gateway decides the expected arrival walker-2-late missed', bool(missed) and missed['result'] == 'missed', str(missed))
+        missed_id = missed['id'] if missed else 'none'
+        garden = last['walker-1']
+        off_route = publish_event(port, 'trips', 'van-1', {'id': 'alert-offroute-1', 'type': 'offRoute', 'trip': 'delivery-7',
+                                  'position': {'lat': garden[0] + 0.0002, 'lon': garden[1], 'time': now_iso()}, 'along': 420.5, 'remaining': 900})
+        overspeed = publish_event(port, 'speed', 'courier-9', {'id': 'alert-overspeed-1', 'type': 'overspeed', 'visit': 'v1',
+                                  'fence': {'id': 'main', 'layer': 'roads', 'name': 'Main St', 'properties': {}},
+                                  'position': {'lat': garden[0], 'lon': garden[1] + 0.0003, 'time': now_iso(), 'accuracy': 5}, 'speed': 19.4})
+        started = publish_event(port, 'trips', 'van-1', {'id': 'trip-started-1', 'type': 'tripStarted', 'trip': 'delivery-7',
+                                'position': {'lat': garden[0] - 0.0002, 'lon': garden[1], 'time': now_iso()}, 'along': 12})
+        subprocess.run(['mosquitto_pub', '-p', str(port), '-r', '-q', '1', '-t', f'{PREFIX}/status/ghost-gw', '-m', '{"status": "offline"}'], check=True)
+        raised = [missed_id, 'alert-offroute-1', 'alert-overspeed-1', 'gateway:ghost-gw']
+        shown = wait_until(lambda: all(alert_rows(driver).get(k, {}).get('acked') == 'false' for k in raised) and alert_rows(driver), 15)
+        r.check('an expectation missed, offRoute, overspeed and a gateway offline each raise an alert, unacknowledged',
+                bool(shown), str(alert_rows(driver)))
+        r.check('a tripStarted raises no alert', 'trip-started-1' not in alert_rows(driver), str(list(alert_rows(driver))))
+        others = {e['id']: e for e in (off_route, overspeed, started)}
+        missing = wait_until(lambda: not marks_missing(driver, others), 10) or marks_missing(driver, others)
+        r.check('trip and speed events (types the map learns later too) have their marks at their positions',
+                missing is True, '; '.join(missing) if missing is not True else '')
+        publish_event(port, 'trips', 'van-1', {'id': 'alert-back-1', 'type': 'backOnRoute', 'trip': 'delivery-7',
+                      'position': {'lat': garden[0], 'lon': garden[1], 'time': now_iso()}, 'along': 430})
+        r.check('backOnRoute marks the offRoute alert resolved, still listed unacknowledged',
+                wait_until(lambda: alert_rows(driver).get('alert-offroute-1', {}).get('resolved') == 'true', 10)
+                and alert_rows(driver)['alert-offroute-1']['acked'] == 'false', str(alert_rows(driver).get('alert-offroute-1')))
+        time.sleep(2)
+        r.check('the alerts stay while nobody acknowledges them',
+                all(alert_rows(driver).get(k, {}).get('acked') == 'false' for k in raised), str(alert_rows(driver)))
+        for key in ['alert-overspeed-1', 'gateway:ghost-gw']:
+            driver.find_element(By.CSS_SELECTOR, f'[data-alert="{key}"] button[data-action=ack]').click()
+        r.check('an acknowledged alert says so (data-acked)',
+                wait_until(lambda: all(alert_rows(driver)[k]['acked'] == 'true' for k in ['alert-overspeed-1', 'gateway:ghost-gw']), 5),
+                str(alert_rows(driver)))
+        sound = driver.find_element(By.ID, 'alert-sound')
+        if sound.is_selected():
+            sound.click()
+        r.check('the alert sound is turned off', wait_until(
+            lambda: driver.find_element(By.ID, 'alerts-section').get_attribute('data-sound') == 'off', 5))
+        shot(driver, 'console-alerts.png')
+
         entries = log.take()
         severe = log.severe(entries)
         r.check('no JavaScript error in the browser log (live)', not severe, json.dumps(severe)[:1000])
@@ -867,6 +951,35 @@ def main():
         r.check('after a reload the page connects again',
                 wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 20))
         check_page(r, driver, 'reload', port, last)
+        # The alerts after the reload: the page saw none of their messages again (events and
+        # results are not retained) but the unacknowledged ones are back from localStorage, the
+        # acknowledged ones stay acknowledged (the ghost's retained offline status raises nothing).
+        expected_after = {missed_id: ('false', 'false'), 'alert-offroute-1': ('false', 'true'),
+                          'alert-overspeed-1': ('true', 'false'), 'gateway:ghost-gw': ('true', 'false')}
+        after = lambda: {k: (a['acked'], a['resolved']) for k, a in alert_rows(driver).items() if k in expected_after}
+        r.check('after a reload the unacknowledged alerts are still there, the acknowledged ones acknowledged',
+                wait_until(lambda: after() == expected_after, 15), f'{after()}; all: {alert_rows(driver)}')
+        r.check('the alert sound stays off after the reload',
+                driver.find_element(By.ID, 'alerts-section').get_attribute('data-sound') == 'off'
+                and not driver.find_element(By.ID, 'alert-sound').is_selected())
+        cues = lambda: driver.find_element(By.ID, 'alerts-section').get_attribute('data-cues')
+        publish_event(port, 'trips', 'walker-3', {'id': 'alert-late-1', 'type': 'late', 'trip': 'tour-2',
+                      'position': {'lat': last['walker-3'][0], 'lon': last['walker-3'][1], 'time': now_iso()}, 'eta': now_iso()})
+        r.check('a new alert with the sound off: listed, no cue',
+                wait_until(lambda: alert_rows(driver).get('alert-late-1', {}).get('acked') == 'false', 10) and cues() == '0', cues())
+        driver.find_element(By.ID, 'alert-sound').click()
+        publish_event(port, 'trips', 'walker-3', {'id': 'alert-missed-1', 'type': 'missed', 'trip': 'tour-2',
+                      'position': {'lat': last['walker-3'][0], 'lon': last['walker-3'][1], 'time': now_iso()}})
+        r.check('a new alert with the sound on: a cue (WebAudio)',
+                wait_until(lambda: 'alert-missed-1' in alert_rows(driver) and cues() == '1', 10), cues())
+        driver.find_element(By.CSS_SELECTOR, f'[data-alert="{missed_id}"] button[data-action=ack]').click()
+        r.check('the expectation\'s alert, acknowledged after the reload, says so',
+                wait_until(lambda: alert_rows(driver)[missed_id]['acked'] == 'true', 5))
+        driver.find_element(By.CSS_SELECTOR, '[data-action=ack-all]').click()
+        r.check('acknowledge all leaves no alert waiting',
+                wait_until(lambda: not [k for k, a in alert_rows(driver).items() if a['acked'] == 'false'], 5)
+                and driver.find_element(By.ID, 'count-alerts').text == '0', str(alert_rows(driver)))
+        subprocess.run(['mosquitto_pub', '-p', str(port), '-r', '-q', '1', '-t', f'{PREFIX}/status/ghost-gw', '-n'], check=True)
         shot(driver, 'console-reload.png')
         severe = log.severe(log.take())
         r.check('no JavaScript error in the browser log (reload)', not severe, json.dumps(severe)[:1000])
@@ -929,9 +1042,10 @@ def main():
                 wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 15),
                 driver.find_element(By.ID, 'connection').text)
         locked_url = f'ws://127.0.0.1:{locked_ws}/'
-        stored = driver.execute_script("return [Object.keys(sessionStorage), localStorage.length]")
-        r.check('credentials are kept in sessionStorage only, under the broker they were given to',
-                stored == [[f'geotrigger-console-credentials {locked_url}'], 0], str(stored))
+        stored = driver.execute_script("return [Object.keys(sessionStorage), Object.keys(localStorage), Object.values(localStorage).join('\\n')]")
+        r.check('credentials are kept in sessionStorage only, under the broker they were given to (localStorage holds alerts only)',
+                stored[0] == [f'geotrigger-console-credentials {locked_url}'] and all(k.startswith('geotrigger-console-alert') for k in stored[1])
+                and 'secret' not in stored[2] and 'password' not in stored[2], str(stored)[:600])
         severe = log.severe(log.take())
         r.check('no JavaScript error in the browser log (login)', not severe, json.dumps(severe)[:1000])
 

@@ -1,12 +1,13 @@
 // Wires the console together: where to connect (?broker=, ?prefix=, ?tiles=), the login
 // form, the MQTT client, the store, one render per animation frame, the dispatcher's forms,
-// the selection shared by the map and the lists.
+// the selection shared by the map and the lists, the alerts panel and its audible cue.
 
 import { MqttClient } from './mqtt.js';
 import { Store } from './store.js';
 import { MapView } from './map.js';
 import { Lists } from './lists.js';
 import { Actions, validLevel } from './actions.js';
+import { Alerts, storageKey } from './alerts.js';
 
 // Credentials are kept per broker (the key names its URL) and offered only to that broker: a
 // link with ?broker= pointing elsewhere never gets the login given to another.
@@ -108,6 +109,69 @@ const client = new MqttClient({ url, clientId, username: credentials?.username, 
 // Fences are asked for the view the map shows (never the world as a bbox).
 const actions = new Actions({ client, store, prefix, replyTopic, say: answer, view: () => (map ? map.view() : null) });
 
+// Alerts wait for a dispatcher: kept in this browser's localStorage under the broker and prefix.
+let cues = 0;
+let audio = null;
+let lastCue = -Infinity;
+const alerts = new Alerts({
+    storage: globalThis.localStorage || null,
+    key: storageKey(url, prefix),
+    onCue: () => cue(),
+    onChange: () => requestRender(),
+    onError: (text) => store.notice('alerts', text),
+});
+alerts.load();
+store.onEvent = (event) => alerts.event(event);
+store.onResult = (id, result) => alerts.result(id, result);
+store.onStatus = (id, status) => alerts.gateway(id, status);
+window.addEventListener('pagehide', () => alerts.flush());
+// Another tab of this console acknowledged or raised something.
+window.addEventListener('storage', (e) => { if (e.key === alerts.key) alerts.load(); });
+
+/// The audible cue: a short two-tone beep made with WebAudio (no sound file), at most one a
+/// second. Browsers let a page make sound only after a click or key on it: the audio context
+/// is made (or resumed) then, and a cue before that may stay silent.
+function cue() {
+    if (!alerts.sound) return;
+    const now = performance.now();
+    if (now - lastCue < 1000) return;
+    lastCue = now;
+    cues++;
+    $('alerts-section').dataset.cues = String(cues);
+    if (!audio) return;
+    try {
+        if (audio.state === 'suspended') audio.resume().catch(() => {});
+        const t = audio.currentTime;
+        const tone = audio.createOscillator();
+        const gain = audio.createGain();
+        tone.type = 'sine';
+        tone.frequency.setValueAtTime(880, t);
+        tone.frequency.setValueAtTime(660, t + 0.18);
+        gain.gain.setValueAtTime(0.0001, t);
+        gain.gain.exponentialRampToValueAtTime(0.25, t + 0.02);
+        gain.gain.exponentialRampToValueAtTime(0.0001, t + 0.4);
+        tone.connect(gain).connect(audio.destination);
+        tone.start(t);
+        tone.stop(t + 0.45);
+    } catch (error) {
+        store.notice('alerts', `the alert sound could not play: ${error.message}`);
+    }
+}
+function unlockAudio() {
+    const Context = globalThis.AudioContext || globalThis.webkitAudioContext;
+    if (!Context) return;
+    try {
+        audio = audio || new Context();
+        if (audio.state === 'suspended') audio.resume().catch(() => {});
+    } catch {
+        audio = null;
+    }
+}
+document.addEventListener('pointerdown', unlockAudio, { capture: true, passive: true });
+document.addEventListener('keydown', unlockAudio, { capture: true, passive: true });
+$('alert-sound').addEventListener('change', (e) => { alerts.sound = e.target.checked; });
+document.querySelector('[data-action="ack-all"]').addEventListener('click', () => alerts.ackAll());
+
 // The selection (a device, a fence or an event), shared by the map and the lists. A fence's
 // occupants come from the inside query.
 let insideTimer = null;
@@ -129,18 +193,19 @@ document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && !(map && map.drawing) && !e.target?.closest?.('input, textarea, select')) select(null, null);
 });
 
-const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), onSelect: (kind, id) => select(kind, id), actions, requestRender });
+const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), onSelect: (kind, id) => select(kind, id), alerts, actions, requestRender });
 if (map) {
     lists.colourOf = (layer) => map.colour(layer);
     map.onSelect = (kind, id) => select(kind, id, { fromMap: true });
 }
-// Marks fade with age and leave after an hour.
+// Marks fade with age and leave after an hour; acknowledged alerts leave the panel after one.
 setInterval(() => {
     if (map) map.marksDue = true;
+    alerts.tick();
     requestRender();
 }, 15000);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
-window.__console = { store, map, lists };
+window.__console = { store, map, lists, alerts };
 
 // A gateway (re)started: the fences of all of them again, once the retained statuses came in.
 store.onGatewayStarted = () => { clearTimeout(actions.startTimer); actions.startTimer = setTimeout(() => actions.loadFeatures(), 200); };

@@ -1,8 +1,10 @@
-// The lists beside the map: the selection, gateways, devices, fences (with occupancy),
+// The lists beside the map: alerts, the selection, gateways, devices, fences (with occupancy),
 // events, expected arrivals and notices. Text from the broker only ever becomes text nodes,
 // never HTML. Rows carry data attributes that tests and scripts can read (docs/console.md
 // "Data attributes"). A click on a device, fence or event row selects it (the map shows the
 // same selection) and flies the map there.
+
+import { describe } from './alerts.js';
 
 /// An element with attributes and children (strings become text nodes).
 export function el(tag, attributes = {}, ...children) {
@@ -119,11 +121,13 @@ function eventSubject(e) {
 
 export class Lists {
     /// onFly(lat, lon): fly the map there; onSelect(kind, id): select a device, fence or event
-    /// (null: nothing).
-    constructor(root, { onFly, onSelect, actions, requestRender } = {}) {
+    /// (null: nothing); alerts: the alerts panel's state (alerts.js).
+    constructor(root, { onFly, onSelect, alerts, actions, requestRender } = {}) {
         this.root = root;
         this.onFly = onFly || (() => {});
         this.onSelect = onSelect || (() => {});
+        this.alerts = alerts || null;
+        this.alertsSeen = -1;
         this.actions = actions;
         this.requestRender = requestRender || (() => {});
         this.seen = {};
@@ -141,9 +145,13 @@ export class Lists {
             fencesStatus: root.querySelector('#fences-status'),
             events: root.querySelector('#events'),
             expectations: root.querySelector('#expectations'),
+            alerts: root.querySelector('#alerts'),
+            alertsSection: root.querySelector('#alerts-section'),
+            sound: root.querySelector('#alert-sound'),
             selection: root.querySelector('#selection'),
             selectionBody: root.querySelector('#selection-body'),
             counts: {
+                alerts: root.querySelector('#count-alerts'),
                 devices: root.querySelector('#count-devices'),
                 fences: root.querySelector('#count-fences'),
                 events: root.querySelector('#count-events'),
@@ -162,7 +170,7 @@ export class Lists {
     /// One click handler per list (rows are re-filled, so they carry no listeners of their own):
     /// a row selects what it shows (`_select`: [kind, id]) and flies the map there (`_fly`).
     listenForFlights() {
-        for (const name of ['devices', 'fences', 'events', 'selectionBody']) {
+        for (const name of ['devices', 'fences', 'events', 'alerts', 'selectionBody']) {
             this.parts[name]?.addEventListener('click', (e) => {
                 const row = e.target.closest('li');
                 if (!row || e.target.closest('button')) return;
@@ -204,6 +212,37 @@ export class Lists {
             if (selection || stamp !== this.selectionStamp) this.selection(store);
             this.selectionStamp = stamp;
         }
+        if (this.alerts && this.alertsSeen !== this.alerts.version) {
+            this.alertsSeen = this.alerts.version;
+            this.renderAlerts(store);
+        }
+    }
+
+    /// The alerts panel: unacknowledged first, each with its acknowledge button.
+    renderAlerts(store) {
+        const alerts = this.alerts;
+        const entries = alerts.list().map((a) => [a.key, a, JSON.stringify([a.acked, a.resolved, a.status, a.raised])]);
+        syncRows(this.parts.alerts, entries, (row, a) => {
+            row.dataset.alert = a.key;
+            row.dataset.acked = String(a.acked);
+            row.dataset.resolved = String(a.resolved);
+            row.dataset.kind = a.kind;
+            row.dataset.type = a.kind === 'gateway' ? a.status : a.type;
+            row.className = `alert ${a.acked ? 'alert-acked' : a.resolved ? 'alert-resolved' : 'alert-open'}`;
+            const { title, detail } = describe(a);
+            append(row, [
+                a.acked ? '' : el('button', { type: 'button', 'data-action': 'ack', className: 'ack', onclick: () => alerts.ack(a.key) }, 'acknowledge'),
+                el('strong', {}, title),
+                detail ? el('div', { className: 'muted' }, detail) : '',
+            ]);
+            if (a.kind === 'event' && store.eventById(a.key)) row._select = ['event', a.key];
+            if (a.position) row._fly = [a.position.lat, a.position.lon];
+            if (row._select || row._fly) row.classList.add('clickable');
+        });
+        this.parts.counts.alerts.textContent = String(alerts.unacknowledged());
+        const sound = alerts.sound;
+        this.parts.alertsSection.dataset.sound = sound ? 'on' : 'off';
+        if (this.parts.sound) this.parts.sound.checked = sound;
     }
 
     /// What is selected, in detail: a device (the fences it is in, the triggers they are of), a
