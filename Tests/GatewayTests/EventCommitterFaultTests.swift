@@ -60,14 +60,17 @@ import TestSupport
         let rig = try Rig(.full)
         rig.handOver("e1", "e2")
         await rig.committer.flush()
-        #expect(rig.store.attempts.count == 1)
+        // At least one attempt: on a loaded box the 0.2 s retry may have come already (how
+        // often it comes is aBusyDatabaseIsTriedAgainOncePerDelay...'s).
+        #expect(rig.store.attempts.count >= 1)
         #expect(rig.databaseWarning?.contains("/fake.db is full (SQLite error 13") == true, "\(rig.warnings.texts)")
         #expect(rig.outbox.volatile == ["e1", "e2"] && rig.outbox.fresh.isEmpty)
 
         // Still taking steps: they wait for the retry, which is refused too.
+        let refused = rig.store.attempts.count
         rig.handOver("e3")
         await rig.committer.flush()
-        #expect(rig.store.attempts.count == 2 && rig.store.committed.isEmpty)
+        #expect(rig.store.attempts.count > refused && rig.store.committed.isEmpty)
         #expect(rig.outbox.volatile == ["e1", "e2", "e3"])
 
         rig.store.answer(.take)
@@ -99,14 +102,15 @@ import TestSupport
         #expect(rig.databaseWarning?.contains("refused a commit (SQLite error 5: database is locked") == true, "\(rig.warnings.texts)")
         #expect(rig.outbox.volatile == ["e1"], "not published from memory")
         rig.handOver("e2")
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(rig.store.attempts.count == 1, "a step during the retry's wait started a commit")
-        #expect(await poll(timeout: .seconds(10)) { rig.store.attempts.count >= 4 })
+        #expect(await poll(timeout: .seconds(60)) { rig.store.attempts.count >= 4 })
         await rig.store.drain()  // the round that commit began has ended
         let attempts = rig.store.attempts
         let gaps = zip(attempts.dropFirst(), attempts).map { $0.time - $1.time }
+        // Never sooner than the delay: a step handed over during the wait started no commit.
         #expect(gaps.allSatisfy { $0 >= delay - 0.01 }, "retried sooner than every \(delay) s: \(gaps)")
-        #expect(attempts.dropFirst().allSatisfy { $0.batch.events.map(\.id) == ["e1", "e2"] })
+        // Each retry takes the refused rows and what came meanwhile (e2, once handed over).
+        #expect(attempts.allSatisfy { ["e1"] == $0.batch.events.map(\.id) || ["e1", "e2"] == $0.batch.events.map(\.id) })
+        #expect(attempts.last?.batch.events.map(\.id) == ["e1", "e2"])
 
         rig.store.answer(.take)
         #expect(await poll(timeout: .seconds(10)) { rig.store.committed.count == 1 })
@@ -167,20 +171,21 @@ import TestSupport
         await rig.committer.shutdown()
     }
 
-    /// A stop while the retry waits returns at once (what the retry holds was published from
-    /// memory and spilled), and the database is not tried again after it.
+    /// A stop while the retry waits returns without waiting for it (what the retry holds was
+    /// published from memory and spilled), and the database is not tried again after it.
     @Test(.timeLimit(.minutes(5))) func aStopDuringARetryReturnsAtOnceAndTriesNothingMore() async throws {
-        let delay = 0.5
+        let delay = 1.0
         let rig = try Rig(.full, retryDelay: delay)
         rig.handOver("e1")
         await rig.committer.flush()
-        let before = MonotonicClock.now()
         await rig.committer.shutdown()
         try await rig.committer.run()
-        let took = MonotonicClock.now() - before
-        #expect(took < delay / 2, "the stop waited \(took) s for the retry")
+        let attempts = rig.store.attempts.count
+        // Looked at after three delays: no retry came after the stop. (That the stop does not
+        // wait out the delay is CommitterStateTests.aStopDuringARetryStartsNothingMore's: timed
+        // here, a loaded box would make it flaky.)
         try await Task.sleep(for: .seconds(delay * 3))
-        #expect(rig.store.attempts.count == 1, "tried again after the stop")
+        #expect(rig.store.attempts.count == attempts, "tried again after the stop")
         #expect(try rig.spill.read()?.batch.events.map(\.id) == ["e1"])
     }
 }
