@@ -115,6 +115,7 @@ extension GatewayStore {
         var receipt = StoreReceipt(transaction: transaction, outbox: batch.outbox.map { OutboxRow(sequence: 0, message: $0) })
         try writeStates(batch.stateChanges, on: connection)
         if !batch.expectations.isEmpty { try writeExpectations(batch.expectations, on: connection) }
+        if !batch.trips.isEmpty { try writeTrips(batch.trips, on: connection) }
         let plan = OutboxPlan(batch)
         let initiallySettled = OutboxDestination.allCases.map { streams[$0].settled }
 

@@ -45,6 +45,7 @@ extension GatewayStore {
         payloadFieldsMigration,
         expectationsMigration,
         runningClockMigration,
+        tripsMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.

@@ -17,6 +17,9 @@ public struct StoreBatch: Sendable, Equatable {
     /// Expected arrivals opened, settled (with their result's outbox message in ``outbox``)
     /// or removed, applied in order after the state changes.
     public var expectations: [ExpectationChange] = []
+    /// Trips opened, progressed, settled or removed, applied in order after the expectations
+    /// (a trip's progress rides with the events it decided, in this batch).
+    public var trips: [TripChange] = []
 
     public init(stateChanges: [DeviceStateChange] = [], events: [JournalEvent] = [],
                 outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = [],
@@ -31,7 +34,7 @@ public struct StoreBatch: Sendable, Equatable {
     /// Whether there is nothing to write.
     public var isEmpty: Bool {
         stateChanges.isEmpty && events.isEmpty && outbox.isEmpty && acknowledgements.isEmpty && settled.isEmpty
-            && expectations.isEmpty
+            && expectations.isEmpty && trips.isEmpty
     }
 
     /// Stores `state` as `device`'s monitor state.

@@ -44,6 +44,7 @@ struct CommitRound {
         }
         batch.outbox += taken.outbox
         batch.expectations += taken.expectations
+        batch.trips += taken.trips
         return batch
     }
 
@@ -87,7 +88,7 @@ struct CommitRound {
     /// The database refused `batch` with `warning` (the status line for its error): the new
     /// events go out from memory now and into the spill file (the retried ones are in both
     /// already; with nothing new, nothing is spilled), and the whole batch is tried again, its newest ``retryCap`` events with their
-    /// outbox messages, every state change and expectation.
+    /// outbox messages, every state change, expectation and trip change.
     func refused(_ batch: StoreBatch, warning: String) -> (effects: [Effect], retry: StoreBatch) {
         var effects: [Effect] = [.warn("database", warning)]
         for destination in OutboxDestination.allCases {
@@ -109,6 +110,7 @@ struct CommitRound {
             retry.outbox = batch.outbox.filter { kept.contains($0.eventID) }
         }
         retry.expectations = batch.expectations
+        retry.trips = batch.trips
         return (effects, retry)
     }
 }

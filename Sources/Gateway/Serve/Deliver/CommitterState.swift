@@ -39,6 +39,8 @@ struct CommitterState {
 
     var batch = StoreBatch()
     var publications: [DevicePublication] = []
+    /// Retained topics to publish once their commit ended (trips' progress).
+    var retained: [EventCommitter.RetainedMessage] = []
     /// Monitors waiting for room (a resumed continuation or an opened gate).
     var waiters: [@Sendable () -> Void] = []
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -69,7 +71,10 @@ struct CommitterState {
     }
 
     var count: Int { batch.stateChanges.count + batch.events.count }
-    var isEmpty: Bool { count == 0 && publications.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty }
+    var isEmpty: Bool {
+        count == 0 && publications.isEmpty && retained.isEmpty && batch.outbox.isEmpty && batch.expectations.isEmpty
+            && batch.trips.isEmpty
+    }
     /// Nothing handed over waits for a commit. A refused batch waiting for its retry does not
     /// count: it was published from memory and spilled when it was refused.
     var isIdle: Bool { isEmpty && !committing }
@@ -84,6 +89,8 @@ struct CommitterState {
         batch.events.append(contentsOf: item.events)
         batch.outbox.append(contentsOf: item.outbox)
         batch.expectations.append(contentsOf: item.expectations)
+        if !item.trips.isEmpty { batch.trips.append(contentsOf: item.trips) }
+        if !item.retained.isEmpty { retained.append(contentsOf: item.retained) }
         if let publication = item.publication { publications.append(publication) }
         let full = count > limit
         return (full, deferred && !full ? .none : start(now: now()))
@@ -170,6 +177,8 @@ struct CommitterState {
         var round: CommitRound
         /// Device states to publish once the database answered, whatever it answered.
         var publications: [DevicePublication]
+        /// Retained topics to publish then, in order.
+        var retained: [EventCommitter.RetainedMessage]
         /// Monitors that waited for room: there is room now.
         var waiters: [@Sendable () -> Void]
     }
@@ -177,9 +186,10 @@ struct CommitterState {
     /// A commit begins: it takes everything pending and what the last refused one left.
     mutating func takeRound(now: Double) -> Round {
         let taken = Round(round: CommitRound(taken: batch, retried: retry, retryCap: retryCap),
-                          publications: publications, waiters: waiters)
+                          publications: publications, retained: retained, waiters: waiters)
         batch = StoreBatch()
         publications = []
+        retained = []
         waiters = []
         retry = StoreBatch()
         committing = true

@@ -71,6 +71,18 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var publication: DevicePublication?
         /// Expected arrivals opened, settled or removed (``Expectations``), committed with the rest.
         var expectations: [ExpectationChange] = []
+        /// Trips' committed progress (``Trips``, the shards), committed with the rest.
+        var trips: [TripChange] = []
+        /// Retained topics to publish (a nil payload clears) once committed, in order: trips'
+        /// progress (docs/trips.md "Progress").
+        var retained: [RetainedMessage] = []
+    }
+
+    /// A retained message published by the ``StatePublisher`` once its item is committed.
+    struct RetainedMessage: Sendable, Equatable {
+        var topic: String
+        /// Nil: the retained message is cleared.
+        var payload: [UInt8]?
     }
 
     package let name = "committer"
@@ -301,6 +313,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
         // decisions even while the database refuses them (they are retried).
         for publication in taken.publications {
             statePublisher.publish(publication)
+        }
+        for message in taken.retained {
+            statePublisher.publish(topic: message.topic, payload: message.payload)
         }
         let (idle, next) = state.withLock { $0.roundEnded(retry: retry, now: MonotonicClock.now()) }
         for w in idle { w.resume() }
