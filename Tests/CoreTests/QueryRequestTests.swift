@@ -19,6 +19,8 @@ struct QueryRequestTests {
             == .near(Coordinate(lat: 34.4, lon: -119.7), radius: 100_000))
         #expect(try Self.parse(#"{"fences":"sites"}"#).kind.get() == .fences("sites"))
         #expect(try Self.parse(#"{"expectations":"*"}"#).kind.get() == .expectations("*"))
+        #expect(try Self.parse(#"{"trips":{}}"#).kind.get() == .trips(device: nil))
+        #expect(try Self.parse(#"{"trips":{"device":"vehicles/v17"}}"#).kind.get() == .trips(device: "vehicles/v17"))
         #expect(try Self.parse(#"{"features":{}}"#).kind.get() == .features(FeaturesQuery()))
     }
 
@@ -147,16 +149,18 @@ struct QueryRequestTests {
         #expect(Self.problem("{")?.hasPrefix("not JSON: 1:2:") == true)
         #expect(Self.problem("[1]") == "a query is a JSON object, found an array")
         #expect(Self.problem("{}")?.hasPrefix("a query needs one of") == true)
-        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "features""#) == true)
+        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "trips", "features""#) == true)
         #expect(Self.problem(#"{"device":"a","fences":"b"}"#)?.hasPrefix("a query asks one thing") == true)
         #expect(Self.problem(#"{"who":1}"#)?.hasPrefix("unknown query \"who\"") == true)
-        #expect(Self.problem(#"{"who":1}"#)?.contains(#""expectations" or "features""#) == true)
+        #expect(Self.problem(#"{"who":1}"#)?.contains(#""trips" or "features""#) == true)
         #expect(Self.problem(#"{"device":""}"#) == "\"device\" needs a device id string")
         #expect(Self.problem(#"{"inside":{"layer":"a"}}"#)?.hasPrefix("\"inside\" needs") == true)
         #expect(Self.problem(#"{"near":{"lat":91,"lon":0}}"#)?.contains("-90...90") == true)
         #expect(Self.problem(#"{"near":{"lat":0,"lon":0,"radius":100001}}"#)?.contains("<= 100000") == true)
         #expect(Self.problem(#"{"near":{"lat":0,"lon":0,"radius":0}}"#) != nil)
         #expect(Self.problem(#"{"expectations":5}"#)?.contains("\"*\"") == true)
+        #expect(Self.problem(#"{"trips":"v17"}"#)?.hasPrefix("\"trips\" needs {\"device\": ID}") == true)
+        #expect(Self.problem(#"{"trips":{"device":3}}"#) == "\"trips\": \"device\" must be a device id string")
     }
 
     @Test func repliesGoOnlyUnderTheRepliesPrefix() {

@@ -61,6 +61,7 @@ func metricsLines(_ text: String) -> [MetricsLine] {
         for t in triggers { phones.triggers[t] = .init(pushes: 4, agree: 3, disagree: 1) }
         phones.unknownRegion = 2
         values.phones = phones
+        values.trips = GatewayCounters.Trips(pending: 1, onRoute: 6, offRoute: 2)
         return StatusSample(counters: values, queueDepth: 4, devices: 7, outbox: OutboxCounts(local: 5, remote: 0),
                             brokers: [.init(name: "local", connected: true), .init(name: "remote", connected: false)],
                             version: "1.2.3-test")
@@ -101,7 +102,7 @@ func metricsLines(_ text: String) -> [MetricsLine] {
             ("geotrigger_devices", "gauge"), ("geotrigger_queue_depth", "gauge"), ("geotrigger_outbox_messages", "gauge"),
             ("geotrigger_broker_connected", "gauge"), ("geotrigger_build_info", "gauge"),
             ("geotrigger_phone_pushes_total", "counter"), ("geotrigger_phone_transitions_total", "counter"),
-            ("geotrigger_phone_transitions_unjudged_total", "counter"),
+            ("geotrigger_phone_transitions_unjudged_total", "counter"), ("geotrigger_trips", "gauge"),
         ]
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for (name, type) in families {
@@ -121,6 +122,8 @@ func metricsLines(_ text: String) -> [MetricsLine] {
         #expect(value[#"geotrigger_events_total{trigger="quote\" back\\slash\nnewline",type="enter"}"#] == 2)
         #expect(value[#"geotrigger_events_total{trigger="café/ü",type="exit"}"#] == 1)
         #expect(value["geotrigger_devices"] == 7 && value["geotrigger_queue_depth"] == 4)
+        #expect(value[#"geotrigger_trips{state="pending"}"#] == 1 && value[#"geotrigger_trips{state="onRoute"}"#] == 6)
+        #expect(value[#"geotrigger_trips{state="offRoute"}"#] == 2)
         #expect(value[#"geotrigger_outbox_messages{destination="local"}"#] == 5)
         #expect(value[#"geotrigger_broker_connected{broker="local"}"#] == 1 && value[#"geotrigger_broker_connected{broker="remote"}"#] == 0)
         #expect(value[#"geotrigger_build_info{version="1.2.3-test"}"#] == 1)

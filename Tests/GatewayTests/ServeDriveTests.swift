@@ -199,7 +199,7 @@ extension ServeTests {
             #expect(status.keys == ["status", "warnings", "counters", "since", "version"])
             #expect(status.status == "started")
             #expect(status.counter("accepted") == 10 && status.counter("events") == 14 && status.counter("devices") == 3)
-            #expect(status["counters"]?.objectValue?.keys == ["received", "accepted", "dropped", "events", "acked", "queueDepth", "devices", "outbox", "outsideSchedule", "undeliverable", "eventRateLimited"])
+            #expect(status["counters"]?.objectValue?.keys == ["received", "accepted", "dropped", "events", "acked", "queueDepth", "devices", "outbox", "outsideSchedule", "undeliverable", "eventRateLimited", "trips"])
             #expect(DropReason.allCases.allSatisfy { status.dropped($0.rawValue) == 0 })
 
             func state(_ device: String) -> JSONObject? {

@@ -19,6 +19,11 @@ public final class GatewayCounters: Sendable {
     /// `received`, which also counts gpsd fixes and control messages).
     public let feedMessages = Atomic<Int>(0)
     public let feedBytes = Atomic<Int>(0)
+    /// Open trips by state (`pending`, `onRoute`, `offRoute`; docs/trips.md): moved by the
+    /// shards as their trips start, change state and end.
+    public let tripsPending = Atomic<Int>(0)
+    public let tripsOnRoute = Atomic<Int>(0)
+    public let tripsOffRoute = Atomic<Int>(0)
     private let dropped = LeveledMutex<[DropReason: Int]>([:], level: .counters)
     /// Events per trigger and type (the metrics file's `geotrigger_events_total`), counted
     /// per commit, not per update.
@@ -27,6 +32,22 @@ public final class GatewayCounters: Sendable {
     private let phones = LeveledMutex<PhoneCounts?>(nil, level: .counters)
 
     public init() {}
+
+    /// A trip left state `from` (nil: it is new) for `to` (nil: it ended); only open states count.
+    public func countTrip(from: TripState?, to: TripState?) {
+        guard from != to else { return }
+        if let from { addTrips(-1, in: from) }
+        if let to { addTrips(1, in: to) }
+    }
+
+    private func addTrips(_ change: Int, in state: TripState) {
+        switch state {
+        case .pending: tripsPending.add(change, ordering: .relaxed)
+        case .onRoute: tripsOnRoute.add(change, ordering: .relaxed)
+        case .offRoute: tripsOffRoute.add(change, ordering: .relaxed)
+        case .arrived, .missed, .cancelled: break
+        }
+    }
 
     /// `counters.phones`: per trigger with `phones` on, the `setWaypoints` pushes and the
     /// phones' transitions that agreed or disagreed with the gateway; and the transitions no
@@ -100,6 +121,16 @@ public final class GatewayCounters: Sendable {
         public var eventsByKind: [EventKind: Int] = [:]
         /// nil when no trigger has `phones` on.
         public var phones: PhoneCounts?
+        /// Open trips by state.
+        public var trips = Trips()
+    }
+
+    /// `counters.trips`: the open trips, by state.
+    public struct Trips: Sendable, Equatable {
+        public var pending = 0
+        public var onRoute = 0
+        public var offRoute = 0
+        public var open: Int { pending + onRoute + offRoute }
     }
 
     /// Counts one event per element of `kinds` (its trigger and type), under one lock for a
@@ -123,6 +154,9 @@ public final class GatewayCounters: Sendable {
         v.dropped = dropped.withLock { d in Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0, d[$0] ?? 0) }) }
         v.eventsByKind = eventsByKind.withLock { $0 }
         v.phones = phones.withLock { $0 }
+        v.trips = Trips(
+            pending: tripsPending.load(ordering: .relaxed), onRoute: tripsOnRoute.load(ordering: .relaxed),
+            offRoute: tripsOffRoute.load(ordering: .relaxed))
         return v
     }
 
@@ -150,6 +184,10 @@ public final class GatewayCounters: Sendable {
             "outbox": .object(["local": .number(Double(outboxLocal)), "remote": .number(Double(outboxRemote))]),
             "outsideSchedule": n(values.outsideSchedule), "undeliverable": n(values.undeliverable),
             "eventRateLimited": n(values.eventRateLimited),
+            "trips": .object([
+                "open": n(values.trips.open), "pending": n(values.trips.pending), "onRoute": n(values.trips.onRoute),
+                "offRoute": n(values.trips.offRoute),
+            ]),
         ]
         if let phones = values.phones {
             let triggers = phones.triggers.sorted { $0.key < $1.key }.map { trigger, tally in

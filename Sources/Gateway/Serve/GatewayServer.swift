@@ -131,20 +131,28 @@ struct GatewayServer: Sendable {
         let (questions, askShards) = AsyncStream.makeStream(of: DeviceShard.DeviceQuestion.self)
         let expectations = await Expectations(config: config, client: local, store: store, committer: committer, warnings: warnings,
                                               logger: logger, snapshot: { runtimeFences.snapshot }, questions: askShards)
+        let (tripOrders, orderTrips) = AsyncStream.makeStream(of: TripOrder.self)
+        let trips = await Trips(
+            config: config, client: local, store: store, committer: committer, warnings: warnings, logger: logger,
+            snapshot: { runtimeFences.snapshot }, orders: orderTrips,
+            fenceBytes: { runtimeFences.heldBytes.load(ordering: .relaxed) },
+            tripBytes: { runtimeFences.tripBytes.store($0, ordering: .relaxed) })
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,
             eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks),
-            runtimeFences: runtimeFences, expectations: expectations)
+            runtimeFences: runtimeFences, expectations: expectations, trips: trips)
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
         let running = try await store.runningClock()
         let pool = MonitorPool(context: context, snapshot: runtimeFences.snapshot, snapshots: snapshots, questions: questions,
+                               tripOrders: tripOrders, trips: trips.takeRestored(),
                                shardCount: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)), initialStates: saved,
                                clock: RunningClock(carried: running.seconds), lastReports: running.lastReports)
         let queries = QueryService(prefix: prefix, gatewayID: config.gateway.id, client: local, pool: pool, store: store,
                                    logger: logger, snapshot: { runtimeFences.snapshot }, expectations: expectations)
-        let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations)
+        let control = ControlPlane(client: local, fences: runtimeFences, queries: queries, counters: counters, expectations: expectations,
+                                   trips: trips)
 
         var feeds: [LocalBrokerLink.Feed] = []
         var ownEcho: Set<String> = []
@@ -194,6 +202,7 @@ struct GatewayServer: Sendable {
         services.add(.monitors, pool)
         services.add(.runtimeFences, runtimeFences)
         services.add(.expectations, expectations)
+        services.add(.trips, trips)
         services.add(.queries, queries)
         services.add(.control, control)
         services.add(.localConnection, localConnection)

@@ -16,6 +16,8 @@ package struct ServeContext: Sendable {
     var runtimeFences: RuntimeFences? = nil
     /// Expected arrivals (enters and stays may meet one); nil in tools and tests.
     var expectations: Expectations? = nil
+    /// Trips (their shards tell it when one ends); nil in tools and tests.
+    var trips: Trips? = nil
 }
 
 extension ServeContext {

@@ -16,6 +16,7 @@ enum ServiceRole: CaseIterable, Sendable {
     case monitors
     case runtimeFences
     case expectations
+    case trips
     case queries
     case control
     case localConnection
@@ -36,6 +37,7 @@ enum ServiceRole: CaseIterable, Sendable {
         case .monitors: "monitors"
         case .runtimeFences: "runtime-fences"
         case .expectations: "expectations"
+        case .trips: "trips"
         case .queries: "queries"
         case .control: "control"
         case .localConnection: "mqtt-local"

@@ -17,6 +17,9 @@ public struct QueryRequest: Sendable, Equatable {
         case fences(String, offset: Int = 0, limit: Int = QueryRequest.maxFencesLimit)
         /// `{"expectations": DEVICE_OR_*}`: open expected arrivals.
         case expectations(String)
+        /// `{"trips": {"device": ID}}` or `{"trips": {}}`: open trips with their progress, of one
+        /// device (nil: every device).
+        case trips(device: String?)
         /// `{"features": {"bbox", "layers", "limit"}}`: fence geometry as GeoJSON.
         case features(FeaturesQuery)
     }
@@ -66,7 +69,7 @@ public struct QueryRequest: Sendable, Equatable {
         guard kinds.count == 1, let kind = kinds.first, let value = request[kind] else {
             return .failure(QueryProblem(
                 kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"features\""
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\""
                     : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))"))
         }
         switch kind {
@@ -121,11 +124,20 @@ public struct QueryRequest: Sendable, Equatable {
                 return .failure(QueryProblem("\"expectations\" needs a device id string, or \"*\" for every device"))
             }
             return .success(.expectations(device))
+        case "trips":
+            guard case .object(let o) = value else {
+                return .failure(QueryProblem("\"trips\" needs {\"device\": ID} or {} for every device"))
+            }
+            switch o["device"] {
+            case nil, .null?: return .success(.trips(device: nil))
+            case .string(let device)? where !device.isEmpty: return .success(.trips(device: device))
+            default: return .failure(QueryProblem("\"trips\": \"device\" must be a device id string"))
+            }
         case "features":
             return FeaturesQuery.parse(value).map(Kind.features)
         default:
             return .failure(QueryProblem(
-                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\" or \"features\")"))
+                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\" or \"features\")"))
         }
     }
 

@@ -2,7 +2,8 @@ import GeotriggerCore
 import MQTT
 
 /// The dispatcher's control plane on the main broker: runtime fences
-/// (`PREFIX/fences/LAYER/FENCE_ID`), expected arrivals (`PREFIX/expect/ID`) and queries
+/// (`PREFIX/fences/LAYER/FENCE_ID`), expected arrivals (`PREFIX/expect/ID`), trips
+/// (`PREFIX/trips/TRIP_ID`) and queries
 /// (`PREFIX/query/GATEWAY_ID`). ``LocalBrokerLink``
 /// leaves the messages on these topics in the client's queue; this service takes them there,
 /// in order, on a task (they need to `await`).
@@ -13,10 +14,15 @@ final class ControlPlane: Service, Sendable {
     let queries: QueryService
     let counters: GatewayCounters
     let expectations: Expectations?
+    let trips: Trips?
     /// Told by ``run()`` when the queue is empty, for ``shutdown()``'s wait.
     private let drained = Changes()
 
-    init(client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters, expectations: Expectations? = nil) {
+    init(
+        client: MQTTClient, fences: RuntimeFences, queries: QueryService, counters: GatewayCounters, expectations: Expectations? = nil,
+        trips: Trips? = nil
+    ) {
+        self.trips = trips
         self.client = client
         self.fences = fences
         self.queries = queries
@@ -29,6 +35,7 @@ final class ControlPlane: Service, Sendable {
         try client.subscribe(fences.filter, qos: .atLeastOnce)
         try client.subscribe(queries.topic, qos: .atLeastOnce)
         if let expectations { try client.subscribe(expectations.filter, qos: .atLeastOnce) }
+        if let trips { try client.subscribe(trips.filter, qos: .atLeastOnce) }
     }
 
     /// On every connect: subscribe to the fence topics afresh so the broker sends every
@@ -41,11 +48,15 @@ final class ControlPlane: Service, Sendable {
             try? client.unsubscribe(expectations.filter)
             try? client.subscribe(expectations.filter, qos: .atLeastOnce)
         }
+        if let trips {
+            try? client.unsubscribe(trips.filter)
+            try? client.subscribe(trips.filter, qos: .atLeastOnce)
+        }
     }
 
     /// Whether `topic` is a control topic (its messages are left to ``run()``).
     func handles(_ topic: String) -> Bool {
-        topic == queries.topic || fences.handles(topic) || expectations?.handles(topic) == true
+        topic == queries.topic || fences.handles(topic) || expectations?.handles(topic) == true || trips?.handles(topic) == true
     }
 
     /// Takes the control messages from the client's queue.
@@ -58,6 +69,8 @@ final class ControlPlane: Service, Sendable {
                 await fences.queueChange(message)
             } else if let expectations, expectations.handles(message.topic) {
                 expectations.apply(message)
+            } else if let trips, trips.handles(message.topic) {
+                trips.apply(message)
             }
             if client.inboundDepth == 0 { drained.changed() }
         }

@@ -208,9 +208,32 @@ final class QueryService: Service, Sendable {
         case .expectations(let device):
             guard let expectations else { throw QueryProblem("expectations are not kept by this gateway") }
             return .value(expectations.list(device: device))
+        case .trips(let device): return .value(await tripList(device: device))
         case .features(let query): return .written(try features(query, correlationBytes: correlationBytes))
         }
     }
+
+    /// The reply to `{"trips": {"device": ID}}` (or `{}`): the open trips with their progress, by
+    /// trip id: `{"trips": [{"trip", "device", "state", "along", "remaining", "offBy", "eta",
+    /// "speed", "time", "by", "created"}], "count": N}`, at most ``tripReplyLimit`` listed
+    /// (`"truncated": true` beyond).
+    private func tripList(device: String?) async -> JSONValue {
+        let query = DeviceShard.Query.trips(device: device)
+        var trips: [JSONValue] = []
+        for shard in device.map({ [pool.shard(for: $0)] }) ?? pool.shards {
+            let answer = await withCheckedContinuation { c in
+                Task { await shard.mailbox.send(.query(query, c)) }
+            }
+            trips += answer.trips
+        }
+        trips.sort { ($0.objectValue?["trip"]?.stringValue ?? "") < ($1.objectValue?["trip"]?.stringValue ?? "") }
+        var reply: JSONObject = ["trips": .array(Array(trips.prefix(Self.tripReplyLimit))), "count": .number(Double(trips.count))]
+        if trips.count > Self.tripReplyLimit { reply["truncated"] = .bool(true) }
+        return .object(reply)
+    }
+
+    /// The most trips a `trips` reply lists.
+    static let tripReplyLimit = 1000
 
     /// Asks every shard (each answers on its own worker, after the work queued before).
     private func ask(_ query: DeviceShard.Query) async -> DeviceShard.QueryAnswer {

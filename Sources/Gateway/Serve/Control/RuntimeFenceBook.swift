@@ -127,8 +127,12 @@ struct RuntimeFenceBook: Sendable {
     let prefix: String
     /// `runtime.maxFences`.
     let maxFences: Int
-    /// `runtime.maxBytes`: the most payload bytes the live runtime fences hold together.
+    /// `runtime.maxBytes`: the most payload bytes the live runtime fences hold together, with
+    /// the open trips (``tripBytes``).
     let maxBytes: Int
+    /// What the open trips count against `runtime.maxBytes` (docs/trips.md "Limits"), as
+    /// ``Trips`` last said before a change is offered.
+    var tripBytes = 0
     /// The most bytes one payload may have.
     let maxPayload: Int
     /// Changes are coalesced into one rebuild at most this often (seconds).
@@ -325,11 +329,12 @@ struct RuntimeFenceBook: Sendable {
     func overBudget(_ key: FenceKey, payload: [UInt8]) -> String? {
         let replaced = (layers[key.layer]?[key.fence]?.feature.count ?? 0) + (rejected[key]?.bytes ?? 0)
         let others = bytes + rejectedBytes - replaced
-        guard others + payload.count > maxBytes else { return nil }
+        guard others + tripBytes + payload.count > maxBytes else { return nil }
         let junk = rejectedBytes - (rejected[key]?.bytes ?? 0)
         return "the payload is \(payload.count) bytes and the other runtime fences hold \(others) bytes"
             + (junk > 0 ? " (\(junk) of them payloads rejected earlier, still retained on their topics)" : "")
-            + ": \(others + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); "
+            + (tripBytes > 0 ? " and the open trips \(tripBytes)" : "")
+            + ": \(others + tripBytes + payload.count) bytes together, over runtime.maxBytes (\(maxBytes)); "
             + (junk > 0 ? "delete or shrink a fence, or clear a rejected fence's topic, first" : "delete or shrink a fence first")
     }
 

@@ -41,8 +41,13 @@ final class RuntimeFences: Service, Sendable {
     let rebuildInterval: Double
     /// `runtime.maxFences`.
     let maxFences: Int
-    /// `runtime.maxBytes`: the most payload bytes the live runtime fences hold together.
+    /// `runtime.maxBytes`: the most payload bytes the live runtime fences hold together (with
+    /// the open trips).
     let maxBytes: Int
+    /// What the runtime fences hold of `runtime.maxBytes` (live and rejected payloads), for
+    /// ``Trips``' budget; and what the open trips hold, for this one's (docs/trips.md "Limits").
+    let heldBytes = Atomic<Int>(0)
+    let tripBytes = Atomic<Int>(0)
     /// A following fence moves at most this often per followed device (seconds).
     let followInterval: Double
     /// `fences.maxVertices`: a fence with more positions is rejected.
@@ -117,6 +122,7 @@ final class RuntimeFences: Service, Sendable {
         await RuntimeFences.restore(
             into: &book, from: store, maxVertices: setup.config.fences.maxVertices, warnings: warnings, logger: logger)
         live = Mutex((book.snapshot, book.generation))
+        heldBytes.store(book.bytes + book.rejectedBytes, ordering: .relaxed)
         self.book = LeveledMutex(book, level: .runtimeFenceBook)
         updateFollowing()
     }
@@ -234,10 +240,14 @@ final class RuntimeFences: Service, Sendable {
         let key = FenceKey(layer: String(decoding: levels[0], as: UTF8.self), fence: String(decoding: levels[1], as: UTF8.self))
         let maxVertices = maxVertices
         // Only this queue takes the book's lock, so parsing under it holds up nobody.
+        let trips = tripBytes.load(ordering: .relaxed)
         let actions = book.withLock { book in
-            book.offer(key, payload: message.payload, retained: message.retain) { key, payload in
+            book.tripBytes = trips
+            let actions = book.offer(key, payload: message.payload, retained: message.retain) { key, payload in
                 RuntimeFences.parse(payload, layer: key.layer, id: key.fence, topic: message.topic, maxVertices: maxVertices)
             }
+            heldBytes.store(book.bytes + book.rejectedBytes, ordering: .relaxed)
+            return actions
         }
         perform(actions)
     }

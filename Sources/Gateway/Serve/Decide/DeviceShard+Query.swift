@@ -9,6 +9,8 @@ extension DeviceShard {
         case inside(layer: String, fence: String)
         /// One device's state.
         case device(String)
+        /// Open trips, of one device (nil: every device).
+        case trips(device: String?)
     }
 
     /// A shard's answer: device state payloads (for `inside`, the whole state of each device
@@ -17,6 +19,8 @@ extension DeviceShard {
     struct QueryAnswer: Sendable {
         var states: [JSONValue] = []
         var hibernated: [String] = []
+        /// Open trips with their progress (``Query/trips(device:)``).
+        var trips: [JSONValue] = []
 
         /// `states` and those of the hibernated devices, restored from `store` with `snapshot`.
         func allStates(store: GatewayStore, snapshot: EngineSnapshot) async -> [JSONValue] {
@@ -39,7 +43,7 @@ extension DeviceShard {
     }
 
     /// Answers `query` from the shard's own slots (called on the shard's worker).
-    func answer(_ query: Query, slots: [String: SlotBox], hibernated: [String: Double], now: Double) -> QueryAnswer {
+    func answer(_ query: Query, slots: [String: SlotBox], hibernated: [String: Double], trips: [String: [TripRun]] = [:], now: Double) -> QueryAnswer {
         var answer = QueryAnswer()
         switch query {
         case .device(let device):
@@ -55,6 +59,8 @@ extension DeviceShard {
                 answer.states.append(box.slot.monitor.stateJSON(updated: now))
             }
             answer.hibernated = Array(hibernated.keys)
+        case .trips(let device):
+            answer.trips = Self.tripList(trips, device: device, emission: tripEmission)
         }
         return answer
     }

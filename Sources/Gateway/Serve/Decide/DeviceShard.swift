@@ -40,6 +40,8 @@ package final class DeviceShard: Sendable {
         case barrier(CheckedContinuation<Void, Never>)
         /// A query about this shard's devices (DeviceShard+Query.swift).
         case query(Query, CheckedContinuation<QueryAnswer, Never>)
+        /// A trip to follow or to stop following (DeviceShard+Trips.swift).
+        case trip(TripOrder)
     }
 
     /// A device's monitor and what the gateway remembers beside it.
@@ -84,6 +86,11 @@ package final class DeviceShard: Sendable {
         var queued: [String: Int] = [:]
         /// The pool stopped: updates are no longer taken.
         var finished = false
+        /// Open trips of this shard's devices, by device (docs/trips.md): decided here, beside
+        /// the monitors, whether the device's slot is in memory or not.
+        var trips: [String: [TripRun]] = [:]
+        /// No open trip's `by` is earlier (wall clock; infinity: none; exact after a tick).
+        var tripDeadline = Double.infinity
     }
 
     /// What ``handleNow(_:receivedAt:trackerID:owntracks:userLevel:inBurst:)`` did with an update.
@@ -117,7 +124,9 @@ package final class DeviceShard: Sendable {
 
     /// Devices of this shard with a state saved by the previous run (restored at start).
     let saved: Set<String>
-    private let state: LeveledMutex<State>
+    let state: LeveledMutex<State>
+    /// Builds what trips decide (DeviceShard+Trips.swift).
+    let tripEmission: TripEmission
 
     init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, eventRate: EventRateWarning,
          saved: Set<String> = [], clock: Wakeup = Wakeup(), tickInterval: Double = 0.5) {
@@ -130,6 +139,7 @@ package final class DeviceShard: Sendable {
         self.saved = saved
         self.mailbox = BoundedQueue(capacity: capacity)
         self.state = LeveledMutex(State(snapshot: snapshot), level: .deviceShard)
+        tripEmission = TripEmission(gatewayID: context.config.gateway.id, prefix: context.config.output.prefix, qos: context.config.output.qos)
     }
 
     /// Handles `update` now, on the calling thread, if its device's monitor is in memory or
@@ -161,7 +171,7 @@ package final class DeviceShard: Sendable {
                 recount(s.slots.count + s.hibernated.count, admitted: 1)
             }
             var mustWait = false
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot),
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips),
                      mustWait: &mustWait, inBurst: inBurst)
             return .handled(mustWait: mustWait)
         }
@@ -192,7 +202,7 @@ package final class DeviceShard: Sendable {
 
     /// Under the lock: a tick is due by `due` (a device came into memory, an update began a
     /// hold or held a position back); pokes the pool's clock if it sleeps longer.
-    private func ticksDue(by due: Double) {
+    func ticksDue(by due: Double) {
         guard due < tickDue else { return }
         tickDueBits.store(due.bitPattern, ordering: .relaxed)
         clock.poke()
@@ -201,7 +211,7 @@ package final class DeviceShard: Sendable {
     /// Under the lock, after a tick at `now` found its devices next due at `slotsDue`: the next
     /// one is due then, or when the first hibernated device is to be forgotten.
     private func scheduleTicks(_ s: State, slotsDue: Double, now: Double) {
-        let due = min(slotsDue, s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity)
+        let due = min(slotsDue, s.hibernated.values.min().map { $0 + retention.forgetAfter } ?? .infinity, tripsDue(s, now: now))
         tickDueBits.store(max(due, now + tickInterval).bitPattern, ordering: .relaxed)
     }
 
@@ -209,9 +219,11 @@ package final class DeviceShard: Sendable {
     /// confirmed by silence, a dwell, `staleAfter`), the end of `output.stateInterval` for a
     /// position held back, its phone's waiting claims, its hibernation (not while paused: a
     /// resume asks for a tick). A device that only reports needs none: an idle gateway whose
-    /// devices stopped sleeps from their last publication to their hibernation.
-    private func due(_ slot: borrowing Slot, now: Double) -> Double {
-        var due = retention.fateDue(lastReceived: slot.lastReceived, paused: slot.monitor.isPaused, deadline: slot.monitor.nextDeadline())
+    /// devices stopped sleeps from their last publication to their hibernation. `hasTrips`: it
+    /// has open trips, and stays in memory until they end (their deadlines are the shard's).
+    private func due(_ slot: borrowing Slot, now: Double, hasTrips: Bool = false) -> Double {
+        var due = retention.fateDue(
+            lastReceived: slot.lastReceived, paused: slot.monitor.isPaused || hasTrips, deadline: slot.monitor.nextDeadline())
         if slot.emission.positionUnpublished { due = min(due, slot.emission.lastPublished + context.config.output.stateInterval) }
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { due = min(due, now + tickInterval) }
         return due
@@ -291,23 +303,25 @@ package final class DeviceShard: Sendable {
             case .barrier(let c):
                 c.resume()
             case .query(let query, let c):
-                let result = state.withLock { s in answer(query, slots: s.slots, hibernated: s.hibernated, now: WallClock.now()) }
+                let result = state.withLock { s in answer(query, slots: s.slots, hibernated: s.hibernated, trips: s.trips, now: WallClock.now()) }
                 c.resume(returning: result)
+            case .trip(let order):
+                await apply(order)
             }
         }
     }
 
     /// Under the lock, after an update of `slot` at `now`: a tick is due when the slot needs
     /// one, unless one comes within ``tickInterval`` anyway (as under load: one atomic read).
-    private func wakesClock(for slot: Slot, now: Double) {
-        if tickDue > now + tickInterval { ticksDue(by: max(due(slot, now: now), now + tickInterval)) }
+    private func wakesClock(for slot: Slot, now: Double, hasTrips: Bool = false) {
+        if tickDue > now + tickInterval { ticksDue(by: max(due(slot, now: now, hasTrips: hasTrips), now + tickInterval)) }
     }
 
     /// Runs `body` under the lock (it hands items over with ``handOver(_:mustWait:inBurst:)``), then
     /// waits for room if that filled the committer. `reschedules`: a tick is due a
     /// ``tickInterval`` on (a snapshot adopted, a restore, a pause or a resume: rare), unless
     /// `body` says itself when (a tick, an update).
-    private func mutate(reschedules: Bool = true, _ body: (inout State, inout Bool) -> Void) async {
+    func mutate(reschedules: Bool = true, _ body: (inout State, inout Bool) -> Void) async {
         let mustWait = state.withLock { s in
             var mustWait = false
             body(&s, &mustWait)
@@ -321,7 +335,7 @@ package final class DeviceShard: Sendable {
     /// Hands `item` to the committer (``EventCommitter/enqueue(_:inBurst:)``: it only queues it
     /// for the next group commit); call with the lock held, so a device's steps reach it in
     /// order. `mustWait`: set when the committer is full.
-    private func handOver(_ item: EventCommitter.Item?, mustWait: inout Bool, inBurst: Bool = false) {
+    func handOver(_ item: EventCommitter.Item?, mustWait: inout Bool, inBurst: Bool = false) {
         if let item, context.committer.enqueue(item, inBurst: inBurst) { mustWait = true }
     }
 
@@ -352,12 +366,17 @@ package final class DeviceShard: Sendable {
                 // user, never refused.
                 census.attribute(device, user: ShardAdmission.user(of: device, level: userLevel))
             }
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &s.slots[device]!.slot), mustWait: &mustWait)
+            let box = s.slots[device]!
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips), mustWait: &mustWait)
         }
     }
 
-    /// Applies one update to its device's slot; what is to be handed over, if anything.
-    private func handle(_ update: LocationUpdate, now: Double, trackerID: String?, owntracks: OwnTracksTopics?, slot: inout Slot) -> EventCommitter.Item? {
+    /// Applies one update to its device's slot, and to its open trips (`trips`, the shard's)
+    /// when it is accepted; what is to be handed over, if anything.
+    private func handle(
+        _ update: LocationUpdate, now: Double, trackerID: String?, owntracks: OwnTracksTopics?, slot: inout Slot,
+        trips: inout [String: [TripRun]]
+    ) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
         let snapshot = slot.monitor.snapshot
@@ -383,9 +402,12 @@ package final class DeviceShard: Sendable {
             return nil
         }
         if outcome.positionChanged { slot.emission.positionChanged() }
-        let result = item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        var result = item(outcome.notifications, changed: outcome.stateChanged, now: now, slot: &slot)
+        // One dictionary check per update while the shard has trips, none otherwise.
+        let hasTrips = !trips.isEmpty && trips[update.device] != nil
+        if hasTrips { follow(update, trips: &trips, into: &result) }
         // A hold begun, a position held back: the shard's clock wakes for it.
-        wakesClock(for: slot, now: now)
+        wakesClock(for: slot, now: now, hasTrips: hasTrips)
         guard let phone = slot.phone,
               let push = phone.plan.observe(update.coordinate, time: update.time, now: now, device: update.device, snapshot: snapshot)
         else { return result }
@@ -461,6 +483,7 @@ package final class DeviceShard: Sendable {
     /// Gateway clock tick at `now`: each slot's deadlines, its held-back position's trailing
     /// publish, then which slots leave memory.
     private func tick(now: Double, state s: inout State, mustWait: inout Bool) {
+        tickTrips(&s, mustWait: &mustWait)
         let paused = s.paused != nil
         let stateInterval = context.config.output.stateInterval
         var leaving: [(device: String, fate: ShardRetention.Fate)] = []
@@ -468,7 +491,9 @@ package final class DeviceShard: Sendable {
         // Each slot changed in place through its box (slots leave only after the walk), and
         // looked at where it is, not copied (a copy retains each of its references).
         for (device, box) in s.slots {
-            let fate = tick(&box.slot, now: now, paused: paused, stateInterval: stateInterval, slotsDue: &slotsDue, mustWait: &mustWait)
+            let fate = tick(
+                &box.slot, now: now, paused: paused, stateInterval: stateInterval, hasTrips: s.trips[device] != nil, slotsDue: &slotsDue,
+                mustWait: &mustWait)
             if fate != .stays { leaving.append((device, fate)) }
         }
         for (device, fate) in leaving {
@@ -501,7 +526,7 @@ package final class DeviceShard: Sendable {
     /// One slot's part of a tick at `now`: its deadlines, its held-back position's trailing
     /// publish and its phone's expired claims; whether it stays in memory (if so, `slotsDue`
     /// takes its next tick into account).
-    private func tick(_ slot: inout Slot, now: Double, paused: Bool, stateInterval: Double, slotsDue: inout Double,
+    private func tick(_ slot: inout Slot, now: Double, paused: Bool, stateInterval: Double, hasTrips: Bool, slotsDue: inout Double,
                       mustWait: inout Bool) -> ShardRetention.Fate {
         if let deadline = slot.monitor.nextDeadline(), deadline <= now {
             var changed = false
@@ -516,8 +541,8 @@ package final class DeviceShard: Sendable {
         if let phone = slot.phone, phone.ledger.waitingClaims > 0 { count(phone.ledger.expire(now: now)) }
         let fate = retention.fate(
             lastReceived: slot.lastReceived, now: now, paused: paused || slot.monitor.isPaused,
-            hasDeadline: slot.monitor.nextDeadline() != nil, unsaved: slot.emission.unsaved)
-        if fate == .stays { slotsDue = min(slotsDue, due(slot, now: now)) }
+            hasDeadline: hasTrips || slot.monitor.nextDeadline() != nil, unsaved: slot.emission.unsaved)
+        if fate == .stays { slotsDue = min(slotsDue, due(slot, now: now, hasTrips: hasTrips)) }
         return fate
     }
 
@@ -556,7 +581,7 @@ package final class DeviceShard: Sendable {
     /// over (nil: nothing), as the slot's ``OutcomeEmission`` decides; updates its bookkeeping.
     /// `forcePublish`: the state is published whatever the interval (a new snapshot, a held-back
     /// position's trailing publish).
-    private func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
+    func item(_ notes: [FenceNotification], changed: Bool, now: Double, slot: inout Slot, forcePublish: Bool = false) -> EventCommitter.Item? {
         var item = EventCommitter.Item()
         let device = slot.monitor.device
         // Device state: when the inside set changes, else at most every stateInterval.

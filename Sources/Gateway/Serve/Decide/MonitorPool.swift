@@ -40,6 +40,8 @@ package final class MonitorPool: Service, Sendable {
     private let snapshots: AsyncStream<EngineSnapshot>?
     /// Questions about one device for its shard (``Expectations`` yields them).
     private let questions: AsyncStream<DeviceShard.DeviceQuestion>?
+    /// Trips to follow or stop following, for the device's shard (``Trips`` yields them).
+    private let tripOrders: AsyncStream<TripOrder>?
     /// The current snapshot has a trigger with `phones` on (phones' transitions are judged).
     private let phonesOn: Atomic<Bool>
     /// The next snapshot adopted replaces a SIGHUP reload's fences: once every shard took it,
@@ -48,7 +50,8 @@ package final class MonitorPool: Service, Sendable {
 
     package init(
         context: ServeContext, snapshot: EngineSnapshot, snapshots: AsyncStream<EngineSnapshot>? = nil,
-        questions: AsyncStream<DeviceShard.DeviceQuestion>? = nil, shardCount: Int,
+        questions: AsyncStream<DeviceShard.DeviceQuestion>? = nil, tripOrders: AsyncStream<TripOrder>? = nil, trips: [TripRun] = [],
+        shardCount: Int,
         initialStates: [String: [UInt8]] = [:], clock: RunningClock = RunningClock(carried: 0), lastReports: [String: Double] = [:],
         mailboxCapacity: Int = 1024, tickInterval: Double = 0.5
     ) {
@@ -56,6 +59,7 @@ package final class MonitorPool: Service, Sendable {
         self.context = context
         self.snapshots = snapshots
         self.questions = questions
+        self.tripOrders = tripOrders
         let count = max(1, shardCount)
         var saved = [Set<String>](repeating: [], count: count)
         for device in initialStates.keys { saved[Int(StableHash.of(device) % UInt64(count))].insert(device) }
@@ -76,6 +80,10 @@ package final class MonitorPool: Service, Sendable {
         self.savedCount = initialStates.count
         self.tickInterval = tickInterval
         (connectionChanges, connectionContinuation) = AsyncStream.makeStream(of: DeviceShard.Work.self)
+        // Before any update: a restored trip sees its device's first fix after the restart.
+        var tripsByShard = [[TripRun]](repeating: [], count: shards.count)
+        for run in trips { tripsByShard[Int(StableHash.of(run.device) % UInt64(shards.count))].append(run) }
+        for (shard, runs) in zip(shards, tripsByShard) { shard.restoreTrips(runs) }
     }
 
     func shard(for device: String) -> DeviceShard {
@@ -184,6 +192,11 @@ package final class MonitorPool: Service, Sendable {
             if let snapshots {
                 inbound.addTask { [self] in
                     for await snapshot in snapshots { await adopt(snapshot) }
+                }
+            }
+            if let tripOrders {
+                inbound.addTask { [self] in
+                    for await order in tripOrders { await shard(for: order.device).mailbox.send(.trip(order)) }
                 }
             }
             if let questions {

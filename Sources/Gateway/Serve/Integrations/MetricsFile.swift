@@ -64,6 +64,10 @@ final class MetricsFile: Sendable {
                      help: "OwnTracks phones' transitions for a region the gateway did not give (unknownRegion) or of a device it does not track (unknownDevice).",
                      [.init(phones.unknownRegion, labels: [("reason", "unknownRegion")]), .init(phones.unknownDevice, labels: [("reason", "unknownDevice")])])
         }
+        e.family("geotrigger_trips", .gauge, help: "Open trips, by state (pending, onRoute, offRoute).", [
+            .init(c.trips.pending, labels: [("state", "pending")]), .init(c.trips.onRoute, labels: [("state", "onRoute")]),
+            .init(c.trips.offRoute, labels: [("state", "offRoute")]),
+        ])
         e.family("geotrigger_devices", .gauge, help: "Devices tracked (in memory or hibernated).", [.init(sample.devices)])
         e.family("geotrigger_queue_depth", .gauge, help: "Location updates waiting to be handled.", [.init(sample.queueDepth)])
         e.family("geotrigger_outbox_messages", .gauge, help: "Events in the outbox not yet acknowledged by the broker, by destination.",

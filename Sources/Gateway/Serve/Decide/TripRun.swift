@@ -1,0 +1,178 @@
+import GeotriggerCore
+import Store
+
+/// One open trip where its device's shard decides it (docs/trips.md): the request's identity,
+/// its ``TripProgress`` and what of it was last handed to the committer.
+package struct TripRun: Sendable {
+    let id: String
+    let device: String
+    /// When the gateway accepted it (wall clock, whole milliseconds): part of its event ids.
+    let created: Double
+    var progress: TripProgress
+    /// The fields last committed (nil: none since the request's row was stored).
+    var committed: TripProgress.Committed?
+
+    init(_ request: TripRequest, restoring committed: TripProgress.Committed? = nil) {
+        id = request.id
+        device = request.device
+        created = request.created
+        progress = committed.map { TripProgress(plan: request.plan, restoring: $0) } ?? TripProgress(plan: request.plan)
+        self.committed = committed
+    }
+}
+
+/// What is sent to a device's shard about its trips (``Trips`` decides, the shard carries out).
+package enum TripOrder: Sendable {
+    /// Follow this trip from now on (a new one, a replacement, or one restored at start).
+    case assign(TripRun)
+    /// Stop following trip `id` created at `created`; `clearProgress`: clear its progress topic
+    /// (a dispatcher's cancel), once what was decided before is committed.
+    case cancel(id: String, device: String, created: Double, clearProgress: Bool)
+
+    var device: String {
+        switch self {
+        case .assign(let run): run.device
+        case .cancel(_, let device, _, _): device
+        }
+    }
+}
+
+/// Turns what a ``TripRun`` decided into what is committed and published: its events (journal
+/// and outbox, on `PREFIX/events/trips/DEVICE`), its progress (retained on
+/// `PREFIX/trips/TRIP_ID/progress`, once committed) and its committed fields, all in one item
+/// (docs/trips.md "Events", "Progress", "Restarts").
+struct TripEmission: Sendable {
+    let gatewayID: String
+    let prefix: String
+    let qos: Int
+
+    /// The reserved trigger name of trip events.
+    static let trigger = "trips"
+
+    func progressTopic(_ id: String) -> String { "\(prefix)/trips/\(id)/progress" }
+
+    /// Hands over `events` (just decided by `run`) and, when due, its progress and committed
+    /// fields; `wall`: the gateway's wall clock. True when the trip has ended (arrived or
+    /// missed): its row is settled in the same item.
+    @discardableResult
+    func emit(_ events: [TripEvent], of run: inout TripRun, wall: Double, into item: inout EventCommitter.Item?) -> Bool {
+        guard !events.isEmpty || run.progress.shouldPublishProgress else { return false }
+        var out = item ?? EventCommitter.Item()
+        for event in events { append(event, of: run, emitted: wall, to: &out) }
+        let final = run.progress.state.isFinal
+        if run.progress.shouldPublishProgress {
+            out.retained.append(.init(topic: progressTopic(run.id), payload: progressJSON(run).serializedBytes()))
+            run.progress.progressPublished()
+        }
+        let committed = run.progress.committed
+        if final {
+            out.trips.append(.settle(id: run.id, created: run.created, state: committed.encoded(), settled: wall))
+        } else if committed != run.committed {
+            out.trips.append(.progress(id: run.id, created: run.created, state: committed.encoded()))
+        }
+        run.committed = committed
+        item = out
+        return final
+    }
+
+    /// The retained progress: `{"trip", "device", "state", "along", "remaining", "offBy",
+    /// "eta", "speed", "time"}`, those without a value left out.
+    func progressJSON(_ run: TripRun) -> JSONValue {
+        var object = JSONObject()
+        object["trip"] = .string(run.id)
+        object["device"] = .string(run.device)
+        Self.addFigures(run.progress.figures, to: &object)
+        if let time = run.progress.figures.time { object["time"] = .string(ISO8601Time.format(time)) }
+        return .object(object)
+    }
+
+    /// `state`, `along`, `remaining` (0.1 m), `offBy` (0.1 m), `eta` (ISO time), `speed` (0.1 m/s).
+    static func addFigures(_ figures: TripFigures, to object: inout JSONObject) {
+        object["state"] = .string(figures.state.rawValue)
+        object["along"] = .number(round(figures.along))
+        object["remaining"] = .number(round(figures.remaining))
+        if let offBy = figures.offBy { object["offBy"] = .number(round(offBy)) }
+        if let eta = figures.eta, eta.isFinite { object["eta"] = .string(ISO8601Time.format(eta.rounded())) }
+        if let speed = figures.speed { object["speed"] = .number(round(speed)) }
+    }
+
+    /// The event's payload: the event schema's common keys (`id`, `gateway`, `trigger` =
+    /// `trips`, `device`, `type`, `notification` = the type, `position` of the deciding fix (the
+    /// last fix for `missed`; null before any), `time`, `message`, `emitted`), `trip` and the
+    /// progress figures; no `fence` or `visit`.
+    func eventJSON(_ event: TripEvent, of run: TripRun, emitted: Double) -> JSONValue {
+        var object = JSONObject()
+        object["id"] = .string(Self.eventID(trip: run.id, created: run.created, type: event.kind.rawValue, time: event.time))
+        object["gateway"] = .string(gatewayID)
+        object["trigger"] = .string(Self.trigger)
+        object["device"] = .string(run.device)
+        object["type"] = .string(event.kind.rawValue)
+        object["notification"] = .string(event.kind.rawValue)
+        object["trip"] = .string(run.id)
+        if let position = event.figures.position, let time = event.figures.time {
+            object["position"] = .object([
+                "lat": .number(position.lat), "lon": .number(position.lon), "time": .string(ISO8601Time.format(time)),
+            ])
+        } else {
+            object["position"] = .null
+        }
+        object["time"] = .string(ISO8601Time.format(event.time))
+        Self.addFigures(event.figures, to: &object)
+        object["message"] = .string(Self.message(event, of: run))
+        object["emitted"] = .string(ISO8601Time.format(emitted, milliseconds: true))
+        return .object(object)
+    }
+
+    static func message(_ event: TripEvent, of run: TripRun) -> String {
+        let figures = event.figures
+        switch event.kind {
+        case .tripStarted: return "\(run.device) started trip \(run.id)"
+        case .offRoute: return "\(run.device) is off the route of trip \(run.id) (\(Int((figures.offBy ?? 0).rounded())) m away)"
+        case .backOnRoute: return "\(run.device) is back on the route of trip \(run.id)"
+        case .arrived: return "\(run.device) arrived (trip \(run.id))"
+        case .late:
+            let eta = figures.eta.map { " (ETA \(ISO8601Time.format($0.rounded())))" } ?? ""
+            return "\(run.device) will be late on trip \(run.id)\(eta)"
+        case .missed: return "\(run.device) did not arrive by the deadline of trip \(run.id)"
+        }
+    }
+
+    /// Deterministic, like fence events' ids: from the trip id, its creation time, the type and
+    /// the deciding time (whole milliseconds), 32 lowercase hex digits. A trip id used again is
+    /// created at another time, so its events never repeat an earlier trip's ids.
+    static func eventID(trip: String, created: Double, type: String, time: Double) -> String {
+        var h = StableHash()
+        h.combine("geotrigger-trip-1")
+        for part in [trip, milliseconds(created), type, milliseconds(time)] { h.combine(part) }
+        let (a, b) = h.finish()
+        return hex(a) + hex(b)
+    }
+
+    private func append(_ event: TripEvent, of run: TripRun, emitted: Double, to item: inout EventCommitter.Item) {
+        let json = eventJSON(event, of: run, emitted: emitted)
+        let payload = json.serializedBytes()
+        let id = json.objectValue?["id"]?.stringValue ?? ""
+        item.events.append(JournalEvent(
+            id: id, device: run.device, trigger: Self.trigger, layer: "", fence: "", type: event.kind.rawValue, fixTime: event.time,
+            emittedTime: emitted, payload: String(decoding: payload, as: UTF8.self)))
+        item.outbox.append(OutboxMessage(
+            destination: .local, eventID: id, topic: "\(prefix)/events/\(Self.trigger)/\(run.device)", payload: payload, qos: qos,
+            payloadInJournal: true))
+    }
+
+    private static func round(_ value: Double) -> Double {
+        guard value.isFinite else { return 0 }
+        let r = (value * 10).rounded() / 10
+        return r == 0 ? 0 : r
+    }
+
+    private static func milliseconds(_ time: Double) -> String {
+        let ms = (time * 1000).rounded()
+        return ms.isFinite && abs(ms) < 9e18 ? String(Int64(ms)) : "0"
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
