@@ -324,3 +324,37 @@ extension ServeTests {
         }
     }
 }
+
+extension ServeTests.ShippedBroker {
+    /// Under the shipped ACL the dispatcher may publish trips and read their progress and
+    /// errors, and the gateway may read them, write progress and errors, and clear an ended
+    /// trip's request.
+    @Test func tripsWorkUnderTheShippedACL() async throws {
+        let h = try ServeHarness("trips-acl", broker: try Self.options())
+        defer { h.close() }
+        let statusTopic = GatewayStatus.topic(prefix: "geotriggers", gatewayID: h.gatewayID)
+        let dispatcher = try await h.probe(
+            "dispatcher", subscribe: ["geotriggers/trips/#", h.eventsFilter(prefix: "geotriggers"), statusTopic], configure: Self.credentials("dispatch"))
+        let vehicle = try await h.probe("vehicle", configure: Self.credentials("v17"))
+        let gateway = try h.startGateway(config: try Self.gatewayConfig(h))
+        #expect(await dispatcher.waitStatus(statusTopic) { $0.status == "started" }.ok, "\(tail(gateway.log))\n\(tail(h.brokerLog))")
+        // From where v17 starts to the meadow, where it ends: started and arrived at its second fix.
+        let route = #"{"type":"LineString","coordinates":[[\#(Self.outside.lon),\#(Self.outside.lat)],[\#(Self.meadow.lon),\#(Self.meadow.lat)]]}"#
+        try dispatcher.client.publish(
+            topic: "geotriggers/trips/garden-run", payload: #"{"device":"v17","route":\#(route),"corridor":20}"#, qos: .atLeastOnce, retain: true)
+        try dispatcher.client.publish(topic: "geotriggers/trips/no-route", payload: #"{"device":"v17"}"#, qos: .atLeastOnce, retain: true)
+        let rejected = await poll(timeout: .seconds(60)) { !dispatcher.received(on: "geotriggers/trips/no-route/error").isEmpty }
+        #expect(rejected, "the gateway may write a trip's error:\n\(tail(gateway.log))\n\(tail(h.brokerLog))")
+        let t0 = fixTimeBase()
+        #expect(try await Self.vehicleEnters(h, watcher: dispatcher, vehicle: vehicle, at: t0), "\(tail(gateway.log))")
+        let arrived = await poll(timeout: .seconds(60)) {
+            dispatcher.received(on: "geotriggers/trips/garden-run/progress").compactMap(json).contains { $0["state"] == .string("arrived") }
+        }
+        #expect(arrived, "the gateway may write a trip's progress:\n\(tail(gateway.log))\n\(tail(h.brokerLog))")
+        let cleared = await poll(timeout: .seconds(30)) {
+            dispatcher.received(on: "geotriggers/trips/garden-run").contains { $0.payload.isEmpty }
+        }
+        #expect(cleared, "the gateway may clear an ended trip's request:\n\(tail(h.brokerLog))")
+        #expect(gateway.terminate() == 0)
+    }
+}

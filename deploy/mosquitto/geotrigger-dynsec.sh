@@ -40,25 +40,27 @@ roles() {
     ctrl setDefaultACLAccess unsubscribe allow
 
     # The gateway (and its -failed user, which says starting and failedToStart): it reads
-    # locations, runtime fences, queries, expected arrivals and the phones' transitions; it
-    # writes events, states, status, occupancy, Home Assistant configs, fence errors, query
-    # replies, expectation results, OwnTracks transitions, the phones' region commands (no
-    # one else may) and its own position; a runtime fence only to put back its database's
-    # version over an older one (a broker restarted from an old save).
+    # locations, runtime fences, queries, expected arrivals, trips and the phones' transitions;
+    # it writes events, states, status, occupancy, Home Assistant configs, fence errors, query
+    # replies, expectation results, trips' progress and errors, OwnTracks transitions, the
+    # phones' region commands (no one else may) and its own position; a runtime fence only to
+    # put back its database's version over an older one (a broker restarted from an old save);
+    # an expectation's or a trip's request only to clear it once settled.
     ctrl createRole gateway
     for t in owntracks/+/+ fleet/+/+/location devices/+/location geotriggers/fences/+/+ geotriggers/query/+ \
-        geotriggers/expect/+ owntracks/+/+/event; do reads gateway "$t"; done
+        geotriggers/expect/+ geotriggers/trips/+ owntracks/+/+/event; do reads gateway "$t"; done
     for t in geotriggers/events/# geotriggers/devices/# geotriggers/status/# geotriggers/occupancy/# homeassistant/# \
         geotriggers/fences/+/+ geotriggers/fences/+/+/error geotriggers/query/+/reply geotriggers/replies/# \
-        geotriggers/expect/+ geotriggers/expect/+/result geotriggers/expect/+/error owntracks/+/+/event \
+        geotriggers/expect/+ geotriggers/expect/+/result geotriggers/expect/+/error \
+        geotriggers/trips/+ geotriggers/trips/+/progress geotriggers/trips/+/error owntracks/+/+/event \
         owntracks/+/+/cmd owntracks/gateway/#; do writes gateway "$t"; done
 
     # Dispatchers (and their consoles): they read the gateway's outputs and the phones'
-    # transitions, and only they publish runtime fences, queries and expected arrivals.
+    # transitions, and only they publish runtime fences, queries, expected arrivals and trips.
     ctrl createRole dispatcher
     reads dispatcher 'geotriggers/#'
     reads dispatcher 'owntracks/+/+/event'
-    for t in geotriggers/fences/+/+ geotriggers/query/+ geotriggers/expect/+; do writes dispatcher "$t"; done
+    for t in geotriggers/fences/+/+ geotriggers/query/+ geotriggers/expect/+ geotriggers/trips/+; do writes dispatcher "$t"; done
 
     # Home Assistant's MQTT integration: the discovery configs and what they point at, and
     # its own birth message.
