@@ -38,8 +38,14 @@ public struct Trigger: Sendable, Equatable {
         if let bad = name.first(where: { $0 == "/" || $0 == "+" || $0 == "#" }) {
             return "a trigger name is one topic level: it must not contain \"\(bad)\", found \"\(name)\""
         }
+        if name == reservedForTrips {
+            return "\"\(name)\" is reserved: trip events are published under it (PREFIX/events/trips/DEVICE, docs/trips.md); choose another name"
+        }
         return nil
     }
+
+    /// The trigger name of trip events (docs/trips.md "Events"), which no trigger may take.
+    public static let reservedForTrips = "trips"
 
     /// Reads the config's `triggers` value: nil (the key is missing) gives one trigger per
     /// layer named after it; `[]` gives none. Every problem is collected into one ``TriggerError``.
