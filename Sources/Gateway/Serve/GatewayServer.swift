@@ -136,7 +136,7 @@ struct GatewayServer: Sendable {
             config: config, client: local, store: store, committer: committer, warnings: warnings, logger: logger,
             snapshot: { runtimeFences.snapshot }, orders: orderTrips,
             fenceBytes: { runtimeFences.heldBytes.load(ordering: .relaxed) },
-            tripBytes: { runtimeFences.tripBytes.store($0, ordering: .relaxed) })
+            tripBytes: { runtimeFences.tripBytes.store($0, ordering: .relaxed) }, statePublisher: statePublisher)
         let context = ServeContext(
             config: config, counters: counters, warnings: warnings, logger: logger, store: store, committer: committer,
             statePublisher: statePublisher,

@@ -42,6 +42,12 @@ final class Trips: Service, Sendable {
     static let settledRetention: Double = 30 * 86400
     /// How soon a clear whose settling is not stored yet is looked at again (seconds).
     let interval: Double
+    /// An ended trip's progress topic is cleared this long after its end (seconds): a day.
+    let progressKept: Double
+    /// The trip deadlines of the loop are wall-clock times: it looks at most this long ahead.
+    static let longestSleep = 60.0
+    /// Publishes (and clears) the progress topics, retained.
+    let statePublisher: StatePublisher?
 
     private let book: LeveledMutex<TripBook>
     /// Orders for the shards, read by ``MonitorPool``.
@@ -50,6 +56,8 @@ final class Trips: Service, Sendable {
     private let restored: Mutex<[TripRun]>
     /// Settled trips whose retained request is to be cleared once their settling is committed.
     private let clears = LeveledMutex<[(id: String, created: Double)]>([], level: .tripWork)
+    /// Progress topics of ended trips, and when (wall clock) each is to be cleared, oldest first.
+    private let expiries = LeveledMutex<[(id: String, created: Double, at: Double)]>([], level: .tripWork)
     private let stop = StopSignal()
     private let wakeup = Wakeup()
 
@@ -60,8 +68,10 @@ final class Trips: Service, Sendable {
         config: GatewayConfig, client: MQTTClient, store: GatewayStore, committer: EventCommitter, warnings: Warnings, logger: Logger,
         snapshot: @escaping @Sendable () -> EngineSnapshot, orders: AsyncStream<TripOrder>.Continuation,
         fenceBytes: @escaping @Sendable () -> Int = { 0 }, tripBytes: @escaping @Sendable (Int) -> Void = { _ in },
-        interval: Double = 0.2, capacity: Int = Trips.capacity
+        statePublisher: StatePublisher? = nil, interval: Double = 0.2, progressKept: Double = 86400, capacity: Int = Trips.capacity
     ) async {
+        self.statePublisher = statePublisher
+        self.progressKept = progressKept
         prefix = config.output.prefix
         topics = ControlTopics(prefix: prefix, kind: "trips", levels: 1, client: client, warnings: warnings)
         self.client = client
@@ -79,14 +89,16 @@ final class Trips: Service, Sendable {
         owns = Self.owner(config)
         var book = TripBook(capacity: capacity)
         var runs: [TripRun] = []
+        var expiries: [(id: String, created: Double, at: Double)] = []
         do {
             try await store.purgeSettledTrips(before: WallClock.now() - Self.settledRetention)
             let current = snapshot()
             for row in try await store.trips() {
-                guard row.settled == nil else {
+                if let settled = row.settled {
                     // A retained copy of its request (its clear did not go out before the stop)
-                    // is cleared when the broker sends it.
+                    // is cleared when the broker sends it; its progress a day after its end.
                     book.restoreSettled(row)
+                    if settled + progressKept > WallClock.now() { expiries.append((row.id, row.created, settled + progressKept)) }
                     continue
                 }
                 let topic = "\(prefix)/trips/\(row.id)"
@@ -112,6 +124,7 @@ final class Trips: Service, Sendable {
         tripBytes(book.openBytes)
         self.book = LeveledMutex(book, level: .tripBook)
         self.restored = Mutex(runs)
+        self.expiries.withLock { $0 = expiries.sorted { $0.at < $1.at } }
     }
 
     /// The owner rule: with every MQTT feed sharded (`feeds[].shard`) and no gpsd feed, the
@@ -219,17 +232,33 @@ final class Trips: Service, Sendable {
         }
         guard settled else { return }
         clears.withLock { $0.append((id, created)) }
+        expiries.withLock { $0.append((id, created, WallClock.now() + progressKept)) }
         wakeup.poke()
     }
 
     // MARK: The loop
 
-    /// Clears the retained requests of ended trips once their settling is committed; sleeps
-    /// until poked while there is none, else looks every ``interval``.
+    /// Clears the retained requests of ended trips once their settling is committed (every
+    /// ``interval`` while one waits), and their progress topics a day after their end (at the
+    /// first due, at most ``longestSleep`` ahead); with neither, sleeps until poked.
     func run() async throws {
         await repeating(until: stop, wakeup: wakeup) {
             await clearSettled()
-            return clears.withLock { $0.isEmpty } ? nil : MonotonicClock.now() + interval
+            let wall = WallClock.now()
+            let due = expiries.withLock { e -> [(id: String, created: Double, at: Double)] in
+                let count = e.prefix { $0.at <= wall }.count
+                defer { e.removeFirst(count) }
+                return Array(e.prefix(count))
+            }
+            for expiry in due {
+                // Not when the id holds another trip since (its progress is its own).
+                let other = book.withLock { b in b.entries[expiry.id].map { $0.open || $0.created != expiry.created } ?? false }
+                if !other { statePublisher?.publish(topic: "\(prefix)/trips/\(expiry.id)/progress", payload: nil) }
+            }
+            let now = MonotonicClock.now()
+            if !clears.withLock({ $0.isEmpty }) { return now + interval }
+            guard let next = expiries.withLock({ $0.first?.at }) else { return nil }
+            return now + min(max(next - WallClock.now(), 0) + 0.001, Self.longestSleep)
         }
     }
 
