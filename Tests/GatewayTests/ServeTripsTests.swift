@@ -289,6 +289,34 @@ extension ServeTests {
             rig.stop()
         }
 
+        /// No arrival by `by` on the gateway's wall clock: `missed` at `by` (decided by the
+        /// shard's tick, with no fix), the progress left at `missed`, the request cleared; a
+        /// restart decides nothing again.
+        @Test func aTripNotArrivedByItsDeadlineIsMissedOnce() async throws {
+            let rig = try await TripRig("trips-missed")
+            defer { rig.close() }
+            try await rig.start()
+            let by = (Date().timeIntervalSince1970 + 3).rounded()
+            try rig.publish("late-run", #"{"device":"vehicles/v17","route":\#(TripRig.routeJSON),"by":"\#(iso8601(by))"}"#)
+            #expect(try await rig.waitOpen(["late-run"]))
+            let t0 = fixTimeBase(secondsAgo: 900).rounded()
+            try await rig.drive("late-run", to: TripRig.point(along: 0), time: t0)
+            #expect(await poll(timeout: .seconds(30)) { !rig.events().isEmpty })
+            let missed = try #require(rig.events().first)
+            #expect(missed["type"] == .string("missed") && missed["time"] == .string(iso8601(by)), "\(missed)")
+            #expect(missed["state"] == .string("missed") && missed["position"]?.objectValue?["time"] == .string(iso8601(t0)))
+            let emitted = try #require(missed["emitted"]?.stringValue.flatMap(ISO8601Time.parse))
+            #expect(emitted >= by && emitted < by + 10, "decided at the deadline by the wall clock")
+            #expect(await poll(timeout: .seconds(30)) { rig.progress("late-run").last?["state"] == .string("missed") })
+            #expect(await rig.waitCleared(rig.topic("late-run")))
+            rig.stop()
+            try await rig.start(log: "gateway-2.log")
+            #expect(try await rig.waitOpen([]))
+            try await Task.sleep(for: .seconds(1))
+            rig.stop()
+            #expect(rig.events().count == 1, "\(rig.events())")
+        }
+
         /// A cancel clears the progress topic at once; a malformed trip gets its error.
         @Test func aCancelClearsItsProgressAndAMalformedTripGetsItsError() async throws {
             let rig = try await TripRig("trips-cancel")
