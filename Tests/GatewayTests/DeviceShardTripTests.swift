@@ -1,0 +1,80 @@
+import Foundation
+import GeotriggerCore
+import Store
+import Testing
+import TestSupport
+@testable import Gateway
+
+/// A trip in its device's shard (`DeviceShard+Trips.swift`), with the rig of
+/// ``DeviceShardTests``: a real shard, committer and store, no broker.
+@Suite struct DeviceShardTripTests {
+    /// A trip of `device` along the crossing's path (west to east along 34.45 N), `by` on the wall clock.
+    static func trip(_ id: String, device: String, by: Double, snapshot: EngineSnapshot) throws -> TripRun {
+        let payload = #"{"device":"\#(device)","route":{"type":"LineString","coordinates":[[-119.80,34.45],[-119.60,34.45]]},"by":"\#(iso8601(by, milliseconds: true))"}"#
+        let request = try TripRequest.parse(
+            Array(payload.utf8), id: id, topic: "p/trips/\(id)", snapshot: snapshot, maxVertices: 100, created: 1_800_000_000
+        ).get()
+        return TripRun(request)
+    }
+
+    /// A hibernated device is woken by its trip and stays in memory while the trip is open (its
+    /// fixes decide the trip's events, committed with the journal); once the trip is cancelled
+    /// the shard's clock lets it go again.
+    @Test(.timeLimit(.minutes(1))) func aTripWakesItsHibernatedDeviceAndHoldsItInMemory() async throws {
+        let rig = try await DeviceShardTests.Rig {
+            $0.gateway.hibernateAfter = 60
+            $0.gateway.forgetAfter = 600
+        }
+        let shard = rig.pool.shard(for: "truck")
+        let running = Task { await shard.run() }
+        func ask() async -> DeviceShard.QueryAnswer { await rig.ask(shard, about: "truck") }
+        await rig.submit(Array(DeviceShardTests.Rig.crossing("truck").prefix(1)))  // received at gateway clock 100
+        await rig.tick(shard, 170)
+        #expect(await ask().hibernated == ["truck"], "hibernated")
+
+        await shard.apply(.assign(try Self.trip("run", device: "truck", by: Date().timeIntervalSince1970 + 3600, snapshot: rig.snapshot)))
+        #expect(await ask().states.count == 1, "woken by its trip")
+        #expect(rig.counters.values().trips == GatewayCounters.Trips(pending: 1, onRoute: 0, offRoute: 0))
+        await rig.tick(shard, 5000)
+        #expect(await ask().states.count == 1, "held in memory past gateway.forgetAfter while its trip is open")
+
+        let t = DeviceShardTests.t0 + 100
+        await rig.submit([LocationUpdate(device: "truck", lat: 34.45, lon: -119.80, time: t),
+                          LocationUpdate(device: "truck", lat: 34.45, lon: -119.799, time: t + 10)])
+        let events = try await rig.store.events(JournalQuery(device: "truck"))
+        #expect(events.map(\.event.type) == ["tripStarted"], "\(events.map(\.event.type))")
+        #expect(events.first?.event.trigger == "trips")
+        #expect(rig.counters.values().trips == GatewayCounters.Trips(pending: 0, onRoute: 1, offRoute: 0))
+
+        await shard.apply(.cancel(id: "run", device: "truck", created: 1_800_000_000, clearProgress: true))
+        #expect(rig.counters.values().trips.open == 0)
+        await rig.tick(shard, 5001)
+        let after = await ask()
+        #expect(after.states.isEmpty && after.hibernated.isEmpty, "forgotten once its trip ended: \(after)")
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+
+    /// `by` passed on the wall clock: the shard's tick decides `missed`, for a device it has
+    /// never seen too, once; the trip leaves the shard.
+    @Test(.timeLimit(.minutes(1))) func theShardsTickMissesATripPastItsDeadline() async throws {
+        let rig = try await DeviceShardTests.Rig()
+        let shard = rig.pool.shard(for: "van")
+        let running = Task { await shard.run() }
+        let by = Date().timeIntervalSince1970 - 1
+        await shard.apply(.assign(try Self.trip("gone", device: "van", by: by, snapshot: rig.snapshot)))
+        #expect(shard.tickDue <= MonotonicClock.now() + 1, "a tick is due at once for a passed deadline")
+        await rig.tick(shard, 10)
+        await rig.tick(shard, 11)
+        let events = try await rig.store.events(JournalQuery(device: "van"))
+        #expect(events.map(\.event.type) == ["missed"])
+        #expect(events.first.map { abs($0.event.fixTime - (by * 1000).rounded() / 1000) < 0.001 } == true)
+        #expect(rig.counters.values().trips.open == 0)
+        let answer = await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.trips(device: nil), c)) } }
+        #expect(answer.trips.isEmpty)
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+}
