@@ -90,6 +90,37 @@ import Testing
         #expect(issues.first { $0.key == "devices[0]" }?.path == [.key("triggers"), .index(1), .key("devices"), .index(0)])
     }
 
+    /// `speedLimit` (docs/configuration.md "Trigger keys"): m/s > 0, or `{"property": NAME}`;
+    /// from a layer's defaults too; anything else names the trigger and what was expected.
+    @Test func speedLimitIsMetresPerSecondOrAFenceProperty() throws {
+        let layers = [
+            FenceLayer(name: "zones", file: "fences/zones.geojson", fences: [Kit.zone]),
+            FenceLayer(
+                name: "roads", file: "fences/roads.geojson", fences: [Kit.box("r1", layer: "roads", west: 0, east: 50, south: 0, north: 50)],
+                defaults: ["speedLimit": .object(["property": .string("maxspeed")])]),
+        ]
+        let snapshot = try EngineSnapshot(
+            layers: layers,
+            configTriggers: try Kit.json5("[{name: 'fixed', speedLimit: 14}, {name: 'inherited'}, {name: 'none', fences: ['zones']}]"))
+        #expect(snapshot.settings.map(\.speedLimit) == [.fixed(14), .fixed(14), nil, .property("maxspeed"), nil])
+        #expect(snapshot.rules.map(\.speedLimited) == [true, true, false, true, false])
+        let issues = try Self.issues(
+            """
+            [{name: 'slow', speedLimit: 0}, {name: 'text', speedLimit: '50 mph'}, {name: 'key', speedLimit: {prop: 'maxspeed'}},
+             {name: 'nameless', speedLimit: {property: ''}}, {name: 'off', speedLimit: null}]
+            """, layers: [layers[0]])
+        #expect(issues.map(\.description) == [
+            #"triggers[0] ("slow"): speedLimit: expected a speed in m/s > 0 or {"property": NAME}, found 0"#,
+            #"triggers[1] ("text"): speedLimit: expected a speed in m/s > 0 or {"property": NAME}, found "50 mph""#,
+            #"triggers[2] ("key"): speedLimit: expected a speed in m/s > 0 or {"property": NAME}, found an object with "prop""#,
+            #"triggers[3] ("nameless"): speedLimit: expected a speed in m/s > 0 or {"property": NAME}: property must be a property name, found """#,
+        ])
+        let defaults = FenceLayer(name: "zones", file: "fences/zones.geojson", fences: [Kit.zone], defaults: ["speedLimit": .number(-3)])
+        #expect(try Self.issues(nil, layers: [defaults]).map(\.description) == [
+            #"fences/zones.geojson: geotrigger.speedLimit: expected a speed in m/s > 0 or {"property": NAME}, found -3"#
+        ])
+    }
+
     @Test func layerDefaultsAreCheckedInTheirFile() throws {
         let layer = FenceLayer(
             name: "zones", file: "fences/zones.geojson", fences: [Kit.zone],

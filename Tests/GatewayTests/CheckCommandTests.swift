@@ -64,6 +64,30 @@ func runGeotrigger(_ arguments: [String]) throws -> (status: Int32, out: String,
         #expect(second.errors.last?.contains("message") == true)
     }
 
+    /// A bad `speedLimit` is reported at its line and column, naming the trigger and what was
+    /// expected; a good one (a number, or a fence property) passes.
+    @Test func aBadSpeedLimitNamesTheTriggerAndWhatWasExpected() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/gw.json5"
+        try """
+            {
+              gateway: { fences: "\(repositoryRoot)/fences" },
+              triggers: [
+                { name: "yard", fences: ["garden-sections"], speedLimit: 5 },
+                { name: "roads", fences: ["fleet"], speedLimit: "50 km/h" },
+                { name: "zones", fences: ["fleet"], speedLimit: { property: "maxspeed" } },
+              ],
+            }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let report = CheckCommand.check(configFile: config, fencesFolder: nil)
+        #expect(report.errors == [
+            #"\#(config):5:41: triggers[1] ("roads"): speedLimit: expected a speed in m/s > 0 or {"property": NAME}, found "50 km/h""#
+        ])
+        #expect(report.summary == "1 error found")
+    }
+
     @Test func layersWithoutFileAreNamedAsRuntimeLayers() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

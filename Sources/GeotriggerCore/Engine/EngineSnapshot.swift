@@ -34,6 +34,8 @@ public final class EngineSnapshot: Sendable {
         /// `crossings` is on: stays between sparse fixes up to `crossingMaxGap` apart are inferred.
         var crossings: Bool
         var crossingMaxGap: Double
+        /// `speedLimit` is set: visits get a ``SpeedWatch`` (``DeviceMonitor/watchSpeeds``).
+        var speedLimited: Bool
 
         init(_ settings: TriggerSettings) {
             usesAccuracy = settings.accuracyMode == .useGeometryWithAccuracy
@@ -48,6 +50,7 @@ public final class EngineSnapshot: Sendable {
             baseline = settings.initial == .baseline
             crossings = settings.crossings
             crossingMaxGap = settings.crossingMaxGap
+            speedLimited = settings.speedLimit != nil
         }
     }
 
@@ -405,6 +408,12 @@ public final class EngineSnapshot: Sendable {
             body(f, Int(fw.watch), fw.buffer)
             i += 1
         }
+    }
+
+    /// The speed limit (m/s) of fence `f` in watch `w` (its `speedLimit`: the fixed value, or the
+    /// fence's property), or nil when there is none.
+    func speedLimit(fence f: Int, watch w: Int) -> Double? {
+        watches[w].settings.speedLimit?.metresPerSecond(in: fences[f].fence)
     }
 
     /// The effective buffer of fence `f` in watch `w`, or nil if that watch does not keep it.

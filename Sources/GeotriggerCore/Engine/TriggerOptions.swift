@@ -30,6 +30,8 @@ public struct TriggerOptions: Sendable, Equatable {
     /// `phones: {regions: N}`: the N fences nearest to each OwnTracks phone are pushed to it as
     /// regions (docs/phones.md); nil: off.
     public var phoneRegions: Int?
+    /// `speedLimit`: `overspeed` / `speedOk` inside its fences (docs/trips.md "Speed limits").
+    public var speedLimit: SpeedLimit?
 
     public init() {}
 
@@ -38,7 +40,7 @@ public struct TriggerOptions: Sendable, Equatable {
         "name", "fences", "where", "devices", "buffer", "rule", "dwell", "accuracyMode",
         "spatialRelationship", "enterAfter", "exitAfter", "exitMargin", "filter", "initial",
         "staleAfter", "message", "delivery", "schedule",
-        "crossings", "crossingMaxGap", "phones",
+        "crossings", "crossingMaxGap", "phones", "speedLimit",
     ]
 
     /// Reads every key of `object` except `name` and `fences` (the caller reads those, and
@@ -98,6 +100,10 @@ public struct TriggerOptions: Sendable, Equatable {
                     fail("expected a number of seconds > 0, found \(describe(value))")
                 }
             case "phones": options.phoneRegions = phoneRegions(value, at: path, report)
+            case "speedLimit":
+                let (limit, problem) = SpeedLimit.parse(value)
+                if let problem { fail(problem) }
+                options.speedLimit = limit
             case "name", "fences":
                 fail("not allowed here: a layer's defaults apply to the trigger named after the layer")
             default:
@@ -195,6 +201,7 @@ public struct TriggerOptions: Sendable, Equatable {
         o.crossings = crossings ?? fallback.crossings
         o.crossingMaxGap = crossingMaxGap ?? fallback.crossingMaxGap
         o.phoneRegions = phoneRegions ?? fallback.phoneRegions
+        o.speedLimit = speedLimit ?? fallback.speedLimit
         return o
     }
 }

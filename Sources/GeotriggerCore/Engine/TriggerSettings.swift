@@ -28,6 +28,8 @@ public struct TriggerSettings: Sendable, Equatable {
     /// `phones.regions`: how many of the nearest fences each OwnTracks phone is given as
     /// regions; nil: no regions are pushed.
     public var phoneRegions: Int?
+    /// `speedLimit`: nil means none (no `overspeed` / `speedOk`).
+    public var speedLimit: SpeedLimit?
 
     /// Merges `trigger`'s options over `layerDefaults` and the built-in defaults.
     public init(trigger: Trigger, layer: String, layerDefaults: TriggerOptions) {
@@ -53,6 +55,7 @@ public struct TriggerSettings: Sendable, Equatable {
         crossings = o.crossings ?? false
         crossingMaxGap = o.crossingMaxGap ?? 300
         phoneRegions = o.phoneRegions
+        speedLimit = o.speedLimit
     }
 
     /// True if the trigger applies to `device` (no `devices` key: every device).
