@@ -72,6 +72,34 @@ import Testing
                 == "You have entered Desert Section")
     }
 
+    /// `overspeed` and `speedOk` (`speedLimit`): the trigger's event with the fence and the visit,
+    /// `notification` = the type, `speed` and `speedLimit` in m/s (0.01), no `reason` or
+    /// `dwellSeconds`.
+    @Test func overspeedEventHasSpeedAndLimit() throws {
+        let layer = FenceLayer(name: "garden-sections", file: "fences/garden-sections.geojson", fences: [Self.desert])
+        let snapshot = try EngineSnapshot(layers: [layer], configTriggers: .array([.object([
+            "name": .string("garden-sections"), "speedLimit": .number(2.5)])]))
+        var m = DeviceMonitor(device: "workers/alice", snapshot: snapshot, now: 0)
+        var events: [FenceNotification] = []
+        for second in 0...12 {
+            var u = Kit.update(east: -90 + 3 * Double(second), time: 1_796_040_000 + Double(second), accuracy: 2)
+            u.speed = 3.14159
+            events += m.handle(u, receivedAt: Double(second)).notifications
+        }
+        #expect(events.map(\.type) == [.enter, .overspeed])
+        let json = try #require(events.last?.eventJSON(gateway: "gw-1", emitted: 1_796_040_010.5).objectValue)
+        #expect(json.keys == [
+            "id", "visit", "gateway", "trigger", "device", "type", "notification", "fence", "position", "distance",
+            "speed", "speedLimit", "actions", "properties", "emitted",
+        ])
+        #expect(json["type"] == .string("overspeed") && json["notification"] == .string("overspeed"))
+        #expect(json["speed"] == .number(3.14) && json["speedLimit"] == .number(2.5))
+        #expect(json["visit"] == .string(events[0].id))
+        #expect(json["fence"]?.objectValue?["id"] == .string("desert"))
+        #expect(json["position"]?.objectValue?["time"] == .string("2026-11-30T12:00:10Z"))
+        #expect(NotificationType.speedOk.notificationName == "speedOk" && !NotificationType.overspeed.isCrossing)
+    }
+
     @Test func aFailingMessageLeavesTheEventWithoutMessage() throws {
         var m = DeviceMonitor(device: "d", snapshot: try Self.snapshot("[1, 2][$fencefeature.zone]"), now: 0)
         let enter = try #require(m.handle(Kit.update("d", east: -10, time: 0), receivedAt: 0).notifications.first)

@@ -156,6 +156,39 @@ private final class SVGElements: NSObject, XMLParserDelegate {
         #expect(refusedRaw.isEmpty, "\(HostileFences.report(refusedRaw, in: refused.err))")
     }
 
+    /// `speedLimit` (here a layer's default): replay prints `overspeed` and `speedOk` like any
+    /// event, with the speed and the limit, and `--json` gives them in the event schema.
+    @Test func overspeedAndSpeedOkAreReplayed() throws {
+        let directory = try TemporaryDirectory()
+        let fences = directory.file("fences")
+        try FileManager.default.createDirectory(atPath: fences, withIntermediateDirectories: true)
+        try directory.write("fences/roads.geojson", """
+            {"type": "FeatureCollection", "geotrigger": {"speedLimit": 14},
+             "features": [{"type": "Feature", "id": "road", "properties": {"name": "Long Road"},
+               "geometry": {"type": "Polygon", "coordinates": [[[10, 9.999], [10.03, 9.999], [10.03, 10.001], [10, 10.001], [10, 9.999]]]}}]}
+            """)
+        // East along latitude 10 from 110 m before the road: 20 m/s for a minute, then 10 m/s.
+        let metresPerDegree = 111_319.5 * cos(10 * Double.pi / 180)
+        var lines: [String] = []
+        var x = -110.0
+        for second in 0...120 {
+            lines.append(#"{"device": "van", "lat": 10, "lon": \#(10 + x / metresPerDegree), "time": \#(1_796_040_000 + second)}"#)
+            x += second < 60 ? 20 : 10
+        }
+        let track = try directory.write("drive.jsonl", lines.joined(separator: "\n"))
+        let text = try runGeotrigger(["replay", track, "--fences", fences])
+        #expect(text.status == 0, "\(text.err)")
+        let shown = text.out.split(separator: "\n")
+        #expect(shown.count == 3, "\(text.out)")
+        #expect(shown.dropFirst().first?.hasPrefix("2026-11-30T12:00:16Z  overspeed van  roads/road (Long Road)  trigger roads  20.0 m/s, limit 14.0 m/s") == true, "\(text.out)")
+        #expect(shown.last?.hasPrefix("2026-11-30T12:01:11Z  speedOk van  roads/road (Long Road)  trigger roads  10.0 m/s, limit 14.0 m/s") == true, "\(text.out)")
+
+        let json = try runGeotrigger(["replay", track, "--fences", fences, "--json"])
+        let events = try json.out.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(events.map { $0["type"] as? String } == ["enter", "overspeed", "speedOk"])
+        #expect(events.dropFirst().allSatisfy { $0["visit"] as? String == events[0]["id"] as? String && $0["speedLimit"] as? Double == 14 })
+    }
+
     /// An NMEA log's sentences that give no point are reported on standard error, one line per
     /// reason, before the summary; the events come from the good ones.
     @Test func skippedSentencesAreReportedByReason() throws {

@@ -113,6 +113,9 @@ enum ReplayCommand: Subcommand {
                 if n.inferred { line += "  inferred" }
                 if let reason = n.reason, reason != .moved { line += "  reason \(reason.rawValue)" }
                 if let dwell = n.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
+                if let speed = n.speed, let limit = n.speedLimit {
+                    line += "  \((speed * 10).rounded() / 10) m/s, limit \((limit * 10).rounded() / 10) m/s"
+                }
                 if let message = n.message?.message { line += "  \"\(message)\"" }
                 print(Logger.escaped(line))
             }

@@ -106,7 +106,9 @@ struct ReplaySVG {
                 """
         }
         // Events, at their position, labelled with type and fence.
-        let colours: [NotificationType: String] = [.enter: "#1a7f37", .exit: "#cf222e", .dwell: "#8250df"]
+        let colours: [NotificationType: String] = [
+            .enter: "#1a7f37", .exit: "#cf222e", .dwell: "#8250df", .overspeed: "#d4710b", .speedOk: "#0a7a8a",
+        ]
         for (i, decision) in decisions.enumerated() {
             let n = decision.notification
             let c = n.position.coordinate

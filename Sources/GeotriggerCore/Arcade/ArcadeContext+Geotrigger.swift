@@ -7,7 +7,7 @@
 /// - `$fencefeature` (the `message` and `where` profiles): the fence Feature's properties,
 ///   plus `id` (the fence id, when the properties have no `id`) and `layer` (when they have no
 ///   `layer`).
-/// - `$fencenotificationtype`: `entered`, `exited` or `dwelled`.
+/// - `$fencenotificationtype`: `entered`, `exited`, `dwelled`, `overspeed` or `speedOk`.
 extension ArcadeValue {
     /// `$locationupdate` for one update.
     public static func locationUpdate(_ update: LocationUpdate) -> ArcadeValue {
@@ -42,7 +42,7 @@ extension ArcadeContext {
     }
 
     /// The `message` profile: `$fencefeature`, `$feedfeature`, `$fencenotificationtype`
-    /// (`entered`, `exited`, `dwelled`); `$locationupdate` too, for convenience.
+    /// (`entered`, `exited`, `dwelled`, `overspeed`, `speedOk`); `$locationupdate` too, for convenience.
     public init(fenceFeature: ArcadeValue, update: LocationUpdate, notificationType: String) {
         self.init(
             lowercasedVariables: [

@@ -1,14 +1,21 @@
 extension DeviceMonitor {
     /// Version 1 of the persisted form.
     static let stateMagic: [UInt8] = Array("GTM1".utf8)
+    /// Version 2: version 1 with one more flag per stay, after its pending crossing: overspeed
+    /// (`speedLimit`). Written only when some stay is overspeed, so every other state keeps the
+    /// bytes of version 1 (and a gateway that reads only those).
+    static let stateMagicWithSpeed: [UInt8] = Array("GTM2".utf8)
 
     /// The monitor's persisted state as bytes (compact; typically under 100 bytes for a device
     /// outside every fence): device, last accepted update, the triggers that know the device, and
-    /// every stay or pending crossing. Gateway-clock readings are not included (they start afresh
-    /// on restore). Deterministic: equal states give equal bytes.
+    /// every stay or pending crossing, with whether its visit is overspeed. Gateway-clock
+    /// readings are not included (they start afresh on restore), nor a speed watch's running
+    /// hold or the fix it measures from (docs/trips.md "Speed limits": a hold begins afresh after
+    /// a restart). Deterministic: equal states give equal bytes.
     public func serialized() -> [UInt8] {
         var w = StateWriter()
-        for b in DeviceMonitor.stateMagic { w.write(UInt64(b)) }
+        let speeds = entries.indices.contains { isOverspeed(entry: $0) }
+        for b in speeds ? DeviceMonitor.stateMagicWithSpeed : DeviceMonitor.stateMagic { w.write(UInt64(b)) }
         w.write(device)
         w.write(lastUpdate != nil)
         if let u = lastUpdate { write(u, to: &w) }
@@ -32,6 +39,7 @@ extension DeviceMonitor {
                 w.write(p.distance)
                 write(p.crossing, to: &w)
             }
+            if speeds { w.write(e.speedTracks.first?.watch.isOverspeed ?? false) }
         }
         return w.bytes
     }
@@ -57,14 +65,19 @@ extension DeviceMonitor {
     /// clocks starting afresh at `now`. Stays whose (trigger, layer, fence) `snapshot` no longer
     /// has for this device end with `fenceRemoved` exits, returned here (the trigger's current
     /// settings decide whether and where they are published, if it still exists for that layer;
-    /// the fence's properties are no longer known and are empty). Pending crossings resume.
+    /// the fence's properties are no longer known and are empty). Pending crossings resume; an
+    /// overspeed visit stays overspeed where its trigger still has a limit in that fence (its
+    /// watch measuring from the last accepted update), and ends without `speedOk` where not.
     public static func restore(
         from bytes: [UInt8], snapshot: EngineSnapshot, now: Double
     ) throws(MonitorStateError) -> (monitor: DeviceMonitor, notifications: [FenceNotification]) {
         var r = StateReader(bytes)
-        for b in stateMagic where try r.varint() != UInt64(b) {
-            throw MonitorStateError("not a geotrigger monitor state (version 1)")
+        var magic: [UInt64] = []
+        for _ in stateMagic { magic.append(try r.varint()) }
+        guard magic == stateMagic.map(UInt64.init) || magic == stateMagicWithSpeed.map(UInt64.init) else {
+            throw MonitorStateError("not a geotrigger monitor state (version 1 or 2)")
         }
+        let speeds = magic == stateMagicWithSpeed.map(UInt64.init)
         let device = try r.string()
         var monitor = DeviceMonitor(device: device, snapshot: snapshot, now: now)
         if try r.bool() { monitor.lastUpdate = try readUpdate(&r, device: device) }
@@ -84,6 +97,10 @@ extension DeviceMonitor {
                 let toInside = try r.bool(), distance = try r.double()
                 e.pending = Pending(toInside: toInside, crossing: try readUpdate(&r, device: device), distance: distance)
             }
+            if speeds, try r.bool() {
+                // Its limit is read below, from the snapshot.
+                e.speedTracks = [SpeedTrack(limit: nil, watch: SpeedWatch(after: monitor.lastUpdate, overspeed: true))]
+            }
             entries.append(e)
         }
         guard r.atEnd else { throw MonitorStateError("\(bytes.count - r.offset) unexpected bytes at the end") }
@@ -99,6 +116,7 @@ extension DeviceMonitor {
                 entry.fence = f
                 entry.buffer = buffer
                 entry.fenceName = snapshot.fences[Int(f)].fence.name
+                _ = carrySpeed(of: &entry, to: snapshot, watch: Int(w), fence: Int(f))
                 monitor.entries.append(entry)
                 continue
             }

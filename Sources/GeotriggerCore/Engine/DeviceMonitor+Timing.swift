@@ -132,6 +132,8 @@ extension DeviceMonitor {
     /// `devices` changed) exits with reason `fenceRemoved` at the last known position, decided
     /// with the old snapshot's trigger settings and fence; pending enters there are dropped.
     /// A fence's geometry or buffer may change: the stay goes on and the next update decides.
+    /// A visit's speed watch goes on against its limit as read again (none any more: it ends,
+    /// an overspeed without `speedOk`).
     /// A fence new to a trigger with `initial: baseline` that already knows the device is
     /// recorded silently where the last known position is inside it; other new fences get a
     /// normal enter from the next update. (A restored monitor cannot tell which fences are new:
@@ -158,6 +160,10 @@ extension DeviceMonitor {
                 entry.fence = f
                 entry.buffer = buffer
                 entry.fenceName = newSnapshot.fences[Int(f)].fence.name
+                if DeviceMonitor.carrySpeed(of: &entry, to: newSnapshot, watch: Int(w), fence: Int(f)) {
+                    stateChanged = true
+                    decided()
+                }
                 kept.append(entry)
                 continue
             }

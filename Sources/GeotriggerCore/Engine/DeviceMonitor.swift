@@ -35,6 +35,10 @@
 ///   enters are dropped. The next update inside is a normal enter.
 /// - `initial` applies when the trigger never saw this device; `baseline` records the stay
 ///   silently (visit id = the baseline's id). After a restart the trigger has seen it.
+/// - `speedLimit`: each visit of a trigger with one has a ``SpeedWatch`` against its fence's
+///   limit, fed the updates inside it (none while an exit is pending); `overspeed` and
+///   `speedOk` are published as `rule` publishes enter and exit. The watch ends with the visit
+///   (``watchSpeeds(_:previous:rejected:into:)``).
 public struct DeviceMonitor: Sendable {
     /// A crossing waiting for confirmation.
     struct Pending: Sendable, Equatable {
@@ -67,6 +71,9 @@ public struct DeviceMonitor: Sendable {
         /// Fix time and gateway-clock receipt of the last update on the current (or pending) side.
         var lastSameSideFix: Double
         var lastSameSideReceived: Double
+        /// The visit's speed watch, under a trigger with `speedLimit`: none, or one. Out of line,
+        /// so that an entry of any other trigger grows by one word and allocates nothing.
+        var speedTracks: [SpeedTrack] = []
     }
 
     public let device: String
@@ -83,8 +90,12 @@ public struct DeviceMonitor: Sendable {
     /// Gateway clock: the last accepted or filtered update, or the (re)start.
     var lastReceived: Double
     var pausedAt: Double?
+    /// Some applicable watch has a `speedLimit` (computed with the masks below; here, in the
+    /// padding after `pausedAt`, where a flag costs no byte).
+    var speedLimitsApply: Bool
     /// Counts the monitor's decisions that a restart must not lose: a stay confirmed, ended or
-    /// recorded by a baseline, a dwell fired, a trigger that newly knows the device. A pending
+    /// recorded by a baseline, a dwell fired, an overspeed or speedOk decided (published or
+    /// not), a trigger that newly knows the device. A pending
     /// crossing starting or being cancelled, and the last position, do not count: they live in
     /// memory until a hibernation or a stop (docs/configuration.md "Durability"). Not persisted; compare two
     /// readings of one run. (Here, in the padding after `pausedAt`: the
@@ -123,6 +134,7 @@ public struct DeviceMonitor: Sendable {
         self.accuracyApplies = false
         self.allKnown = false
         self.crossingsApply = false
+        self.speedLimitsApply = false
         computeMasks()
     }
 
@@ -140,6 +152,7 @@ public struct DeviceMonitor: Sendable {
         accuracyApplies = false
         allKnown = true
         crossingsApply = false
+        speedLimitsApply = false
         for (w, watch) in snapshot.watches.enumerated() {
             let known = known.contains(watch.key)
             if known { knownMask.insert(w) }
@@ -148,6 +161,7 @@ public struct DeviceMonitor: Sendable {
                 if watch.expressions.hasFilter { filtersApply = true }
                 if watch.usesAccuracy { accuracyApplies = true }
                 if watch.settings.crossings { crossingsApply = true }
+                if watch.settings.speedLimit != nil { speedLimitsApply = true }
                 if !known { allKnown = false }
             }
         }
@@ -266,6 +280,12 @@ public struct DeviceMonitor: Sendable {
                 let exact = abs(distance) > snapshot.fenceReach[f] + slack ? snapshot.fences[f].signedDistance(to: point) - buffer : d
                 cross(fence: f, watch: w, buffer: buffer, update: update, distance: exact, now: now, into: &notifications)
             }
+        }
+
+        // 2b. The speed of every visit under a trigger with `speedLimit`, this update's enters
+        // included (after them: an overspeed is about a visit).
+        if speedLimitsApply, watchSpeeds(update, previous: previous, rejected: rejected, into: &notifications) {
+            changed = true
         }
 
         // 3. Every trigger that took the update now knows the device.

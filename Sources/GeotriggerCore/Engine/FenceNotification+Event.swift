@@ -1,10 +1,12 @@
 extension FenceNotification {
     /// The event published on `PREFIX/events/TRIGGER/DEVICE`, exactly as docs/topics-and-payloads.md "Events" shows
     /// it: keys in that order; `reason` only on exits, `dwellSeconds` only on exit and
-    /// dwell, `message` only when the expression gave one, `accuracy` only when known, the fence
+    /// dwell, `speed` and `speedLimit` only on overspeed and speedOk, `message` only when the
+    /// expression gave one, `accuracy` only when known, the fence
     /// `name` only when it has one, `inferred` (true) only on a stay inferred between sparse
     /// fixes. `actions` and `properties` are always present (empty without
-    /// a message expression). `distance` is rounded to 0.1 m, `dwellSeconds` to 1 ms; position
+    /// a message expression). `distance` is rounded to 0.1 m, `dwellSeconds` to 1 ms, the
+    /// speeds to 0.01 m/s; position
     /// times are ISO-8601 UTC (milliseconds when not whole), `emitted` always with milliseconds.
     public func eventJSON(gateway: String, emitted: Double) -> JSONValue {
         var event = JSONObject()
@@ -27,6 +29,8 @@ extension FenceNotification {
         event["position"] = FenceNotification.positionJSON(position)
         event["distance"] = .number(FenceNotification.round(distance, 10))
         if let dwellSeconds { event["dwellSeconds"] = .number(FenceNotification.round(dwellSeconds, 1000)) }
+        if let speed { event["speed"] = .number(FenceNotification.round(speed, 100)) }
+        if let speedLimit { event["speedLimit"] = .number(FenceNotification.round(speedLimit, 100)) }
         if let text = message?.message { event["message"] = .string(text) }
         event["actions"] = .array(message?.actions ?? [])
         event["properties"] = .object(message?.properties ?? JSONObject())

@@ -3,15 +3,25 @@ public enum NotificationType: String, Sendable, CaseIterable {
     case enter
     case exit
     case dwell
+    /// Faster than the trigger's `speedLimit` inside one of its fences (docs/trips.md "Speed limits").
+    case overspeed
+    /// Slower than it again, after `overspeed`.
+    case speedOk
 
-    /// `entered`, `exited`, `dwelled`: the event's `notification` and Arcade's `$fencenotificationtype`.
+    /// `entered`, `exited`, `dwelled`, `overspeed`, `speedOk`: the event's `notification` and
+    /// Arcade's `$fencenotificationtype` (the speed events have no ArcGIS name: their type).
     public var notificationName: String {
         switch self {
         case .enter: "entered"
         case .exit: "exited"
         case .dwell: "dwelled"
+        case .overspeed: "overspeed"
+        case .speedOk: "speedOk"
         }
     }
+
+    /// An enter or an exit (the kinds that start and end a visit, and that OwnTracks knows).
+    public var isCrossing: Bool { self == .enter || self == .exit }
 }
 
 /// Why an exit happened.
@@ -25,8 +35,9 @@ public enum ExitReason: String, Sendable, CaseIterable {
     case fenceRemoved
 }
 
-/// One enter, exit or dwell of one device at one fence for one trigger: everything an event
-/// holds except the gateway id and the publication time (see ``eventJSON(gateway:emitted:)``).
+/// One enter, exit, dwell, overspeed or speedOk of one device at one fence for one trigger:
+/// everything an event holds except the gateway id and the publication time (see
+/// ``eventJSON(gateway:emitted:)``).
 public struct FenceNotification: Sendable, Equatable {
     /// Deterministic: from (trigger, layer, fence, device, type, the fix time that decided it).
     public var id: String
@@ -50,6 +61,10 @@ public struct FenceNotification: Sendable, Equatable {
     public var distance: Double
     /// On exit and dwell: this crossing's fix time minus the enter crossing's.
     public var dwellSeconds: Double?
+    /// On overspeed and speedOk: the device's speed (m/s) at the fix that decided it, and the
+    /// fence's limit in the trigger.
+    public var speed: Double?
+    public var speedLimit: Double?
     /// From the trigger's `message` expression; nil without one (or when it failed).
     public var message: ArcadeMessage?
     /// Why the `message` expression failed for this notification (for the log), if it did.
@@ -68,7 +83,7 @@ public struct FenceNotification: Sendable, Equatable {
         fenceProperties: JSONObject, device: String, type: NotificationType, reason: ExitReason?,
         position: LocationUpdate, distance: Double, dwellSeconds: Double?, message: ArcadeMessage?,
         messageError: String? = nil, delivery: Delivery, decidedAt: Double? = nil, schedule: Schedule? = nil, inferred: Bool = false,
-        fenceTruncated: Bool = false
+        fenceTruncated: Bool = false, speed: Double? = nil, speedLimit: Double? = nil
     ) {
         self.id = id
         self.visit = visit
@@ -90,5 +105,7 @@ public struct FenceNotification: Sendable, Equatable {
         self.decidedAt = decidedAt ?? position.time
         self.schedule = schedule
         self.inferred = inferred
+        self.speed = speed
+        self.speedLimit = speedLimit
     }
 }

@@ -39,6 +39,17 @@ public struct SpeedWatch: Sendable, Equatable {
 
     public init() {}
 
+    /// A watch that measures its first fix from `previous` (the device's fix before it, if any),
+    /// so that a watch begun as a device enters a fence reads a speed at the first fix inside;
+    /// `overspeed`: it begins overspeed (a watch restored after a restart).
+    public init(after previous: LocationUpdate?, overspeed: Bool = false) {
+        isOverspeed = overspeed
+        if let previous {
+            _ = fixSpeed.measure(previous)
+            lastTime = previous.time
+        }
+    }
+
     /// Takes `fix` against `limit` (m/s): the event it decides, if any.
     public mutating func update(_ fix: LocationUpdate, limit: Double) -> Event? {
         guard fix.time > lastTime else { return nil }

@@ -38,7 +38,7 @@ package struct EventBuilder: Sendable {
             item.outbox.append(OutboxMessage(
                 destination: destination, eventID: note.id, topic: topic, payload: payload, qos: qos, payloadInJournal: true))
         }
-        if owntracksTransitions, owntracks != nil, note.type != .dwell, note.delivery != .remote {
+        if owntracksTransitions, owntracks != nil, note.type.isCrossing, note.delivery != .remote {
             item.outbox.append(OutboxMessage(
                 destination: .local, eventID: note.id + "-t", topic: "owntracks/\(note.device)/event",
                 payload: transition(note, trackerID: trackerID).serializedBytes(), qos: qos))
