@@ -1,6 +1,6 @@
 // The query parser: `QueryRequest.parse`, which the gateway's QueryService calls on every
 // payload of PREFIX/query/GATEWAY_ID, and `QueryRequest.replyTopic`, which decides where its
-// reply may go. Properties: a parse never traps; an accepted query is one of the six kinds
+// reply may go. Properties: a parse never traps; an accepted query is one of the seven kinds
 // with the bounds the contract gives; a payload the strict reader accepts as an object keeps its
 // `correlation`; a reply goes only under the replies prefix or to the fallback topic; the reply
 // (answer or error, with the correlation) reads back as the same value.
@@ -26,6 +26,8 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fuzzCheck((1...QueryRequest.maxFencesLimit).contains(limit), "fences limit out of range: \(limit)")
         case .device(let id), .expectations(let id):
             fuzzCheck(!id.isEmpty, "empty device id accepted")
+        case .trips(let device):
+            fuzzCheck(device.map { !$0.isEmpty } ?? true, "empty device id accepted for trips")
         case .features(let features):
             fuzzCheck((1...FeaturesQuery.maxLimit).contains(features.limit), "features limit out of range: \(features.limit)")
             if let partBytes = features.partBytes {

@@ -24,6 +24,12 @@ struct ControlTopics: Sendable {
         String(decoding: base, as: UTF8.self) + Array(repeating: "+", count: levels).joined(separator: "/")
     }
 
+    /// Clears the retained message on `PREFIX/KIND/NAME`: the gateway's own clear of a request
+    /// it settled (an expected arrival's result, a trip's end).
+    func clearRetained(_ name: String) throws {
+        _ = try client.publish(topic: String(decoding: base, as: UTF8.self) + name, payload: [UInt8](), qos: .atLeastOnce, retain: true)
+    }
+
     /// Whether `topic` is one of these (see ``matches(_:base:levels:)``).
     func matches(_ topic: String) -> Bool { Self.matches(topic, base: base, levels: levels) }
 

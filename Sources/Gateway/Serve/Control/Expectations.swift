@@ -209,7 +209,7 @@ final class Expectations: Service, Sendable {
 
     private func clearRetained(_ id: String) {
         do {
-            _ = try client.publish(topic: "\(prefix)/expect/\(id)", payload: [UInt8](), qos: .atLeastOnce, retain: true)
+            try topics.clearRetained(id)
         } catch {
             // The retained copy comes back at the next connect and is cleared then.
             book.withLock { $0.clearFailed(id) }

@@ -212,7 +212,7 @@ final class Trips: Service, Sendable {
 
     private func clearRetained(_ id: String) {
         do {
-            _ = try client.publish(topic: "\(prefix)/trips/\(id)", payload: [UInt8](), qos: .atLeastOnce, retain: true)
+            try topics.clearRetained(id)
         } catch {
             // The retained copy comes back at the next connect and is cleared then.
             book.withLock { $0.clearFailed(id) }
