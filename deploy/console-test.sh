@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The dispatcher console's tests (deploy/console): its MQTT client (packets against known
-# bytes, exchanges over a stand-in WebSocket), its store, queries, alerts and event marks,
+# bytes, exchanges over a stand-in WebSocket), its store, queries, alerts, event marks and trips,
 # with node; then the page in
 # headless Chromium against a real mosquitto and the real `geotrigger serve`
 # (Tests/Console/console_test.py, through Selenium). Installs what is missing (Chromium, its
@@ -22,5 +22,6 @@ node Tests/Console/store_test.mjs
 node Tests/Console/actions_test.mjs
 node Tests/Console/alerts_test.mjs
 node Tests/Console/marks_test.mjs
+node Tests/Console/trips_test.mjs
 # Debian's python3 (its python3-selenium), not whatever python3 comes first on PATH.
 /usr/bin/python3 Tests/Console/console_test.py

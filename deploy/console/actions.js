@@ -197,6 +197,18 @@ export class Actions {
         this.say(`expected arrival ${id} published`);
     }
 
+    /// Publishes a trip's request (retained, QoS 1; docs/trips.md "The request").
+    async publishTrip(id, request) {
+        await this.client.publish(`${this.prefix}/trips/${id}`, JSON.stringify(request), { qos: 1, retain: true });
+        this.say(`trip ${id} published`);
+    }
+
+    /// Cancels a trip: an empty retained request.
+    async cancelTrip(id) {
+        await this.client.publish(`${this.prefix}/trips/${id}`, '', { qos: 1, retain: true });
+        this.say(`trip ${id} cancelled`);
+    }
+
     async cancelExpectation(id) {
         await this.client.publish(`${this.prefix}/expect/${id}`, '', { qos: 1, retain: true });
         const x = this.store.expectations.get(id);

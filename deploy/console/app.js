@@ -8,6 +8,7 @@ import { MapView } from './map.js';
 import { Lists } from './lists.js';
 import { Actions, validLevel } from './actions.js';
 import { Alerts, storageKey } from './alerts.js';
+import { tripRequest, validTripId } from './trips.js';
 
 // Credentials are kept per broker (the key names its URL) and offered only to that broker: a
 // link with ?broker= pointing elsewhere never gets the login given to another.
@@ -232,7 +233,7 @@ client.on('suback', ({ topic, granted }) => {
     if (granted === 0x80) store.notice('subscribe', `the broker refused the subscription to ${topic} (ACL?)`);
 });
 
-for (const topic of ['devices/#', 'events/#', 'status/+', 'occupancy/#', 'expect/#', 'fences/#']) client.subscribe(`${prefix}/${topic}`, 1);
+for (const topic of ['devices/#', 'events/#', 'status/+', 'occupancy/#', 'expect/#', 'fences/#', 'trips/+', 'trips/+/progress', 'trips/+/error']) client.subscribe(`${prefix}/${topic}`, 1);
 client.subscribe(replyTopic, 1);
 
 function showLogin(message) {
@@ -260,6 +261,35 @@ $('expect-form').addEventListener('submit', (e) => {
     const slash = f.fence.value.indexOf('/');
     if (!validLevel(id) || slash < 1 || !f.device.value) { answer('expected arrival: give a device, a fence as LAYER/ID and an id without / + #'); return; }
     actions.expect(id, f.device.value, f.fence.value.slice(0, slash), f.fence.value.slice(slash + 1), by);
+});
+
+// Trips: a device, a route (a line fence, or drawn on the map), an optional destination fence,
+// the corridor and the deadline; published retained, cancelled from the trip's row.
+const drawnRoutes = new Map(); // "drawn-N" -> LineString
+$('trip-form').querySelector('[data-action="draw-route"]').addEventListener('click', () => {
+    if (!map) return;
+    answer('route: click its positions on the map; double-click the last one');
+    map.draw('line', ({ geometry }) => {
+        const key = `drawn-${drawnRoutes.size + 1}`;
+        drawnRoutes.set(key, geometry);
+        const select = $('trip-form').elements.route;
+        const option = document.createElement('option');
+        option.value = key;
+        option.dataset.drawn = 'true';
+        option.textContent = `${key} (drawn, ${geometry.coordinates.length} positions)`;
+        select.appendChild(option);
+        select.value = key;
+    });
+});
+$('trip-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    const id = f.id.value.trim() || `console-${Date.now().toString(36)}`;
+    if (!validTripId(id)) { answer('trip: an id of letters, digits, _ and - (at most 64)'); return; }
+    const route = drawnRoutes.get(f.route.value) || f.route.value;
+    const request = tripRequest({ device: f.device.value, route, to: f.to.value, corridor: f.corridor.value, minutes: f.minutes.value });
+    if (request.error) { answer(`trip: ${request.error}`); return; }
+    actions.publishTrip(id, request);
 });
 
 // Runtime fences: drawn on the map, published retained.

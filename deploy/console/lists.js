@@ -5,6 +5,7 @@
 // same selection) and flies the map there.
 
 import { describe } from './alerts.js';
+import { tripLabel } from './trips.js';
 
 /// An element with attributes and children (strings become text nodes).
 export function el(tag, attributes = {}, ...children) {
@@ -145,6 +146,8 @@ export class Lists {
             fencesStatus: root.querySelector('#fences-status'),
             events: root.querySelector('#events'),
             expectations: root.querySelector('#expectations'),
+            trips: root.querySelector('#trips'),
+            tripForm: root.querySelector('#trip-form'),
             alerts: root.querySelector('#alerts'),
             alertsSection: root.querySelector('#alerts-section'),
             sound: root.querySelector('#alert-sound'),
@@ -155,6 +158,7 @@ export class Lists {
                 devices: root.querySelector('#count-devices'),
                 fences: root.querySelector('#count-fences'),
                 events: root.querySelector('#count-events'),
+                trips: root.querySelector('#count-trips'),
             },
         };
         this.listenForFlights();
@@ -207,6 +211,12 @@ export class Lists {
         if (fences | selection | scrolled('fences') || highlightMoved) this.fences(store);
         if (this.due(store, 'events') | selection) this.events(store);
         if (this.due(store, 'expectations')) this.expectations(store);
+        if (this.due(store, 'trips')) this.trips(store);
+        // The trip form's choices: the devices and the fences (lines for the route).
+        if (this.parts.tripForm && (store.versions.deviceSet !== this.tripChoicesAt?.[0] || store.versions.fences !== this.tripChoicesAt?.[1])) {
+            this.tripChoicesAt = [store.versions.deviceSet, store.versions.fences];
+            this.tripChoices(store);
+        }
         if (selection || (store.selection && (devices || fences))) {
             const stamp = selectionStamp(store);
             if (selection || stamp !== this.selectionStamp) this.selection(store);
@@ -444,6 +454,47 @@ export class Lists {
             const r = selectedRow.getBoundingClientRect(), b = list.getBoundingClientRect();
             if (r.top < b.top || r.bottom > b.bottom) list.scrollTop += r.top - b.top - b.height / 3;
         }
+    }
+
+    /// One row per trip: `data-trip`, `data-state`, `data-along`, `data-eta` from its progress,
+    /// `data-open`, `data-error` when rejected; a cancel button while it is open.
+    trips(store) {
+        const entries = [...store.trips.values()].sort((a, b) => a.id.localeCompare(b.id)).map((t) => [t.id, t, JSON.stringify([t.open, t.progress, t.error, t.request])]);
+        if (this.parts.counts.trips) this.parts.counts.trips.textContent = String([...store.trips.values()].filter((t) => t.open).length);
+        syncRows(this.parts.trips, entries, (row, t) => {
+            const p = t.progress || {};
+            row.dataset.trip = t.id;
+            row.dataset.state = typeof p.state === 'string' ? p.state : 'requested';
+            row.dataset.open = String(!!t.open);
+            if (typeof p.along === 'number') row.dataset.along = String(p.along);
+            if (typeof p.eta === 'string') row.dataset.eta = p.eta;
+            if (t.error) row.dataset.error = t.error;
+            const r = t.request || {};
+            const route = r.route && typeof r.route === 'object' ? (typeof r.route.layer === 'string' ? `${text(r.route.layer)}/${text(r.route.fence)}` : 'a drawn route') : '';
+            const to = r.to && typeof r.to === 'object' ? ` → ${text(r.to.layer)}/${text(r.to.fence)}` : '';
+            append(row, [
+                el('strong', {}, tripLabel(t.id, t.progress)), ' ',
+                t.request ? `${text(r.device)} on ${route}${to}${r.by ? ` by ${text(r.by)}` : ''}` : text(p.device),
+                typeof p.along === 'number' ? el('div', { className: 'muted' }, `along ${Math.round(p.along)} m${typeof p.offBy === 'number' ? `, ${Math.round(p.offBy)} m off` : ''}${typeof p.speed === 'number' ? `, ${p.speed} m/s` : ''}`) : '',
+                t.error ? el('div', { className: 'error' }, `rejected: ${t.error}`) : '',
+                t.open && this.actions ? el('button', { type: 'button', 'data-action': 'cancel-trip', onclick: () => this.actions.cancelTrip(t.id) }, 'cancel') : '',
+            ]);
+        });
+    }
+
+    /// The trip form's selects, keeping what is chosen: devices, line fences, all fences.
+    tripChoices(store) {
+        const f = this.parts.tripForm.elements;
+        const fill = (select, values, first) => {
+            const chosen = select.value;
+            const drawn = [...select.options].filter((o) => o.dataset.drawn);
+            select.replaceChildren(el('option', { value: '' }, first), ...drawn, ...values.map((v) => el('option', { value: v }, v)));
+            select.value = [...select.options].some((o) => o.value === chosen) ? chosen : '';
+        };
+        const fences = [...store.fences.entries()].sort((a, b) => a[0].localeCompare(b[0]));
+        fill(f.device, [...store.devices.keys()].sort(), 'device…');
+        fill(f.route, fences.filter(([, x]) => x.geometry && x.geometry.type === 'LineString').map(([k]) => k), 'route…');
+        fill(f.to, fences.map(([k]) => k), 'to: route\'s end');
     }
 
     expectations(store) {

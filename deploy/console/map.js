@@ -12,6 +12,7 @@ import { DeviceLayer, metresPerPixel } from './devices-layer.js';
 import { EventLayer } from './events-layer.js';
 import { visibleMarks } from './event-marks.js';
 import { syncRows, highlightedFences } from './lists.js';
+import { routeCoordinates, splitRoute, tripLabel } from './trips.js';
 
 const L = globalThis.L;
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
@@ -61,10 +62,13 @@ export class MapView {
         L.control.scale({ imperial: false }).addTo(this.map);
         if (tiles) L.tileLayer(tiles, { maxZoom: 20 }).addTo(this.map);
         this.fenceLayer = L.layerGroup().addTo(this.map);
+        // Open trips: on the fences' canvas, below the events and devices.
+        this.tripLayer = L.layerGroup().addTo(this.map);
+        this.tripCorridors = [];   // {layer, buffer, lat}: trip corridors, re-widened at each zoom
         this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
         this.fences = new Map();   // "LAYER/ID" -> Leaflet group drawn for it
         this.layerColours = new Map();
-        this.seen = { fences: -1, occupancy: -1, marks: -1, selection: -1 };
+        this.seen = { fences: -1, occupancy: -1, marks: -1, selection: -1, trips: -1, tripFences: -1 };
         this.marksDue = false;      // fading: the marks are computed again at the next render
         this.highlighted = new Set(); // "LAYER/FENCE" drawn highlighted
         this.onSelect = () => {};   // (kind, id): a click picked a device, event or fence (null: nothing)
@@ -121,6 +125,11 @@ export class MapView {
             for (const key of changed.occupancy) this.drawFence(store, key, counts.get(key) || 0);
         }
         if (changed.devices.size) this.drawDevices(store, changed.devices);
+        if (store.versions.trips !== this.seen.trips || store.versions.fences !== this.seen.tripFences) {
+            this.seen.trips = store.versions.trips;
+            this.seen.tripFences = store.versions.fences;
+            this.drawTrips(store);
+        }
         if (store.versions.marks !== this.seen.marks || this.marksDue) {
             this.seen.marks = store.versions.marks;
             this.marksDue = false;
@@ -255,17 +264,45 @@ export class MapView {
         return group.getLayers().length ? group : null;
     }
 
+    /// Every open trip again: its corridor (a translucent band: a stroke 2 x corridor metres
+    /// wide at this zoom, as a line fence's buffer), the route ahead (dashed), the part driven
+    /// (solid, thick), and where `along` puts the device, with a label of its state and ETA.
+    drawTrips(store) {
+        this.tripLayer.clearLayers();
+        this.tripCorridors = [];
+        const ll = (c) => [c[1], c[0]];
+        for (const t of store.trips.values()) {
+            if (!t.open || !t.request) continue;
+            const line = routeCoordinates(t.request, store.fences);
+            if (!line) continue;
+            const corridor = typeof t.request.corridor === 'number' && t.request.corridor > 0 ? t.request.corridor : 50;
+            const state = t.progress ? t.progress.state : 'requested';
+            const colour = state === 'offRoute' ? '#d62728' : state === 'onRoute' ? '#2ca02c' : '#1f77b4';
+            const options = { renderer: this.renderer, interactive: false, lineCap: 'round', lineJoin: 'round' };
+            const band = L.polyline(line.map(ll), { ...options, color: colour, opacity: 0.18 }).addTo(this.tripLayer);
+            this.tripCorridors.push({ layer: band, buffer: corridor, lat: line[0][1] });
+            const { driven, ahead, at } = splitRoute(line, t.progress ? t.progress.along : 0);
+            if (ahead.length > 1) L.polyline(ahead.map(ll), { ...options, color: colour, weight: 3, dashArray: '8 6' }).addTo(this.tripLayer);
+            if (driven.length > 1) L.polyline(driven.map(ll), { ...options, color: '#333', weight: 5, opacity: 0.8 }).addTo(this.tripLayer);
+            L.circleMarker(ll(at), { ...options, radius: 6, color: '#333', weight: 2, fillColor: colour, fillOpacity: 1 })
+                .bindTooltip(textElement([tripLabel(t.id, t.progress), t.request.device ? String(t.request.device) : '']), { permanent: true, direction: 'right', className: 'trip-label', offset: [8, 0] })
+                .addTo(this.tripLayer);
+        }
+        this.widenCorridors();
+    }
+
     /// A buffer of B metres is a stroke 2B metres wide (round caps and joins): the set of
     /// points within B of the line. Stroke widths are pixels, so they follow the zoom.
     widenCorridors() {
         const zoom = this.map.getZoom();
-        for (const c of this.corridors) {
+        for (const c of this.corridors.concat(this.tripCorridors || [])) {
             c.layer.setStyle({ weight: Math.max(1, 2 * c.buffer / metresPerPixel(c.lat, zoom)) });
         }
     }
 
     /// Lets the user draw a fence: 'polygon' (click the corners, double-click the last) or
-    /// 'circle' (click the centre, then the edge: a Point with that buffer). done({geometry, buffer}).
+    /// 'circle' (click the centre, then the edge: a Point with that buffer) or 'line' (click the
+    /// positions, double-click the last: a LineString, a trip's route). done({geometry, buffer}).
     draw(kind, done) {
         this.stopDrawing();
         const points = [];
@@ -283,9 +320,13 @@ export class MapView {
             sketch.setLatLngs(points);
         };
         const dblclick = () => {
-            if (kind !== 'polygon') return;
+            if (kind !== 'polygon' && kind !== 'line') return;
             // The double-click's own clicks added its point twice.
             const ring = points.filter((p, i) => i === 0 || !p.equals(points[i - 1]));
+            if (kind === 'line') {
+                if (ring.length >= 2) finish({ geometry: { type: 'LineString', coordinates: ring.map((p) => [round7(p.lng), round7(p.lat)]) }, buffer: 0 });
+                return;
+            }
             if (ring.length < 3) return;
             const coordinates = ring.map((p) => [round7(p.lng), round7(p.lat)]);
             // RFC 7946: an exterior ring goes counterclockwise (shoelace area > 0).

@@ -9,6 +9,8 @@ export const EVENT_LIMIT = 500;
 /// Events kept for the map's marks (those with a position; the map shows the last hour of them).
 export const MARK_LIMIT = 10000;
 const NOTICE_LIMIT = 50;
+/// A trip's final states (docs/trips.md "Progress").
+const TRIP_FINAL = new Set(['arrived', 'missed', 'cancelled']);
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -33,6 +35,7 @@ export class Store {
         this.fences = new Map();        // "LAYER/ID" -> {layer, id, name, buffer, triggers, geometry}
         this.runtimeFences = new Map(); // "LAYER/ID" -> Feature as retained on the broker
         this.expectations = new Map();  // id -> {id, request, result, error, open}
+        this.trips = new Map();         // id -> {id, request, progress, error, open} (docs/trips.md)
         this.notices = [];              // {kind, text, time}, newest last
         this.featuresStatus = { state: 'none', text: '' };
         // What the dispatcher selected (a device, a fence or an event; shared by the map and the
@@ -41,7 +44,7 @@ export class Store {
         this.selectionInside = null;    // {key, state: 'asking'|'ok'|'error', inside, count, truncated, error}
         // deviceSet moves when a device comes or goes (the sorted list changes); occupancy when
         // a count does (fences is the fence set from the features query and runtime topics).
-        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, marks: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, notices: 0, selection: 0 };
+        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, marks: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, trips: 0, notices: 0, selection: 0 };
         this.changedDevices = new Set();   // ids, until takeChanged('devices')
         this.changedOccupancy = new Set(); // "LAYER/FENCE", until takeChanged('occupancy')
         this.listeners = [];
@@ -142,6 +145,11 @@ export class Store {
             case 'expect':
                 if (levels.length === 2) this.expectation(levels[1], topic, payload);
                 else if (levels.length === 3 && (levels[2] === 'result' || levels[2] === 'error')) this.expectationOutcome(levels[1], levels[2], topic, payload);
+                break;
+            case 'trips':
+                if (levels.length === 2) this.tripRequest(levels[1], topic, payload);
+                else if (levels.length === 3 && levels[2] === 'progress') this.tripProgress(levels[1], topic, payload);
+                else if (levels.length === 3 && levels[2] === 'error') this.tripError(levels[1], topic, payload);
                 break;
             case 'fences':
                 if (levels.length === 3) this.runtimeFence(levels[1], levels[2], topic, payload);
@@ -331,6 +339,63 @@ export class Store {
         x.result = undefined;
         x.error = undefined;
         this.changed('expectations');
+    }
+
+    /// A trip's retained request (docs/trips.md). Empty: cancelled, or settled by the gateway
+    /// (which leaves the final progress: the trip stays listed with it, not drawn as open).
+    tripRequest(id, topic, payload) {
+        let t = this.trips.get(id);
+        if (payload.length === 0) {
+            if (!t) return;
+            if (t.progress && TRIP_FINAL.has(t.progress.state) && t.progress.state !== 'cancelled') t.open = false;
+            else this.trips.delete(id);
+            this.changed('trips');
+            return;
+        }
+        const request = this.json(topic, payload);
+        if (request === undefined) return;
+        if (!isObject(request)) { this.notice('shape', `${topic}: trip request of unknown shape, ignored`); return; }
+        if (!t) { t = { id }; this.trips.set(id, t); }
+        // A new payload is a new trip: its progress starts afresh (a retained copy changes nothing).
+        if (t.request !== undefined && JSON.stringify(t.request) !== JSON.stringify(request)) { t.progress = undefined; t.error = undefined; }
+        t.request = request;
+        t.open = true;
+        this.changed('trips');
+    }
+
+    /// A trip's retained progress. `cancelled` (or empty, for a trip with no request) removes it.
+    tripProgress(id, topic, payload) {
+        let t = this.trips.get(id);
+        if (payload.length === 0) {
+            if (!t) return;
+            if (!t.open) this.trips.delete(id);
+            else t.progress = undefined;
+            this.changed('trips');
+            return;
+        }
+        const progress = this.json(topic, payload);
+        if (progress === undefined) return;
+        if (!isObject(progress) || typeof progress.state !== 'string') { this.notice('shape', `${topic}: trip progress of unknown shape, ignored`); return; }
+        if (progress.state === 'cancelled') {
+            if (this.trips.delete(id)) this.changed('trips');
+            return;
+        }
+        if (!t) { t = { id, open: false }; this.trips.set(id, t); }
+        t.progress = progress;
+        if (TRIP_FINAL.has(progress.state)) t.open = false;
+        this.changed('trips');
+    }
+
+    /// The gateway rejected a trip's request: kept on its row (the previous version stays).
+    tripError(id, topic, payload) {
+        const body = this.json(topic, payload);
+        if (body === undefined) return;
+        const error = isObject(body) && typeof body.error === 'string' ? body.error : JSON.stringify(body);
+        let t = this.trips.get(id);
+        if (!t) { t = { id, open: false }; this.trips.set(id, t); }
+        t.error = error;
+        this.notice('trip', `trip ${id} rejected: ${error}`);
+        this.changed('trips');
     }
 
     expectationOutcome(id, kind, topic, payload) {
