@@ -12,7 +12,10 @@ map within 2 m of its position, the event list and the map selecting together (a
 marks its mark, a click on a mark marks its row); selecting each device marks exactly the
 fences of its retained state's `inside`, selecting a fence lists who is inside; alerts
 (an expected arrival the gateway decides `missed`, trip and speed events, a gateway gone
-offline) stay until acknowledged and survive a reload, as does the sound setting; then the
+offline) stay until acknowledged and survive a reload, as does the sound setting; trips (one
+published by the test, one made on the page's form) shown with the state, along and ETA of the
+gateway's retained progress while their devices drive, cancelled from the page, a rejected
+one's error; then the
 same from the retained topics after a reload; a polygon drawn on the map with clicks is published, and a
 device walking into it gives an enter event and occupancy on the page; the features queries
 ask for the map's view, never the world as a bbox; bad payloads and a refused login get a word
@@ -456,6 +459,107 @@ class BrowserLog:
 
     def severe(self, entries):
         return [e for e in entries if e.get('level') == 'SEVERE']
+
+
+def feed_times(port, device, points, start, first=0):
+    """points[i] as json-feed updates of `device`, at `start` + 2 s * (first + i)."""
+    lines = []
+    for i, (lat, lon) in enumerate(points):
+        t = (start + datetime.timedelta(seconds=2 * (first + i))).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+        lines.append(json.dumps({'lat': lat, 'lon': lon, 'accuracy': 4, 'time': t}))
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-t', f'devices/{device}/location', '-l'],
+                   input=('\n'.join(lines) + '\n').encode(), check=True, timeout=60)
+
+
+def trip_progress(port, trip):
+    """The retained progress of a trip on the broker, as JSON (None when there is none)."""
+    payload = retained(port, f'{PREFIX}/trips/{trip}/progress').get(f'{PREFIX}/trips/{trip}/progress')
+    return json.loads(payload) if payload else None
+
+
+def trip_shown_as(driver, trip, progress):
+    """The page's trip row and its mark on the map agree with `progress`: '' or what differs."""
+    row = rows(driver, f'[data-trip="{trip}"]', ['trip', 'state', 'along', 'eta', 'open'])
+    mark = rows(driver, f'[data-trip-mark="{trip}"]', ['trip-mark', 'state', 'lat', 'lon'])
+    if len(row) != 1 or len(mark) != 1:
+        return f'row {row}, mark {mark}'
+    row, mark = row[0], mark[0]
+    want = (progress['state'], progress.get('along'), progress.get('eta'))
+    got = (row['state'], float(row['along']) if row['along'] is not None else None, row['eta'])
+    if got != want or mark['state'] != progress['state'] or row['open'] != 'true':
+        return f'row {row}, mark {mark}, progress {progress}'
+    return ''
+
+
+def trip_scene(r, driver, port):
+    from selenium.webdriver.support.ui import Select
+    with open(os.path.join(ROOT, 'fences', 'fleet.geojson')) as f:
+        road = {feature['id']: feature for feature in json.load(f)['features']}['road']['geometry']['coordinates']
+    drive = along(road, 10)
+    part = drive[: len(drive) * 3 // 5]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    by = (now + datetime.timedelta(hours=1)).isoformat(timespec='seconds').replace('+00:00', 'Z')
+
+    # 1. A trip published by the test (retained, as a dispatcher would).
+    request = {'device': 'tripper-1', 'route': {'layer': 'fleet', 'fence': 'road'}, 'corridor': 30, 'by': by}
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/test-trip', '-m', json.dumps(request)], check=True)
+    r.check('a trip published retained is listed and drawn on the map (requested)',
+            wait_until(lambda: rows(driver, '[data-trip="test-trip"][data-state="requested"]', ['trip'])
+                       and rows(driver, '[data-trip-mark="test-trip"][data-corridor="30"]', ['trip-mark']), 10),
+            str(rows(driver, '[data-trip]', ['trip', 'state'])))
+    time.sleep(1)  # the gateway takes the request
+    feed_times(port, 'tripper-1', part, now - datetime.timedelta(seconds=2 * len(part) + 5))
+    progress = wait_until(lambda: (lambda p: p if p and p['state'] == 'onRoute' and 'eta' in p else None)(trip_progress(port, 'test-trip')), 20)
+    if r.check('the gateway follows the trip as its device drives (retained progress onRoute, with an ETA)', bool(progress), str(trip_progress(port, 'test-trip'))):
+        differs = wait_until(lambda: not trip_shown_as(driver, 'test-trip', progress), 10) or trip_shown_as(driver, 'test-trip', progress)
+        r.check('the page shows the trip\'s state, along and ETA as its progress says', differs is True, str(differs))
+        mark = rows(driver, '[data-trip-mark="test-trip"]', ['lat', 'lon'])[0]
+        at = metres(part[-1], (float(mark['lat']), float(mark['lon'])))
+        # Progress is published at most once per 10 s of fix time (5 fixes, 50 m, behind).
+        r.check('the map draws the device\'s place on the route where its progress puts it (within 60 m of its last fix)', at < 60, f'{at:.1f} m')
+    shot(driver, 'console-trip.png')
+
+    # 2. A trip made on the page's form, for a device the page knows: the gateway follows it.
+    second = drive[: len(drive) // 2]
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=2 * len(second) + 10)
+    feed_times(port, 'tripper-2', second[:3], start)
+    form = driver.find_element(By.ID, 'trip-form')
+    chosen = wait_until(lambda: form.find_elements(By.CSS_SELECTOR, 'select[name=device] option[value="tripper-2"]')
+                        and form.find_elements(By.CSS_SELECTOR, 'select[name=route] option[value="fleet/road"]'), 15)
+    if not r.check('the trip form offers the devices and the line fences', bool(chosen)):
+        return
+    Select(form.find_element(By.NAME, 'device')).select_by_value('tripper-2')
+    Select(form.find_element(By.NAME, 'route')).select_by_value('fleet/road')
+    form.find_element(By.NAME, 'corridor').clear()
+    form.find_element(By.NAME, 'corridor').send_keys('40')
+    form.find_element(By.NAME, 'id').send_keys('page-trip')
+    form.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+    published = wait_until(lambda: retained(port, f'{PREFIX}/trips/page-trip').get(f'{PREFIX}/trips/page-trip'), 10)
+    sent = json.loads(published) if published else {}
+    r.check('the page publishes the trip\'s request retained (device, route, corridor, by)',
+            sent.get('device') == 'tripper-2' and sent.get('route') == {'layer': 'fleet', 'fence': 'road'}
+            and sent.get('corridor') == 40 and isinstance(sent.get('by'), str), str(published))
+    time.sleep(1)
+    feed_times(port, 'tripper-2', second[3:], start, first=3)
+    progress = wait_until(lambda: (lambda p: p if p and p['state'] == 'onRoute' else None)(trip_progress(port, 'page-trip')), 20)
+    if r.check('the gateway follows the trip made on the page (its progress appears)', bool(progress), str(trip_progress(port, 'page-trip'))):
+        differs = wait_until(lambda: not trip_shown_as(driver, 'page-trip', progress), 10) or trip_shown_as(driver, 'page-trip', progress)
+        r.check('the page shows that trip\'s progress', differs is True, str(differs))
+    cancel = driver.find_elements(By.CSS_SELECTOR, '[data-trip="page-trip"] button[data-action=cancel-trip]')
+    if r.check('an open trip is listed with a cancel button', bool(cancel)):
+        cancel[0].click()
+        gone = lambda: (not retained(port, f'{PREFIX}/trips/page-trip') and not trip_progress(port, 'page-trip')
+                        and not rows(driver, '[data-trip="page-trip"], [data-trip-mark="page-trip"]', ['trip']))
+        r.check('cancel from the page clears the request and the progress on the broker, the row and the drawing',
+                wait_until(gone, 15), str(rows(driver, '[data-trip]', ['trip', 'state'])))
+
+    # 3. A request the gateway rejects: its error on the trip's row.
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/bad-trip', '-m', '{"device": "tripper-1"}'], check=True)
+    error = wait_until(lambda: rows(driver, '[data-trip="bad-trip"][data-error]', ['error']), 10)
+    r.check('a trip the gateway rejects shows its error on the page', bool(error) and '"route" is missing' in (error[0]['error'] or ''),
+            str(rows(driver, '[data-trip]', ['trip', 'error'])))
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/bad-trip', '-n'], check=True)
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/test-trip', '-n'], check=True)
 
 
 def shot(driver, name):
@@ -1014,6 +1118,11 @@ def main():
         r.check('the crowd, cleared, leaves the list whole again',
                 wait_until(lambda: driver.find_element(By.ID, 'count-devices').text == str(before), 15)
                 and 'windowed' not in driver.find_element(By.ID, 'devices').get_attribute('class'))
+
+        # Trips (docs/trips.md): one published by the test, followed by the gateway as its device
+        # drives part of the road; the page shows the state, along and ETA of its retained
+        # progress, and draws the device's place on the route.
+        trip_scene(r, driver, port)
 
         # A broker that refuses anonymous clients: the login form, a refused login, a good one.
         password_file = os.path.join(tmp, 'passwd')

@@ -55,6 +55,8 @@ export class MapView {
         this.markList.className = 'event-marks';
         this.highlightList = mirror.appendChild(document.createElement('ul'));
         this.highlightList.className = 'highlighted-fences';
+        this.tripList = mirror.appendChild(document.createElement('ul'));
+        this.tripList.className = 'trip-marks';
         element.appendChild(mirror);
         this.eventLayer = new EventLayer(this.map, { pane: 'events', list: this.markList });
         this.deviceLayer = new DeviceLayer(this.map, { pane: 'devices' });
@@ -271,7 +273,8 @@ export class MapView {
         this.tripLayer.clearLayers();
         this.tripCorridors = [];
         const ll = (c) => [c[1], c[0]];
-        for (const t of store.trips.values()) {
+        const drawn = []; // [id, {id, at, state, corridor}] for the mirror
+        for (const t of [...store.trips.values()].sort((a, b) => a.id.localeCompare(b.id))) {
             if (!t.open || !t.request) continue;
             const line = routeCoordinates(t.request, store.fences);
             if (!line) continue;
@@ -287,8 +290,17 @@ export class MapView {
             L.circleMarker(ll(at), { ...options, radius: 6, color: '#333', weight: 2, fillColor: colour, fillOpacity: 1 })
                 .bindTooltip(textElement([tripLabel(t.id, t.progress), t.request.device ? String(t.request.device) : '']), { permanent: true, direction: 'right', className: 'trip-label', offset: [8, 0] })
                 .addTo(this.tripLayer);
+            drawn.push([t.id, { id: t.id, at, state, corridor }]);
         }
         this.widenCorridors();
+        // Mirrored as hidden elements: <li data-trip-mark="ID" data-lat data-lon data-state data-corridor>.
+        syncRows(this.tripList, drawn.map(([id, d]) => [id, d, JSON.stringify(d)]), (row, d) => {
+            row.dataset.tripMark = d.id;
+            row.dataset.lat = d.at[1].toFixed(7);
+            row.dataset.lon = d.at[0].toFixed(7);
+            row.dataset.state = d.state;
+            row.dataset.corridor = String(d.corridor);
+        });
     }
 
     /// A buffer of B metres is a stroke 2B metres wide (round caps and joins): the set of
