@@ -553,7 +553,34 @@ def trip_scene(r, driver, port):
         r.check('cancel from the page clears the request and the progress on the broker, the row and the drawing',
                 wait_until(gone, 15), str(rows(driver, '[data-trip]', ['trip', 'state'])))
 
-    # 3. A request the gateway rejects: its error on the trip's row.
+    # 3. A route drawn on the map (click, click, double-click): a GeoJSON LineString route.
+    form.find_element(By.CSS_SELECTOR, '[data-action=draw-route]').click()
+    surface = driver.find_element(By.ID, 'map')
+    for x, y in [(-300, -100), (-200, -100)]:
+        ActionChains(driver).move_to_element_with_offset(surface, x, y).click().perform()
+        time.sleep(0.4)
+    ActionChains(driver).move_to_element_with_offset(surface, -200, 0).double_click().perform()
+    time.sleep(0.5)
+    form.find_element(By.NAME, 'id').clear()
+    form.find_element(By.NAME, 'id').send_keys('drawn-trip')
+    form.find_element(By.CSS_SELECTOR, 'button[type=submit]').click()
+    published = wait_until(lambda: retained(port, f'{PREFIX}/trips/drawn-trip').get(f'{PREFIX}/trips/drawn-trip'), 10)
+    sent = json.loads(published) if published else {}
+    route = sent.get('route') or {}
+    r.check('a route drawn on the map is published as the trip\'s GeoJSON LineString (3 positions)',
+            route.get('type') == 'LineString' and len(route.get('coordinates', [])) == 3 and sent.get('device') == 'tripper-2', str(published))
+    r.check('the page lists and draws the trip on its drawn route',
+            wait_until(lambda: rows(driver, '[data-trip="drawn-trip"][data-open="true"]', ['trip'])
+                       and rows(driver, '[data-trip-mark="drawn-trip"]', ['trip-mark']), 10),
+            str(rows(driver, '[data-trip]', ['trip', 'state', 'error'])))
+    shot(driver, 'console-trip-drawn.png')
+    cancel = driver.find_elements(By.CSS_SELECTOR, '[data-trip="drawn-trip"] button[data-action=cancel-trip]')
+    if cancel:
+        cancel[0].click()
+    r.check('and cancels it from its row', wait_until(lambda: not retained(port, f'{PREFIX}/trips/drawn-trip')
+                                                      and not rows(driver, '[data-trip="drawn-trip"]', ['trip']), 15))
+
+    # 4. A request the gateway rejects: its error on the trip's row.
     subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/bad-trip', '-m', '{"device": "tripper-1"}'], check=True)
     error = wait_until(lambda: rows(driver, '[data-trip="bad-trip"][data-error]', ['error']), 10)
     r.check('a trip the gateway rejects shows its error on the page', bool(error) and '"route" is missing' in (error[0]['error'] or ''),
