@@ -87,7 +87,7 @@ extension GatewayConfig {
         if let v = root["fences"], let o = d.object(v, at: [.key("fences")], allowed: ["maxVertices"]) {
             if let x = d.integer(o, "maxVertices", at: [.key("fences")], range: 4...Int(Int32.max)) { fences.maxVertices = x }
         }
-        if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval", "occupancy", "metricsFile"]) {
+        if let v = root["output"], let o = d.object(v, at: [.key("output")], allowed: ["prefix", "qos", "owntracks", "statusInterval", "stateInterval", "occupancy", "metricsFile", "trackMemory"]) {
             let p: [JSONPathComponent] = [.key("output")]
             if let s = d.string(o, "prefix", at: p), let s {
                 if s.isEmpty || s.contains("+") || s.contains("#") || s.hasSuffix("/") {
@@ -101,6 +101,7 @@ extension GatewayConfig {
             if let x = d.number(o, "statusInterval", at: p, range: 0.1...Double.infinity) { output.statusInterval = x }
             if let x = d.number(o, "stateInterval", at: p, range: 0...Double.infinity) { output.stateInterval = x }
             if let x = d.bool(o, "occupancy", at: p) { output.occupancy = x }
+            if let x = d.integer(o, "trackMemory", at: p, range: 0...(1 << 50)) { output.trackMemory = x }
             if let s = d.string(o, "metricsFile", at: p, nullable: true) {
                 if s?.isEmpty == true || s?.hasSuffix("/") == true {
                     d.report(p + [.key("metricsFile")], "expected the path of a file or null, found \(JSONValue.string(s ?? "").serialized())")

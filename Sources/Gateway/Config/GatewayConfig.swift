@@ -87,6 +87,9 @@ public struct GatewayConfig: Sendable {
         public var occupancy = false
         /// The Prometheus textfile (docs/metrics.md), nil: none; relative to the config's folder.
         public var metricsFile: String?
+        /// Bytes the devices' recent tracks (the console's `track` query) may hold together,
+        /// split evenly over the device shards; 0: no tracks are kept.
+        public var trackMemory = 134_217_728
     }
 
     /// Home Assistant MQTT discovery (docs/occupancy-and-home-assistant.md).
