@@ -149,8 +149,8 @@ import Testing
         #expect(GatewayConfig().output.trackMemory == 134_217_728)
         #expect(try decode("{ output: { trackMemory: 0 } }").output.trackMemory == 0)
         #expect(try decode("{ output: { trackMemory: 1048576 } }").output.trackMemory == 1_048_576)
-        #expect(messages("{ output: { trackMemory: -1 } }") == ["test.json5:1:13: output.trackMemory: expected a whole number from 0 to 1125899906842624, found -1"])
-        #expect(messages("{ output: { trackMemory: \"128M\" } }") == [#"test.json5:1:13: output.trackMemory: expected a whole number from 0 to 1125899906842624, found "128M""#])
+        #expect(messages("{ output: { trackMemory: -1 } }") == ["test.json5:1:13: output.trackMemory: expected a whole number from 0 to 1099511627776, found -1"])
+        #expect(messages("{ output: { trackMemory: \"128M\" } }") == [#"test.json5:1:13: output.trackMemory: expected a whole number from 0 to 1099511627776, found "128M""#])
     }
 
     /// `input.maxEventsPerDevice`: default, value, and errors naming the key path.

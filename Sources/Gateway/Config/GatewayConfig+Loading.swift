@@ -101,7 +101,7 @@ extension GatewayConfig {
             if let x = d.number(o, "statusInterval", at: p, range: 0.1...Double.infinity) { output.statusInterval = x }
             if let x = d.number(o, "stateInterval", at: p, range: 0...Double.infinity) { output.stateInterval = x }
             if let x = d.bool(o, "occupancy", at: p) { output.occupancy = x }
-            if let x = d.integer(o, "trackMemory", at: p, range: 0...(1 << 50)) { output.trackMemory = x }
+            if let x = d.integer(o, "trackMemory", at: p, range: 0...(1 << 40)) { output.trackMemory = x }
             if let s = d.string(o, "metricsFile", at: p, nullable: true) {
                 if s?.isEmpty == true || s?.hasSuffix("/") == true {
                     d.report(p + [.key("metricsFile")], "expected the path of a file or null, found \(JSONValue.string(s ?? "").serialized())")
