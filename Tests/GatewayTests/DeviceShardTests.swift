@@ -88,6 +88,15 @@ import TestSupport
             await withCheckedContinuation { c in Task { await shard.mailbox.send(.query(.device(device), c)) } }
         }
 
+        /// The fix times of `device`'s recent track, as the shard answers the `track` query (nil:
+        /// the shard does not know the device).
+        func track(_ shard: DeviceShard, of device: String) async -> [Double]? {
+            let answer = await withCheckedContinuation { c in
+                Task { await shard.mailbox.send(.query(.track(device: device, since: nil, offset: 0, limit: 10_000), c)) }
+            }
+            return answer.track.map { $0.positions.map(\.time) }
+        }
+
         func close() async {
             await committer.shutdown()
             await store.close()
@@ -310,5 +319,71 @@ import TestSupport
         shard.finish()
         await running.value
         await rig.close()
+    }
+
+    /// A walk of `seconds` s from `start`, a fix every 2 s, 10 m east every 2 s (4 m accuracy).
+    static func walk(_ device: String, from start: Double, seconds: Int = 60) -> [LocationUpdate] {
+        stride(from: 0, through: seconds, by: 2).map {
+            LocationUpdate(device: device, lat: 34.45, lon: -119.80 + Double($0) * 5 / 91_900, time: start + Double($0), accuracy: 4)
+        }
+    }
+
+    /// The recent track (DeviceShard+Track.swift): every accepted fix is offered to it, one per
+    /// 10 s of fix time is kept; hibernation keeps it, waking brings it back and it grows on;
+    /// forgetting the device drops it.
+    @Test(.timeLimit(.minutes(5))) func acceptedFixesLandInTheTrackThinnedAndSurviveHibernation() async throws {
+        let rig = try await Rig {
+            $0.gateway.hibernateAfter = 60
+            $0.gateway.forgetAfter = 600
+        }
+        let shard = rig.pool.shard(for: "walker")
+        let running = Task { await shard.run() }
+        // Fix times an hour ago: the query keeps the last 24 hours of the wall clock.
+        let start = (WallClock.now() - 3600).rounded(.down)
+        await rig.submit(Self.walk("walker", from: start))  // received at gateway clock 100...130
+        #expect(await rig.track(shard, of: "walker") == [0, 10, 20, 30, 40, 50, 60].map { start + $0 })
+        #expect(await rig.track(shard, of: "stranger") == nil, "an unknown device has no track")
+        await rig.tick(shard, 191)
+        #expect(await rig.ask(shard, about: "walker").hibernated == ["walker"], "hibernated")
+        #expect(await rig.track(shard, of: "walker") == [0, 10, 20, 30, 40, 50, 60].map { start + $0 }, "kept through hibernation")
+        // Back 100 s later (woken through the mailbox): the track goes on from where it was.
+        await rig.submit(Self.walk("walker", from: start + 100, seconds: 12))
+        #expect(await rig.ask(shard, about: "walker").states.count == 1, "awake")
+        #expect(await rig.track(shard, of: "walker") == [0, 10, 20, 30, 40, 50, 60, 100, 110].map { start + $0 })
+        await rig.tick(shard, 200)
+        await rig.tick(shard, 1000)  // hibernated, then forgotten
+        #expect(await rig.track(shard, of: "walker") == nil, "forgotten with its track")
+        shard.finish()
+        await running.value
+        await rig.close()
+    }
+
+    /// `output.trackMemory`: past its budget the shard drops the oldest chunk among its devices'
+    /// tracks; 0 keeps none.
+    @Test(.timeLimit(.minutes(5))) func pastTrackMemoryTheOldestChunkGoes() async throws {
+        var two = RecentTrack()
+        two.record(Coordinate(lat: 34.45, lon: -119.80), time: 0, accuracy: nil)
+        two.record(Coordinate(lat: 34.45, lon: -119.79), time: 10, accuracy: nil)
+        let start = (WallClock.now() - 3600).rounded(.down)
+        // Room for one device's two positions and another's one, not two each.
+        let rig = try await Rig { $0.output.trackMemory = 2 * two.bytes - 1 }
+        let shard = rig.pool.shard(for: "first")
+        let running = Task { await shard.run() }
+        await rig.submit(Self.walk("first", from: start, seconds: 10))
+        await rig.submit(Self.walk("second", from: start + 20, seconds: 10))
+        #expect(await rig.track(shard, of: "first") == [], "the oldest chunk went")
+        #expect(await rig.track(shard, of: "second") == [start + 20, start + 30])
+        shard.finish()
+        await running.value
+        await rig.close()
+
+        let off = try await Rig { $0.output.trackMemory = 0 }
+        let offShard = off.pool.shard(for: "first")
+        let offRunning = Task { await offShard.run() }
+        await off.submit(Self.walk("first", from: start, seconds: 10))
+        #expect(await off.track(offShard, of: "first") == [], "trackMemory 0: no track kept")
+        offShard.finish()
+        await offRunning.value
+        await off.close()
     }
 }

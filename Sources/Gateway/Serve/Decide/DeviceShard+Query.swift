@@ -11,6 +11,9 @@ extension DeviceShard {
         case device(String)
         /// Open trips, of one device (nil: every device).
         case trips(device: String?)
+        /// One device's recent track (DeviceShard+Track.swift): positions from `since` (nil: the
+        /// last 24 hours), `offset` of them skipped, at most `limit`.
+        case track(device: String, since: Double?, offset: Int, limit: Int)
     }
 
     /// A shard's answer: device state payloads (for `inside`, the whole state of each device
@@ -21,6 +24,9 @@ extension DeviceShard {
         var hibernated: [String] = []
         /// Open trips with their progress (``Query/trips(device:)``).
         var trips: [JSONValue] = []
+        /// A page of the device's recent track and whether more follow (``Query/track(device:since:offset:limit:)``;
+        /// nil: the device is not known).
+        var track: (positions: [RecentTrack.Position], more: Bool)?
 
         /// `states` and those of the hibernated devices, restored from `store` with `snapshot`.
         func allStates(store: GatewayStore, snapshot: EngineSnapshot) async -> [JSONValue] {
@@ -61,6 +67,8 @@ extension DeviceShard {
             answer.hibernated = Array(hibernated.keys)
         case .trips(let device):
             answer.trips = Self.tripList(trips, device: device, emission: tripEmission)
+        case .track:
+            break  // answered with the state in hand: ``track(of:since:offset:limit:state:now:)``
         }
         return answer
     }

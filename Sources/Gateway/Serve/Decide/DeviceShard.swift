@@ -57,6 +57,10 @@ package final class DeviceShard: Sendable {
         /// An OwnTracks phone's regions and transitions, while a trigger with `phones` on
         /// applies to it (nil otherwise).
         var phone: PhoneSlot?
+        /// Its recent track (the `track` query; DeviceShard+Track.swift), and the bytes it held
+        /// when last measured (the shard's budget counts them).
+        var track = RecentTrack()
+        var trackBytes = 0
     }
 
     /// A slot on the heap, so that the shard's dictionary holds one reference per device. A
@@ -91,6 +95,11 @@ package final class DeviceShard: Sendable {
         var trips: [String: [TripRun]] = [:]
         /// No open trip's `by` is earlier (wall clock; infinity: none; exact after a tick).
         var tripDeadline = Double.infinity
+        /// The recent tracks of hibernated devices, with their bytes (back in the slot when the
+        /// device wakes; DeviceShard+Track.swift).
+        var hibernatedTracks: [String: (track: RecentTrack, bytes: Int)] = [:]
+        /// Bytes the shard's tracks hold together, in slots and hibernated.
+        var trackBytes = 0
     }
 
     /// What ``handleNow(_:receivedAt:trackerID:owntracks:userLevel:inBurst:)`` did with an update.
@@ -127,10 +136,13 @@ package final class DeviceShard: Sendable {
     let state: LeveledMutex<State>
     /// Builds what trips decide (DeviceShard+Trips.swift).
     let tripEmission: TripEmission
+    /// Bytes this shard's recent tracks may hold (its share of `output.trackMemory`; 0: none kept).
+    let trackBudget: Int
 
     init(context: ServeContext, snapshot: EngineSnapshot, capacity: Int, census: Census, eventRate: EventRateWarning,
-         saved: Set<String> = [], clock: Wakeup = Wakeup(), tickInterval: Double = 0.5) {
+         saved: Set<String> = [], clock: Wakeup = Wakeup(), tickInterval: Double = 0.5, trackBudget: Int? = nil) {
         self.context = context
+        self.trackBudget = trackBudget ?? context.config.output.trackMemory
         self.clock = clock
         self.tickInterval = tickInterval
         self.census = census
@@ -171,8 +183,10 @@ package final class DeviceShard: Sendable {
                 recount(s.slots.count + s.hibernated.count, admitted: 1)
             }
             var mustWait = false
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips),
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips,
+                            trackBytes: &s.trackBytes),
                      mustWait: &mustWait, inBurst: inBurst)
+            if s.trackBytes > trackBudget { trimTracks(&s) }
             return .handled(mustWait: mustWait)
         }
     }
@@ -303,7 +317,12 @@ package final class DeviceShard: Sendable {
             case .barrier(let c):
                 c.resume()
             case .query(let query, let c):
-                let result = state.withLock { s in answer(query, slots: s.slots, hibernated: s.hibernated, trips: s.trips, now: WallClock.now()) }
+                let result = state.withLock { s in
+                    if case .track(let device, let since, let offset, let limit) = query {
+                        return track(of: device, since: since, offset: offset, limit: limit, state: &s, now: WallClock.now())
+                    }
+                    return answer(query, slots: s.slots, hibernated: s.hibernated, trips: s.trips, now: WallClock.now())
+                }
                 c.resume(returning: result)
             case .trip(let order):
                 await apply(order)
@@ -362,12 +381,19 @@ package final class DeviceShard: Sendable {
                 } else {
                     s.slots[device] = SlotBox(Slot(monitor: DeviceMonitor(device: device, snapshot: s.snapshot, now: now), lastReceived: now))
                 }
+                // A hibernated device's track comes back with it.
+                if let kept = s.hibernatedTracks.removeValue(forKey: device), let box = s.slots[device] {
+                    box.slot.track = kept.track
+                    box.slot.trackBytes = kept.bytes
+                }
                 // Tracked already (restored, or queued behind its own updates): counted for its
                 // user, never refused.
                 census.attribute(device, user: ShardAdmission.user(of: device, level: userLevel))
             }
             let box = s.slots[device]!
-            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips), mustWait: &mustWait)
+            handOver(handle(update, now: now, trackerID: trackerID, owntracks: owntracks, slot: &box.slot, trips: &s.trips,
+                            trackBytes: &s.trackBytes), mustWait: &mustWait)
+            if s.trackBytes > trackBudget { trimTracks(&s) }
         }
     }
 
@@ -375,7 +401,7 @@ package final class DeviceShard: Sendable {
     /// when it is accepted; what is to be handed over, if anything.
     private func handle(
         _ update: LocationUpdate, now: Double, trackerID: String?, owntracks: OwnTracksTopics?, slot: inout Slot,
-        trips: inout [String: [TripRun]]
+        trips: inout [String: [TripRun]], trackBytes: inout Int
     ) -> EventCommitter.Item? {
         if let trackerID { slot.trackerID = trackerID }
         slot.owntracks = owntracks
@@ -388,6 +414,7 @@ package final class DeviceShard: Sendable {
         case .accepted:
             context.counters.accepted.add(1, ordering: .relaxed)
             slot.lastReceived = now
+            if trackBudget > 0 { trackBytes += record(update, in: &slot) }
             if let runtime = context.runtimeFences, runtime.isFollowed(update.device) { runtime.followedDeviceMoved(update) }
         case .filtered:
             context.counters.drop(.filtered)
@@ -501,7 +528,7 @@ package final class DeviceShard: Sendable {
             case .stays:
                 break
             case .forgotten:
-                s.slots[device] = nil
+                if let box = s.slots.removeValue(forKey: device) { s.trackBytes -= box.slot.trackBytes }
                 forget(device, mustWait: &mustWait)
             case .hibernates(let saves):
                 var slot = s.slots.removeValue(forKey: device)!.slot
@@ -513,11 +540,13 @@ package final class DeviceShard: Sendable {
                 }
                 if saves { handOver(save(&slot), mustWait: &mustWait) }
                 s.hibernated[device] = slot.lastReceived
+                if slot.trackBytes > 0 { s.hibernatedTracks[device] = (slot.track, slot.trackBytes) }
                 context.logger.debug("hibernated a device idle for gateway.hibernateAfter", ["device.id": device])
             }
         }
         for (device, lastReport) in s.hibernated where retention.forgets(lastReport: lastReport, now: now) {
             s.hibernated[device] = nil
+            if let kept = s.hibernatedTracks.removeValue(forKey: device) { s.trackBytes -= kept.bytes }
             forget(device, mustWait: &mustWait)
         }
         scheduleTicks(s, slotsDue: slotsDue, now: now)

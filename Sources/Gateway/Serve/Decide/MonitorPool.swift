@@ -71,7 +71,7 @@ package final class MonitorPool: Service, Sendable {
         self.clockWakeup = clockWakeup
         self.shards = saved.map {
             DeviceShard(context: context, snapshot: snapshot, capacity: mailboxCapacity, census: census, eventRate: eventRate, saved: $0,
-                        clock: clockWakeup, tickInterval: tickInterval)
+                        clock: clockWakeup, tickInterval: tickInterval, trackBudget: context.config.output.trackMemory / count)
         }
         self.committer = context.committer
         self.initial = Mutex((initialStates, lastReports))
