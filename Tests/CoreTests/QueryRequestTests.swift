@@ -135,6 +135,26 @@ struct QueryRequestTests {
         }
     }
 
+    /// `{"track": {"device", "since", "offset", "limit"}}`: since an ISO-8601 time (default: none,
+    /// the last 24 hours), offset and limit like the `fences` query's.
+    @Test func trackPages() throws {
+        #expect(try Self.parse(#"{"track":{"device":"v1"}}"#).kind.get() == .track(device: "v1", since: nil, offset: 0, limit: 10_000))
+        #expect(try Self.parse(#"{"track":{"device":"v1","since":"2026-11-30T12:00:00Z","offset":7,"limit":3}}"#).kind.get()
+            == .track(device: "v1", since: 1_796_040_000, offset: 7, limit: 3))
+        let cases: [(String, String)] = [
+            (#"{"track":"v1"}"#, #""track" needs {"device": ID, "since": ISO-8601 time"#),
+            (#"{"track":{"device":""}}"#, #""track" needs {"device": ID"#),
+            (#"{"track":{"device":"v1","from":1}}"#, #""track": unknown key "from" (expected "device", "since", "offset" or "limit")"#),
+            (#"{"track":{"device":"v1","since":12}}"#, #""track": "since" needs an ISO-8601 time such as "2026-11-30T12:00:00Z", found 12"#),
+            (#"{"track":{"device":"v1","since":"yesterday"}}"#, #""track": "since" needs an ISO-8601 time"#),
+            (#"{"track":{"device":"v1","offset":-1}}"#, #""track": "offset" needs an integer within 0...100000000, found -1"#),
+            (#"{"track":{"device":"v1","limit":10001}}"#, #""track": "limit" needs an integer within 1...10000, found 10001"#),
+        ]
+        for (query, problem) in cases {
+            #expect(Self.problem(query)?.hasPrefix(problem) == true, "\(query): \(Self.problem(query) ?? "accepted")")
+        }
+    }
+
     @Test func replyMembersAreKeptBesideTheKind() throws {
         let request = Self.parse(#"{"device":"d","replyTo":"p/replies/1","correlation":{"n":[1,2]}}"#)
         #expect(try request.kind.get() == .device("d"))
@@ -149,10 +169,10 @@ struct QueryRequestTests {
         #expect(Self.problem("{")?.hasPrefix("not JSON: 1:2:") == true)
         #expect(Self.problem("[1]") == "a query is a JSON object, found an array")
         #expect(Self.problem("{}")?.hasPrefix("a query needs one of") == true)
-        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "trips", "features""#) == true)
+        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "trips", "features", "track""#) == true)
         #expect(Self.problem(#"{"device":"a","fences":"b"}"#)?.hasPrefix("a query asks one thing") == true)
         #expect(Self.problem(#"{"who":1}"#)?.hasPrefix("unknown query \"who\"") == true)
-        #expect(Self.problem(#"{"who":1}"#)?.contains(#""trips" or "features""#) == true)
+        #expect(Self.problem(#"{"who":1}"#)?.contains(#""features" or "track""#) == true)
         #expect(Self.problem(#"{"device":""}"#) == "\"device\" needs a device id string")
         #expect(Self.problem(#"{"inside":{"layer":"a"}}"#)?.hasPrefix("\"inside\" needs") == true)
         #expect(Self.problem(#"{"near":{"lat":91,"lon":0}}"#)?.contains("-90...90") == true)

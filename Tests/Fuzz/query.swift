@@ -45,6 +45,10 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             } else {
                 fuzzCheck(false, "features accepted without an object")
             }
+        case .track(let device, _, let offset, let limit):
+            fuzzCheck(!device.isEmpty, "empty track device id accepted")
+            fuzzCheck((0...FeaturesQuery.maxOffset).contains(offset), "track offset out of range: \(offset)")
+            fuzzCheck((1...QueryRequest.maxTrackLimit).contains(limit), "track limit out of range: \(limit)")
         case .inside:
             break
         }

@@ -22,6 +22,10 @@ public struct QueryRequest: Sendable, Equatable {
         case trips(device: String?)
         /// `{"features": {"bbox", "layers", "limit"}}`: fence geometry as GeoJSON.
         case features(FeaturesQuery)
+        /// `{"track": {"device", "since", "offset", "limit"}}`: a device's recent positions from
+        /// `since` (Unix seconds; nil: the last 24 hours), oldest first, `offset` of them skipped,
+        /// at most `limit` (the reply's byte budget may cut it shorter).
+        case track(device: String, since: Double?, offset: Int = 0, limit: Int = QueryRequest.maxTrackLimit)
     }
 
     /// The kind, or why the query is malformed (the text of the `{"error"}` reply).
@@ -47,6 +51,9 @@ public struct QueryRequest: Sendable, Equatable {
     /// a reply shorter still).
     public static let maxNearLimit = 10_000
     public static let maxFencesLimit = 10_000
+    /// The largest `limit` of a `track` query: a day's track at one position per 10 s (8,640)
+    /// fits in one page.
+    public static let maxTrackLimit = 10_000
 
     /// Reads a query payload; `file` names it in syntax errors (the query topic).
     public static func parse(_ payload: [UInt8], file: String) -> QueryRequest {
@@ -69,7 +76,7 @@ public struct QueryRequest: Sendable, Equatable {
         guard kinds.count == 1, let kind = kinds.first, let value = request[kind] else {
             return .failure(QueryProblem(
                 kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\""
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\", \"track\""
                     : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))"))
         }
         switch kind {
@@ -135,10 +142,40 @@ public struct QueryRequest: Sendable, Equatable {
             }
         case "features":
             return FeaturesQuery.parse(value).map(Kind.features)
+        case "track":
+            return track(value)
         default:
             return .failure(QueryProblem(
-                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\" or \"features\")"))
+                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\" or \"track\")"))
         }
+    }
+
+    /// `{"track": {"device": ID, "since": ISO time, "offset": N, "limit": N}}` (all but `device` optional).
+    private static func track(_ value: JSONValue) -> Result<Kind, QueryProblem> {
+        guard case .object(let o) = value, case .string(let device)? = o["device"], !device.isEmpty else {
+            return .failure(QueryProblem(
+                "\"track\" needs {\"device\": ID, \"since\": ISO-8601 time, \"offset\": 0...\(FeaturesQuery.maxOffset), "
+                    + "\"limit\": 1...\(maxTrackLimit)} (since, offset and limit optional)"))
+        }
+        if let unknown = o.keys.first(where: { !["device", "since", "offset", "limit"].contains($0) }) {
+            return .failure(QueryProblem("\"track\": unknown key \"\(unknown)\" (expected \"device\", \"since\", \"offset\" or \"limit\")"))
+        }
+        var since: Double?
+        switch o["since"] {
+        case nil, .null?: break
+        case .string(let text)? where ISO8601Time.parse(text) != nil: since = ISO8601Time.parse(text)
+        case let other?:
+            return .failure(QueryProblem(
+                "\"track\": \"since\" needs an ISO-8601 time such as \"2026-11-30T12:00:00Z\", found \(other.serialized())"))
+        }
+        let offset: Int?, limit: Int?
+        do throws(QueryProblem) {
+            offset = try integer(o, "offset", of: "track", within: 0...FeaturesQuery.maxOffset).get()
+            limit = try integer(o, "limit", of: "track", within: 1...maxTrackLimit).get()
+        } catch {
+            return .failure(error)
+        }
+        return .success(.track(device: device, since: since, offset: offset ?? 0, limit: limit ?? maxTrackLimit))
     }
 
     /// The integer under `key` of the query `query`'s `object`, within `range`; nil when not

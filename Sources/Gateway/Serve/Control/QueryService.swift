@@ -14,11 +14,12 @@ import Synchronization
 /// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius", "limit"}}`,
 /// `{"fences": LAYER}` or `{"fences": {"layer", "offset", "limit"}}`, `{"expectations": DEVICE_OR_*}`
 /// (open expected arrivals),
+/// `{"track": {"device", "since", "offset", "limit"}}` (a device's recent positions, paged),
 /// `{"features": {"bbox", "layers", "limit", "partBytes"}}` (fence geometry as a GeoJSON
 /// FeatureCollection, under 900 KiB: ``FeatureCollectionWriter``; with `partBytes` in parts of
 /// at most that many bytes, published one after the other to the same reply topic, for
-/// mosquitto's websockets listener, which sends large messages slowly). The `inside`, `near`
-/// and `fences` replies list rows within the same 900 KiB (``ReplyRowsWriter``), with
+/// mosquitto's websockets listener, which sends large messages slowly). The `inside`, `near`,
+/// `fences` and `track` replies list rows within the same 900 KiB (``ReplyRowsWriter``), with
 /// `"truncated": true` when rows were left out. Anything else gets
 /// `{"error": "..."}`. Queries wait in their own queue
 /// of 256 (never on the update path); past it a query is answered `{"error": "busy"}` at once.
@@ -210,6 +211,8 @@ final class QueryService: Service, Sendable {
             return .value(expectations.list(device: device))
         case .trips(let device): return .value(await tripList(device: device))
         case .features(let query): return .written(try features(query, correlationBytes: correlationBytes))
+        case .track(let device, let since, let offset, let limit):
+            return .written([try await track(device, since: since, offset: offset, limit: limit, correlationBytes: correlationBytes)])
         }
     }
 
@@ -331,6 +334,30 @@ final class QueryService: Service, Sendable {
             }
         }
         return writer.finishParts(truncated: truncated)
+    }
+
+    /// The `track` reply: `device`'s recent positions (DeviceShard+Track.swift) from `since` (nil:
+    /// the last 24 hours), oldest first, `offset` of them skipped, at most `limit` and 900 KiB of
+    /// them: `{"device", "offset", "positions": [{"lat", "lon", "time"}], "truncated"}`
+    /// (`truncated` when positions after those listed were left out: the next page starts at
+    /// `offset` + those listed). Its shard answers, after the work queued before; a device it
+    /// does not know gets `{"error"}` like the `device` query.
+    private func track(_ device: String, since: Double?, offset: Int, limit: Int, correlationBytes: Int) async throws -> [UInt8] {
+        let shard = pool.shard(for: device)
+        let query = DeviceShard.Query.track(device: device, since: since, offset: offset, limit: limit)
+        let answer = await withCheckedContinuation { c in
+            Task { await shard.mailbox.send(.query(query, c)) }
+        }
+        guard let page = answer.track else { throw QueryProblem("no device \"\(device)\" is known to this gateway") }
+        var writer = ReplyRowsWriter(
+            head: ["device": .string(device), "offset": .number(Double(offset))], rows: "positions", appended: correlationBytes)
+        for position in page.positions {
+            let row: JSONObject = [
+                "lat": .number(position.lat), "lon": .number(position.lon), "time": .string(ISO8601Time.format(position.time)),
+            ]
+            guard writer.append(.object(row)) else { break }
+        }
+        return writer.finish(truncated: page.more || writer.count < page.positions.count)
     }
 
     /// The `fences` reply: layer `layer`'s fences in file order, `offset` of them skipped, at
