@@ -48,9 +48,8 @@ struct TripBook: Sendable {
     private(set) var echoes: [String: Int] = [:]
     /// Settled entries whose retained request was seen cleared, oldest first (an id may be
     /// listed again; an entry no longer cleared is skipped), and how many are cleared now.
-    private var clearedOrder: [String] = []
-    private var clearedHead = 0
-    private(set) var clearedCount = 0
+    private var cleared = ClearedRequests()
+    var clearedCount: Int { cleared.count }
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
@@ -76,7 +75,7 @@ struct TripBook: Sendable {
             guard !entry.open else { return [] }
             if entry.cleared {
                 entries[id]!.cleared = false
-                clearedCount -= 1
+                cleared.left()
             }
             echoes[id, default: 0] += 1
             return [.clearRetained(id)]
@@ -118,8 +117,7 @@ struct TripBook: Sendable {
             if entry.cleared { return [] }
             entries[id]!.cleared = true
             echoes[id] = nil
-            clearedCount += 1
-            clearedOrder.append(id)
+            cleared.added(id)
             return evictCleared()
         }
         // Our clear of an earlier version coming back after a new payload: the new one stays.
@@ -160,17 +158,11 @@ struct TripBook: Sendable {
     /// Past ``capacity`` cleared entries the oldest leave, with their rows.
     private mutating func evictCleared() -> [Action] {
         var actions: [Action] = []
-        while clearedCount > capacity, clearedHead < clearedOrder.count {
-            let id = clearedOrder[clearedHead]
-            clearedHead += 1
-            guard let entry = entries[id], entry.cleared else { continue }
+        while let id = cleared.nextOverCapacity(capacity) {
+            guard entries[id]?.cleared == true else { continue }
             entries[id] = nil
-            clearedCount -= 1
+            cleared.left()
             actions.append(.store(.remove(id, onlySettled: true)))
-        }
-        if clearedHead > 1024, clearedHead * 2 > clearedOrder.count {
-            clearedOrder.removeFirst(clearedHead)
-            clearedHead = 0
         }
         return actions
     }
@@ -178,7 +170,7 @@ struct TripBook: Sendable {
     /// Removes `id`'s entry (open or settled).
     private mutating func remove(_ id: String) {
         guard let entry = entries.removeValue(forKey: id) else { return }
-        if entry.cleared { clearedCount -= 1 }
+        if entry.cleared { cleared.left() }
         if entry.open {
             openCount -= 1
             openBytes -= entry.bytes
