@@ -4,26 +4,10 @@ extension GatewayStore {
     /// The journal events matching `query`, in commit order. Device, trigger, layer, fence and
     /// type are read from each event's payload (the event JSON; "" where it lacks one).
     public func events(_ query: JournalQuery) throws -> [JournalEntry] {
-        var conditions: [String] = []
-        var bindings: [SQLiteValue] = []
-        if let since = query.since {
-            conditions.append("fix_time >= ?")
-            bindings.append(.real(since))
-        }
-        for (field, value) in [(Self.PayloadField.device, query.device), (Self.PayloadField.trigger, query.trigger),
-                               (Self.PayloadField.fence, query.fence)] {
-            guard let value else { continue }
-            conditions.append("\(Self.payloadField(field)) = ?")
-            bindings.append(.text(value))
-        }
-        if let after = query.afterSequence {
-            conditions.append("seq > ?")
-            bindings.append(.integer(after))
-        }
+        var (sql, bindings) = Self.filter(query)
         let fields = [Self.PayloadField.device, Self.PayloadField.trigger, Self.PayloadField.layer,
                       Self.PayloadField.fence, Self.PayloadField.type].map { "coalesce(\(Self.payloadField($0)), '')" }
-        var sql = "SELECT seq, id, \(fields.joined(separator: ", ")), fix_time, emitted_time, payload FROM journal"
-        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        sql = "SELECT seq, id, \(fields.joined(separator: ", ")), fix_time, emitted_time, payload FROM journal" + sql
         sql += " ORDER BY seq LIMIT ?"
         bindings.append(.integer(Int64(query.limit.map { max($0, 0) } ?? -1)))
         return try openConnection().query(sql, bindings) { row in
@@ -33,6 +17,79 @@ extension GatewayStore {
                                     layer: row.string(4), fence: row.string(5), type: row.string(6),
                                     fixTime: row.double(7), emittedTime: row.double(8), payload: row.string(9)))
         }
+    }
+
+    /// A page of the `events` query (docs/control-plane.md): the payloads, the event JSON as
+    /// published, of the events matching `query` (its `limit` and `afterSequence` unused) in
+    /// fix time order (then id: the journal's own index), the first `offset` skipped, at most
+    /// `limit`; `more` when further events match.
+    ///
+    /// The read stops with an ``SQLiteError/isInterrupted`` error past `maxSteps` SQLite
+    /// instructions (``SQLiteConnection/withStepBudget(_:_:)``): a client's wide window with
+    /// filters that match little, or a large offset, costs at most that, never a scan of a
+    /// journal of millions of events.
+    public func eventPage(_ query: JournalQuery, offset: Int, limit: Int, maxSteps: Int) throws -> (payloads: [String], more: Bool) {
+        var (sql, bindings) = Self.filter(query)
+        sql = "SELECT payload FROM journal" + sql + " ORDER BY fix_time, id LIMIT ? OFFSET ?"
+        bindings += [.integer(Int64(limit) + 1), .integer(Int64(offset))]
+        let connection = try openConnection()
+        var payloads = try connection.withStepBudget(maxSteps) { try connection.query(sql, bindings) { $0.string(0) } }
+        let more = payloads.count > limit
+        if more { payloads.removeLast() }
+        return (payloads, more)
+    }
+
+    /// The WHERE clause of `query`'s filters (empty without any) and its bindings. The lists
+    /// are bound as one JSON array each (`json_each`), so that a statement's text, and the
+    /// connection's cache of prepared statements, does not grow with their lengths.
+    private static func filter(_ query: JournalQuery) -> (sql: String, bindings: [SQLiteValue]) {
+        var conditions: [String] = []
+        var bindings: [SQLiteValue] = []
+        if let since = query.since {
+            conditions.append("fix_time >= ?")
+            bindings.append(.real(since))
+        }
+        if let until = query.until {
+            conditions.append("fix_time < ?")
+            bindings.append(.real(until))
+        }
+        for (field, value) in [(PayloadField.device, query.device), (PayloadField.trigger, query.trigger),
+                               (PayloadField.fence, query.fence)] {
+            guard let value else { continue }
+            conditions.append("\(payloadField(field)) = ?")
+            bindings.append(.text(value))
+        }
+        for (field, values) in [(PayloadField.device, query.devices), (PayloadField.type, query.types)] {
+            guard let values else { continue }
+            conditions.append("\(payloadField(field)) IN (SELECT value FROM json_each(?))")
+            bindings.append(.text(jsonArray(values)))
+        }
+        if let after = query.afterSequence {
+            conditions.append("seq > ?")
+            bindings.append(.integer(after))
+        }
+        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), bindings)
+    }
+
+    /// `strings` as a JSON array's text.
+    static func jsonArray(_ strings: [String]) -> String {
+        var text = "["
+        for (n, string) in strings.enumerated() {
+            if n > 0 { text += "," }
+            text += "\""
+            for scalar in string.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: text.unicodeScalars.append(scalar)
+                }
+            }
+            text += "\""
+        }
+        return text + "]"
     }
 
     /// The SQL reading `path` from a journal row's payload: NULL where the payload lacks it or

@@ -136,7 +136,9 @@ public actor GatewayStore {
         }
         var counts = OutboxCounts()
         var streams = OutboxStreams(local: OutboxStream(settled: 0), remote: OutboxStream(settled: 0))
-        for destination in OutboxDestination.allCases {
+        // A reader (the `events` command and query) sends nothing: it skips what the outboxes'
+        // senders start from.
+        for destination in OutboxDestination.allCases where !options.readOnly {
             counts[destination] = Int(try connection.scalarInt64("SELECT count(*) FROM \(destination.table)") ?? 0)
             let settled = try connection.scalarInt64("SELECT settled FROM outbox_stream WHERE destination = ?",
                                                      [.text(destination.rawValue)]) ?? 0

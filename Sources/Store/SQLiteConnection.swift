@@ -121,6 +121,25 @@ public final class SQLiteConnection {
     /// Frames in the WAL after the last commit (0 before ``trackWALFrames()`` or any commit).
     var framesInWAL: Int { walFrames?.count ?? 0 }
 
+    /// Runs `body` with its statements stopped (an ``SQLiteError/isInterrupted`` error) once
+    /// they have run about `steps` virtual machine instructions in all, so that a read asked
+    /// by a client (the `events` query) costs a bounded time whatever it matches. SQLite counts
+    /// in batches of 1,000 instructions.
+    public func withStepBudget<Result>(_ steps: Int, _ body: () throws -> Result) throws -> Result {
+        let left = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        left.initialize(to: max(steps / 1000, 1))
+        defer {
+            sqlite3_progress_handler(database, 0, nil, nil)
+            left.deallocate()
+        }
+        sqlite3_progress_handler(database, 1000, { context in
+            let left = context!.assumingMemoryBound(to: Int.self)
+            left.pointee -= 1
+            return left.pointee < 0 ? 1 : 0
+        }, left)
+        return try body()
+    }
+
     /// Runs `sql`, which may hold several statements, without parameters and without caching.
     public func execute(_ sql: String) throws(SQLiteError) {
         try check(sqlite3_exec(database, sql, nil, nil, nil), database, sql)

@@ -32,6 +32,8 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isConstraint: Bool { primaryCode == SQLITE_CONSTRAINT }
     /// A disk I/O error (`SQLITE_IOERR`).
     public var isIOError: Bool { primaryCode == SQLITE_IOERR }
+    /// A statement was stopped before its end (`SQLITE_INTERRUPT`: ``SQLiteConnection/withStepBudget(_:_:)``).
+    public var isInterrupted: Bool { primaryCode == SQLITE_INTERRUPT }
     /// The database cannot be written: read-only file or connection.
     public var isReadOnly: Bool { primaryCode == SQLITE_READONLY }
 

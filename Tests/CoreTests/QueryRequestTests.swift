@@ -155,6 +155,30 @@ struct QueryRequestTests {
         }
     }
 
+    /// `{"events": {"since", "until", "types", "devices", "limit", "offset"}}`: every key optional.
+    @Test func eventsPages() throws {
+        #expect(try Self.parse(#"{"events":{}}"#).kind.get() == .events(EventsQuery()))
+        #expect(EventsQuery().limit == 1000 && EventsQuery().since == nil)
+        let full = #"{"events":{"since":"2026-11-30T12:00:00Z","until":"2026-11-30T13:00:00Z","types":["enter","offRoute"],"devices":["v1"],"limit":5,"offset":10}}"#
+        #expect(try Self.parse(full).kind.get() == .events(EventsQuery(
+            since: 1_796_040_000, until: 1_796_043_600, types: ["enter", "offRoute"], devices: ["v1"], limit: 5, offset: 10)))
+        let tooMany = "[" + (0...1000).map { "\"d\($0)\"" }.joined(separator: ",") + "]"
+        let cases: [(String, String)] = [
+            (#"{"events":[]}"#, #""events" needs an object {"since": ISO-8601 time"#),
+            (#"{"events":{"from":1}}"#, #""events": unknown key "from" (expected "since", "until", "types", "devices", "limit" or "offset")"#),
+            (#"{"events":{"since":"an hour ago"}}"#, #""events": "since" needs an ISO-8601 time such as "2026-11-30T12:00:00Z", found "an hour ago""#),
+            (#"{"events":{"until":3}}"#, #""events": "until" needs an ISO-8601 time"#),
+            (#"{"events":{"types":"enter"}}"#, #""events": "types" needs an array of at most 1000 strings, found a string"#),
+            (#"{"events":{"devices":["a",1]}}"#, #""events": "devices" needs an array of at most 1000 strings, found an array holding a number"#),
+            (#"{"events":{"devices":\#(tooMany)}}"#, #""events": "devices" needs an array of at most 1000 strings, found 1001 values"#),
+            (#"{"events":{"limit":0}}"#, #""events": "limit" needs an integer within 1...10000, found 0"#),
+            (#"{"events":{"offset":1.5}}"#, #""events": "offset" needs an integer within 0...100000000, found 1.5"#),
+        ]
+        for (query, problem) in cases {
+            #expect(Self.problem(query)?.hasPrefix(problem) == true, "\(query): \(Self.problem(query) ?? "accepted")")
+        }
+    }
+
     @Test func replyMembersAreKeptBesideTheKind() throws {
         let request = Self.parse(#"{"device":"d","replyTo":"p/replies/1","correlation":{"n":[1,2]}}"#)
         #expect(try request.kind.get() == .device("d"))
@@ -169,10 +193,10 @@ struct QueryRequestTests {
         #expect(Self.problem("{")?.hasPrefix("not JSON: 1:2:") == true)
         #expect(Self.problem("[1]") == "a query is a JSON object, found an array")
         #expect(Self.problem("{}")?.hasPrefix("a query needs one of") == true)
-        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "trips", "features", "track""#) == true)
+        #expect(Self.problem("{}")?.hasSuffix(#""expectations", "trips", "features", "track", "events""#) == true)
         #expect(Self.problem(#"{"device":"a","fences":"b"}"#)?.hasPrefix("a query asks one thing") == true)
         #expect(Self.problem(#"{"who":1}"#)?.hasPrefix("unknown query \"who\"") == true)
-        #expect(Self.problem(#"{"who":1}"#)?.contains(#""features" or "track""#) == true)
+        #expect(Self.problem(#"{"who":1}"#)?.contains(#""features", "track" or "events""#) == true)
         #expect(Self.problem(#"{"device":""}"#) == "\"device\" needs a device id string")
         #expect(Self.problem(#"{"inside":{"layer":"a"}}"#)?.hasPrefix("\"inside\" needs") == true)
         #expect(Self.problem(#"{"near":{"lat":91,"lon":0}}"#)?.contains("-90...90") == true)

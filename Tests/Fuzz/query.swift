@@ -49,6 +49,11 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fuzzCheck(!device.isEmpty, "empty track device id accepted")
             fuzzCheck((0...FeaturesQuery.maxOffset).contains(offset), "track offset out of range: \(offset)")
             fuzzCheck((1...QueryRequest.maxTrackLimit).contains(limit), "track limit out of range: \(limit)")
+        case .events(let query):
+            fuzzCheck((0...EventsQuery.maxOffset).contains(query.offset), "events offset out of range: \(query.offset)")
+            fuzzCheck((1...EventsQuery.maxLimit).contains(query.limit), "events limit out of range: \(query.limit)")
+            fuzzCheck((query.types?.count ?? 0) <= EventsQuery.maxListLength && (query.devices?.count ?? 0) <= EventsQuery.maxListLength,
+                      "events list longer than \(EventsQuery.maxListLength)")
         case .inside:
             break
         }

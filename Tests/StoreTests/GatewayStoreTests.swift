@@ -116,6 +116,54 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         await store.close()
     }
 
+    @Test func eventPagesComeInFixTimeOrderFilteredAndPaged() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("pages.db")
+        let store = try await GatewayStore(path: path)
+        // Committed out of fix time order; an id with a quote and a control character.
+        _ = try await store.commit(StoreBatch(events: [
+            testEvent("late", device: "a", fix: 500), testEvent("first", device: "b", type: "exit", fix: 100),
+            testEvent("mid", device: "we\\\"ird\\u0001", type: "offRoute", fix: 300),
+        ]))
+        _ = try await store.commit(StoreBatch(events: [testEvent("second", device: "a", type: "dwell", fix: 200)]))
+        // A second connection, read-only, beside the writer: what the gateway's query reads from.
+        let reader = try await GatewayStore(path: path, options: GatewayStore.Options(readOnly: true))
+        func page(_ query: JournalQuery, offset: Int = 0, limit: Int = 10) async throws -> (ids: [String], more: Bool) {
+            let page = try await reader.eventPage(query, offset: offset, limit: limit, maxSteps: 1_000_000)
+            let ids = try page.payloads.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])["id"] as? String ?? "" }
+            return (ids, page.more)
+        }
+        #expect(try await page(JournalQuery()) == (["first", "second", "mid", "late"], false))
+        #expect(try await page(JournalQuery(since: 200, until: 500)) == (["second", "mid"], false))
+        #expect(try await page(JournalQuery(types: ["exit", "offRoute"])) == (["first", "mid"], false))
+        #expect(try await page(JournalQuery(devices: ["a"])) == (["second", "late"], false))
+        #expect(try await page(JournalQuery(devices: ["we\"ird\u{1}"])) == (["mid"], false))
+        #expect(try await page(JournalQuery(devices: [])) == ([], false))
+        #expect(try await page(JournalQuery(), limit: 2) == (["first", "second"], true))
+        #expect(try await page(JournalQuery(), offset: 2, limit: 2) == (["mid", "late"], false))
+        // The payload comes back as it was stored.
+        #expect(try await reader.eventPage(JournalQuery(since: 500), offset: 0, limit: 1, maxSteps: 1_000_000).payloads
+                == [testEvent("late", device: "a", fix: 500).payload])
+        await reader.close()
+        await store.close()
+    }
+
+    @Test func anEventPageStopsPastItsStepBudget() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await GatewayStore(path: directory.file("budget.db"))
+        _ = try await store.commit(StoreBatch(events: (0..<5000).map { testEvent("e\($0)", fix: 1000 + Double($0)) }))
+        // Filtered by a device that none has: every row is looked at (about 15 instructions
+        // each), and none returned.
+        let narrow = JournalQuery(devices: ["nobody"])
+        let error = await #expect(throws: SQLiteError.self) { try await store.eventPage(narrow, offset: 0, limit: 10, maxSteps: 10_000) }
+        #expect(error?.isInterrupted == true)
+        #expect(try await store.eventPage(narrow, offset: 0, limit: 10, maxSteps: 100_000_000).payloads.isEmpty)
+        // The budget ends with the read: the writer's next commit is not interrupted.
+        _ = try await store.commit(StoreBatch(events: [testEvent("after", fix: 9000)]))
+        #expect(try await store.eventPage(JournalQuery(since: 9000), offset: 0, limit: 10, maxSteps: 10_000).payloads.count == 1)
+        await store.close()
+    }
+
     @Test func retentionDeletesEventsEmittedBeforeTheCutoff() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("retention.db"))

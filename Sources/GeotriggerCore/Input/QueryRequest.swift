@@ -26,6 +26,9 @@ public struct QueryRequest: Sendable, Equatable {
         /// `since` (Unix seconds; nil: the last 24 hours), oldest first, `offset` of them skipped,
         /// at most `limit` (the reply's byte budget may cut it shorter).
         case track(device: String, since: Double?, offset: Int = 0, limit: Int = QueryRequest.maxTrackLimit)
+        /// `{"events": {"since", "until", "types", "devices", "limit", "offset"}}`: the journal's
+        /// events, as published, oldest first.
+        case events(EventsQuery)
     }
 
     /// The kind, or why the query is malformed (the text of the `{"error"}` reply).
@@ -76,7 +79,7 @@ public struct QueryRequest: Sendable, Equatable {
         guard kinds.count == 1, let kind = kinds.first, let value = request[kind] else {
             return .failure(QueryProblem(
                 kinds.isEmpty
-                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\", \"track\""
+                    ? "a query needs one of \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\", \"track\", \"events\""
                     : "a query asks one thing, found \(kinds.map { "\"\($0)\"" }.joined(separator: ", "))"))
         }
         switch kind {
@@ -144,9 +147,11 @@ public struct QueryRequest: Sendable, Equatable {
             return FeaturesQuery.parse(value).map(Kind.features)
         case "track":
             return track(value)
+        case "events":
+            return EventsQuery.parse(value).map(Kind.events)
         default:
             return .failure(QueryProblem(
-                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\" or \"track\")"))
+                "unknown query \"\(kind)\" (expected \"inside\", \"device\", \"near\", \"fences\", \"expectations\", \"trips\", \"features\", \"track\" or \"events\")"))
         }
     }
 

@@ -1,6 +1,6 @@
 import GeotriggerCore
 
-/// A query reply that lists rows (`fences`, `near`, `inside`), written straight to bytes as it
+/// A query reply that lists rows (`fences`, `near`, `inside`, `track`, `events`), written straight to bytes as it
 /// grows and never past a byte budget (the `features` reply's, ``FeatureCollectionWriter/replyBudget``):
 /// `{HEAD MEMBERS,"ROWS":[row,...],"truncated":bool}`.
 ///
@@ -33,9 +33,19 @@ struct ReplyRowsWriter {
     /// Appends `row`; returns false, writing nothing, when it would take the finished reply
     /// past the budget.
     mutating func append(_ row: JSONValue) -> Bool {
+        append { row.write(to: &$0) }
+    }
+
+    /// Appends `json`, a JSON value's text as it is (an event's payload from the journal);
+    /// returns false, writing nothing, when it would take the finished reply past the budget.
+    mutating func append(json: String) -> Bool {
+        append { $0.append(contentsOf: json.utf8) }
+    }
+
+    private mutating func append(writing write: (inout [UInt8]) -> Void) -> Bool {
         let start = bytes.count
         if count > 0 { bytes.append(UInt8(ascii: ",")) }
-        row.write(to: &bytes)
+        write(&bytes)
         guard bytes.count + Self.longestTail + appended <= budget else {
             bytes.removeSubrange(start...)
             return false
