@@ -52,7 +52,7 @@ import Testing
     }
 
     final class FakeService: Service {
-        enum Run { case untilShutdown, ignoringTheStop, onAQueueNeverFinished, failing }
+        enum Run { case untilShutdown, lingering, ignoringTheStop, onAQueueNeverFinished, failing }
         enum Shutdown { case prompt, stuck }
 
         let name: String
@@ -74,6 +74,9 @@ import Testing
             switch runs {
             case .untilShutdown:
                 await stop.wait()
+            case .lingering:  // a last piece of work after the stop (an outbox's progress commit)
+                await stop.wait()
+                try? await Task.sleep(for: .milliseconds(300))
             case .ignoringTheStop:
                 await StopSignal().wait()  // never fired: only a cancellation ends it
             case .onAQueueNeverFinished:
@@ -110,6 +113,31 @@ import Testing
         #expect(MonotonicClock.now() - started < 1800)
     }
 
+    /// A service stops only once the ones started after it have ended, their `run()` too.
+    @Test func theNextShutdownWaitsForTheEndOfTheRunBefore() async throws {
+        let recorder = Recorder()
+        let services = [FakeService("a", recorder), FakeService("b", recorder, runs: .lingering), FakeService("c", recorder)]
+        let group = group(services)
+        group.stop()
+        try await group.run()
+        let lines = recorder.lines
+        #expect(lines.firstIndex(of: "c returned")! < lines.firstIndex(of: "b shutdown")!, "\(lines)")
+        #expect(lines.firstIndex(of: "b returned")! < lines.firstIndex(of: "a shutdown")!, "\(lines)")
+    }
+
+    /// A run that outlives its shutdown holds the next shutdown only until the deadline.
+    @Test func aRunThatIgnoresTheStopHoldsTheNextShutdownOnlyUntilTheDeadline() async throws {
+        let recorder = Recorder()
+        let services = [FakeService("a", recorder), FakeService("deaf", recorder, runs: .ignoringTheStop)]
+        let group = group(services, deadline: 0.3, grace: 0.1)
+        group.stop()
+        try await group.run()
+        let deaf = try #require(recorder.time(of: "deaf shutdown"))
+        let a = try #require(recorder.time(of: "a shutdown"))
+        #expect(a - deaf >= 0.29)
+        #expect(recorder.lines.contains("deaf returned cancelled"))
+    }
+
     @Test func aStuckShutdownHoldsTheOthersOnlyUntilItsDeadline() async throws {
         let recorder = Recorder()
         let stuck = FakeService("b", recorder, shuts: .stuck)
@@ -133,7 +161,7 @@ import Testing
         let recorder = Recorder()
         let services = [FakeService("a", recorder), FakeService("deaf", recorder, runs: .ignoringTheStop),
                         FakeService("mailbox", recorder, runs: .onAQueueNeverFinished)]
-        let group = group(services, grace: 0.3)
+        let group = group(services, deadline: 0.2, grace: 0.3)
         group.stop()
         let started = MonotonicClock.now()
         try await group.run()

@@ -8,11 +8,12 @@ import Glibc
 /// (so the gpsd reader stops first and the store closes last). SIGHUP calls `onReload` in a
 /// task of its own, which a termination signal cancels.
 ///
-/// The shutdown is bounded (docs/architecture.md "Start and shutdown"): each service's
-/// `shutdown()` gets ``Timing/shutdownDeadline``; one that has not returned by then is logged
-/// as an error and the group goes on with the next (its shutdown task is cancelled and left
-/// behind). Then the `run()` calls still going get ``Timing/grace`` to return, and the ones
-/// still going after it are cancelled (and logged).
+/// Each service's `shutdown()` is awaited, and then the end of its `run()`, before the next
+/// one's. The shutdown is bounded (docs/architecture.md "Start and shutdown"): each service
+/// gets ``Timing/shutdownDeadline`` for both; one that takes longer is logged as an error and
+/// the group goes on with the next (a stuck shutdown task is cancelled and left behind). Then
+/// the `run()` calls still going get ``Timing/grace`` to return, and the ones still going
+/// after it are cancelled (and logged).
 public final class ServiceGroup: Sendable {
     /// The bounds of the shutdown.
     public struct Timing: Sendable {
@@ -74,9 +75,12 @@ public final class ServiceGroup: Sendable {
             return state.stopped
         }
         if stopped { signals.stop() }
+        // Fired when each service's run() has returned (or thrown).
+        let exits = services.map { _ in StopSignal() }
         let failure: (any Error)? = await withTaskGroup(of: Ended.self) { group in
             for (index, service) in services.enumerated() {
                 group.addTask { [logger] in
+                    defer { exits[index].fire() }
                     do {
                         try await service.run()
                         return .service(index: index, error: nil)
@@ -130,7 +134,7 @@ public final class ServiceGroup: Sendable {
             note(await group.next())
             // In a task of its own: a cancelled caller still gets the ordered shutdown, with
             // deadlines that its cancellation does not cut short.
-            await Task { await shutDownInReverse() }.value
+            await Task { await shutDownInReverse(exits: exits) }.value
             signals.cancel()
             // The run() calls still going get the grace period, then are cancelled.
             if !running.isEmpty {
@@ -159,22 +163,32 @@ public final class ServiceGroup: Sendable {
         if let failure { throw failure }
     }
 
-    /// Calls every service's `shutdown()` in the reverse order, each awaited up to
-    /// ``Timing/shutdownDeadline``: one that takes longer is logged and cancelled, and the
-    /// group goes on with the next.
-    private func shutDownInReverse() async {
-        for service in services.reversed() {
+    /// Calls every service's `shutdown()` in the reverse order and awaits the end of its
+    /// `run()` (`exits`, by index), both within ``Timing/shutdownDeadline``, before the next: a
+    /// service stops only once the ones started after it have ended. One that takes longer is
+    /// logged (its shutdown task cancelled) and the group goes on with the next.
+    private func shutDownInReverse(exits: [StopSignal]) async {
+        for (index, service) in services.enumerated().reversed() {
+            let started = MonotonicClock.now()
             let done = StopSignal()
             let shutdown = Task {
                 await service.shutdown()
                 done.fire()
             }
             _ = await done.sleep(seconds: timing.shutdownDeadline)
-            guard !done.isFired else { continue }
-            shutdown.cancel()
-            logger.error("service did not shut down in time; going on with the next", [
-                "service": service.name, "deadline.seconds": "\(timing.shutdownDeadline)",
-            ])
+            guard done.isFired else {
+                shutdown.cancel()
+                logger.error("service did not shut down in time; going on with the next", [
+                    "service": service.name, "deadline.seconds": "\(timing.shutdownDeadline)",
+                ])
+                continue
+            }
+            _ = await exits[index].sleep(seconds: max(0, started + timing.shutdownDeadline - MonotonicClock.now()))
+            if !exits[index].isFired {
+                logger.error("service's run did not end in time after its shutdown; going on with the next", [
+                    "service": service.name, "deadline.seconds": "\(timing.shutdownDeadline)",
+                ])
+            }
         }
     }
 }
