@@ -43,7 +43,7 @@ import Testing
         let snapshot = try Self.snapshot()
         let plain = try Self.parse(#"{"device":"vehicles/v17","route":{"layer":"routes","fence":"north-run"}}"#, snapshot: snapshot).get()
         #expect(plain.device == "vehicles/v17" && plain.id == "t1" && plain.created == 1_800_000_000)
-        #expect(plain.plan.corridor == 50 && plain.plan.offRouteAfter == 30 && plain.plan.by == nil && plain.speedLimit == nil)
+        #expect(plain.plan.corridor == 50 && plain.plan.offRouteAfter == 30 && plain.plan.by == nil && plain.plan.speedLimit == nil)
         #expect(abs(plain.plan.route.length - 1109) < 3, "\(plain.plan.route.length)")
         // The default destination: the route's end buffered by the corridor.
         let end = Coordinate(lat: 34.41, lon: -119.7)
@@ -56,7 +56,7 @@ import Testing
              "corridor":25,"to":{"layer":"sites","fence":"depot"},"by":"2027-01-15T08:00:00Z","offRouteAfter":45,"speedLimit":14,"note":"kept"}
             """#, snapshot: snapshot).get()
         #expect(full.plan.route.vertices.count == 3 && full.plan.corridor == 25 && full.plan.offRouteAfter == 45)
-        #expect(full.plan.by == ISO8601Time.parse("2027-01-15T08:00:00Z") && full.speedLimit == 14)
+        #expect(full.plan.by == ISO8601Time.parse("2027-01-15T08:00:00Z") && full.plan.speedLimit == 14)
         // `to`: the depot polygon with its trigger's 30 m buffer (about 55 m north of it is
         // out; 20 m out of its edge is in).
         #expect(full.plan.destination.contains(Coordinate(lat: 34.4105 + 20 / 111_000, lon: -119.7)))

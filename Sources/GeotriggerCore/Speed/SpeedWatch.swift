@@ -33,8 +33,9 @@ public struct SpeedWatch: Sendable, Equatable {
     public private(set) var holdStart: Double?
     /// The last reading (m/s).
     public private(set) var lastSpeed: Double?
+    /// The fix time of the last reading (-infinity before the first).
+    public private(set) var lastReadingTime = -Double.infinity
     private var lastTime = -Double.infinity
-    private var lastReadingTime = -Double.infinity
     private var fixSpeed = FixSpeed()
 
     public init() {}
@@ -50,7 +51,9 @@ public struct SpeedWatch: Sendable, Equatable {
         }
     }
 
-    /// Takes `fix` against `limit` (m/s): the event it decides, if any.
+    /// Takes `fix` against `limit` (m/s): the event it decides, if any. A `limit` that is not
+    /// a finite number > 0 (`.infinity`: no limit) decides nothing and ends any hold, but the
+    /// fix is still read (``lastSpeed``).
     public mutating func update(_ fix: LocationUpdate, limit: Double) -> Event? {
         guard fix.time > lastTime else { return nil }
         lastTime = fix.time

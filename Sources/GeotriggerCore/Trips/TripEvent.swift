@@ -14,6 +14,12 @@ public struct TripEvent: Sendable, Equatable {
         case late
         /// `by` passed on the wall clock before an arrival. Final.
         case missed
+        /// Faster than the plan's `speedLimit` plus 5 % for 10 s of fix time, while the trip
+        /// is open (``SpeedWatch``).
+        case overspeed
+        /// After `overspeed`, slower than the limit minus 5 % for 10 s of fix time. None when
+        /// the trip ends first.
+        case speedOk
     }
 
     public var kind: Kind

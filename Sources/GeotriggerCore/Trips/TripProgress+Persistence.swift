@@ -2,29 +2,37 @@ extension TripProgress {
     /// What a trip keeps across a restart (docs/trips.md "Restarts"): a few fields, encoded in
     /// about 20 bytes.
     ///
-    /// `state`, `started` and `late` change only with an event, and are committed with it (in
-    /// the event's transaction): they are committed at state changes only. `along` and
+    /// `state`, `started`, `late` and `overspeed` change only with an event, and are committed
+    /// with it (in the event's transaction): they are committed at state changes only. `along` and
     /// `holdStart` change between events; they are committed with each event and with each
     /// published progress (at most every 10 s of fix time), and otherwise kept in memory: a
     /// restart resumes from the last committed `along` and hold. Speeds (the ETA's history) are
-    /// not kept: after a restart there is no ETA until the device has moved again.
+    /// not kept: after a restart there is no ETA until the device has moved again. Nor is a
+    /// running speed hold (``SpeedWatch``): after a restart it begins afresh at the next
+    /// reading, so an `overspeed` or `speedOk` under way comes up to 10 s of fix time later,
+    /// once; `overspeed` itself is kept, so a restart mid-overspeed repeats no `overspeed` and
+    /// still gives the `speedOk`.
     public struct Committed: Sendable, Equatable {
         public var state: TripState
         public var along: Double
         public var started: Bool
         public var late: Bool
         public var holdStart: Double?
+        /// Between `overspeed` and `speedOk`.
+        public var overspeed: Bool
 
-        public init(state: TripState, along: Double, started: Bool, late: Bool, holdStart: Double?) {
+        public init(state: TripState, along: Double, started: Bool, late: Bool, holdStart: Double?, overspeed: Bool = false) {
             self.state = state
             self.along = along
             self.started = started
             self.late = late
             self.holdStart = holdStart
+            self.overspeed = overspeed
         }
 
-        /// Version 1 of the encoding.
-        static let magic: [UInt8] = Array("GTT1".utf8)
+        /// Version 2 of the encoding (version 1, read too, had no `overspeed`: false).
+        static let magic: [UInt8] = Array("GTT2".utf8)
+        static let magicVersion1: [UInt8] = Array("GTT1".utf8)
 
         /// The fields as bytes; equal values give equal bytes.
         public func encoded() -> [UInt8] {
@@ -35,6 +43,7 @@ extension TripProgress {
             w.write(started)
             w.write(late)
             w.write(holdStart)
+            w.write(overspeed)
             return w.bytes
         }
 
@@ -42,8 +51,11 @@ extension TripProgress {
         public init(decoding bytes: [UInt8]) throws(TripStateError) {
             do throws(MonitorStateError) {
                 var r = StateReader(bytes)
-                for b in Committed.magic where try r.varint() != UInt64(b) {
-                    throw MonitorStateError("not a geotrigger trip state (version 1)")
+                var magic: [UInt64] = []
+                for _ in Committed.magic { magic.append(try r.varint()) }
+                let version2 = magic == Committed.magic.map(UInt64.init)
+                guard version2 || magic == Committed.magicVersion1.map(UInt64.init) else {
+                    throw MonitorStateError("not a geotrigger trip state (version 1 or 2)")
                 }
                 let stateIndex = try r.varint()
                 guard stateIndex < UInt64(TripState.allCases.count) else {
@@ -55,6 +67,7 @@ extension TripProgress {
                 started = try r.bool()
                 late = try r.bool()
                 holdStart = try r.optionalDouble()
+                overspeed = version2 ? try r.bool() : false
                 guard r.atEnd else { throw MonitorStateError("\(bytes.count - r.offset) bytes left over") }
             } catch {
                 throw TripStateError(error.message)
@@ -64,7 +77,7 @@ extension TripProgress {
 
     /// The fields to commit now (see ``Committed``).
     public var committed: Committed {
-        Committed(state: state, along: along, started: started, late: late, holdStart: holdStart)
+        Committed(state: state, along: along, started: started, late: late, holdStart: holdStart, overspeed: isOverspeed)
     }
 }
 

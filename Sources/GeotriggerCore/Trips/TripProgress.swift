@@ -14,6 +14,9 @@
 ///   `tripStarted`: a device that has not yet reached its route is not off it.
 /// - `arrived`, `late`, `missed`: see ``TripEvent/Kind``. An arrival needs a fix time at or
 ///   before `by`, like an expected arrival; after that only `missed` ends the trip.
+/// - `overspeed` / `speedOk` with the plan's `speedLimit`: a ``SpeedWatch`` takes every fix
+///   while the trip is open, whatever its state (pending, on or off the route); its readings
+///   are also the `speed` figure. A trip that ends while overspeed gets no `speedOk`.
 /// - A fix at or before the last one's time is ignored; nothing is decided in a final state.
 public struct TripProgress: Sendable {
     /// The fastest (m/s) a device is taken to move along its route between fixes.
@@ -44,9 +47,8 @@ public struct TripProgress: Sendable {
     /// restore), when the search is not bounded ahead.
     private var lastWithinTime: Double?
     private var movingSpeed = MovingSpeed()
-    private var fixSpeed = FixSpeed()
-    private var lastSpeed: Double?
-    private var lastSpeedTime = -Double.infinity
+    /// The speed readings (the `speed` figure) and, with a `speedLimit`, overspeed.
+    private var speedWatch = SpeedWatch()
     /// The fix time of the last published progress.
     private var lastProgressTime: Double?
     /// An event (or a cancel) since the last published progress.
@@ -66,6 +68,7 @@ public struct TripProgress: Sendable {
         started = committed.started
         late = committed.late
         holdStart = committed.holdStart
+        speedWatch = SpeedWatch(after: nil, overspeed: committed.overspeed)
     }
 
     // MARK: Deciding
@@ -77,10 +80,7 @@ public struct TripProgress: Sendable {
         let c = fix.coordinate
         lastPosition = c
         movingSpeed.add(fix)
-        if let speed = fixSpeed.speed(of: fix) {
-            lastSpeed = speed
-            lastSpeedTime = fix.time
-        }
+        let speedEvent = speedWatch.update(fix, limit: plan.speedLimit ?? .infinity)
 
         let corridor = plan.corridor
         var until = Double.infinity
@@ -120,6 +120,12 @@ public struct TripProgress: Sendable {
             }
         case .arrived, .missed, .cancelled:
             break
+        }
+        // Decided by a fix of the open trip, before an arrival the same fix may decide.
+        switch speedEvent {
+        case .overspeed?: events.append(event(.overspeed, at: fix.time))
+        case .speedOk?: events.append(event(.speedOk, at: fix.time))
+        case nil: break
         }
 
         if started, !state.isFinal, along >= plan.endAlong, plan.by.map({ fix.time <= $0 }) ?? true,
@@ -177,9 +183,12 @@ public struct TripProgress: Sendable {
     /// The speed at the last fix (reported, else measured between fixes), if one was read in the
     /// last ``speedShownFor`` seconds of fix time.
     public var speed: Double? {
-        guard let lastTime, lastTime - lastSpeedTime <= TripProgress.speedShownFor else { return nil }
-        return lastSpeed
+        guard let lastTime, lastTime - speedWatch.lastReadingTime <= TripProgress.speedShownFor else { return nil }
+        return speedWatch.lastSpeed
     }
+
+    /// True from `overspeed` until `speedOk` (stays as it was once the trip has ended).
+    public var isOverspeed: Bool { speedWatch.isOverspeed }
 
     public var figures: TripFigures {
         TripFigures(

@@ -14,9 +14,8 @@ struct TripRequest: Sendable {
     var payload: [UInt8]
     /// When the gateway accepted it (wall clock, whole milliseconds).
     var created: Double
+    /// The route, corridor, destination, deadline and speed limit (m/s along the whole route).
     var plan: TripPlan
-    /// m/s along the whole route, if any (kept; `overspeed` on trips is not decided yet).
-    var speedLimit: Double?
 
     /// The longest TRIP_ID, in characters of `[A-Za-z0-9_-]`.
     static let maxIDLength = 64
@@ -90,8 +89,9 @@ struct TripRequest: Sendable {
             if let toValue = object["to"], toValue != .null {
                 destination = try fenceDestination(toValue, snapshot: snapshot, corridor: corridor)
             }
-            let plan = TripPlan(route: route, corridor: corridor, offRouteAfter: offRouteAfter, destination: destination, by: by)
-            return .success(TripRequest(id: id, device: device, payload: payload, created: created, plan: plan, speedLimit: speedLimit))
+            let plan = TripPlan(
+                route: route, corridor: corridor, offRouteAfter: offRouteAfter, destination: destination, by: by, speedLimit: speedLimit)
+            return .success(TripRequest(id: id, device: device, payload: payload, created: created, plan: plan))
         } catch {
             return .failure(error)
         }

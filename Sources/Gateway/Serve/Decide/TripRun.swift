@@ -99,7 +99,8 @@ struct TripEmission: Sendable {
     /// The event's payload: the event schema's common keys (`id`, `gateway`, `trigger` =
     /// `trips`, `device`, `type`, `notification` = the type, `position` of the deciding fix (the
     /// last fix for `missed`; null before any), `time`, `message`, `emitted`), `trip` and the
-    /// progress figures; no `fence` or `visit`.
+    /// progress figures (`speed` the reading at the deciding fix), and `speedLimit` (m/s, 0.01)
+    /// on `overspeed` and `speedOk`; no `fence` or `visit`.
     func eventJSON(_ event: TripEvent, of run: TripRun, emitted: Double) -> JSONValue {
         var object = JSONObject()
         object["id"] = .string(Self.eventID(trip: run.id, created: run.created, type: event.kind.rawValue, time: event.time))
@@ -118,6 +119,9 @@ struct TripEmission: Sendable {
         }
         object["time"] = .string(ISO8601Time.format(event.time))
         Self.addFigures(event.figures, to: &object)
+        if event.kind == .overspeed || event.kind == .speedOk, let limit = run.progress.plan.speedLimit {
+            object["speedLimit"] = .number((limit * 100).rounded() / 100)
+        }
         object["message"] = .string(Self.message(event, of: run))
         object["emitted"] = .string(ISO8601Time.format(emitted, milliseconds: true))
         return .object(object)
@@ -134,7 +138,19 @@ struct TripEmission: Sendable {
             let eta = figures.eta.map { " (ETA \(ISO8601Time.format($0.rounded())))" } ?? ""
             return "\(run.device) will be late on trip \(run.id)\(eta)"
         case .missed: return "\(run.device) did not arrive by the deadline of trip \(run.id)"
+        case .overspeed, .speedOk:
+            let limit = run.progress.plan.speedLimit.map { Self.speedText($0) } ?? "?"
+            let speed = figures.speed.map { "\(Self.speedText($0)) m/s, " } ?? ""
+            return event.kind == .overspeed
+                ? "\(run.device) is over the speed limit of trip \(run.id) (\(speed)limit \(limit) m/s)"
+                : "\(run.device) is back under the speed limit of trip \(run.id) (\(speed)limit \(limit) m/s)"
         }
+    }
+
+    /// `13.9` (one decimal, none when whole).
+    static func speedText(_ value: Double) -> String {
+        let r = round(value)
+        return r == r.rounded() && abs(r) < 1e15 ? String(Int64(r)) : String(r)
     }
 
     /// Deterministic, like fence events' ids: from the trip id, its creation time, the type and
