@@ -154,11 +154,14 @@ extension MQTTProbe {
 
 /// Payloads of the two MQTT feed formats.
 enum Payload {
-    /// A `json` feed payload; `time` as epoch seconds unless `timeText` is given.
-    static func json(lat: Double, lon: Double, time: Double? = nil, timeText: String? = nil, accuracy: Double? = nil) -> String {
+    /// A `json` feed payload; `time` as epoch seconds unless `timeText` is given; `speed` m/s.
+    static func json(
+        lat: Double, lon: Double, time: Double? = nil, timeText: String? = nil, accuracy: Double? = nil, speed: Double? = nil
+    ) -> String {
         var members = ["\"lat\":\(lat)", "\"lon\":\(lon)"]
         if let timeText { members.append("\"time\":\"\(timeText)\"") } else if let time { members.append("\"time\":\(number(time))") }
         if let accuracy { members.append("\"accuracy\":\(accuracy)") }
+        if let speed { members.append("\"speed\":\(number(speed))") }
         return "{" + members.joined(separator: ",") + "}"
     }
 

@@ -79,10 +79,12 @@ private final class TripRig: @unchecked Sendable {
         try dispatcher.client.publish(topic: topic(id), payload: [UInt8](), qos: .atLeastOnce, retain: true)
     }
 
-    func move(_ device: String = "vehicles/v17", to point: (lat: Double, lon: Double), time: Double) throws {
+    func move(
+        _ device: String = "vehicles/v17", to point: (lat: Double, lon: Double), time: Double, accuracy: Double? = nil, speed: Double? = nil
+    ) throws {
         try dispatcher.client.publish(
-            topic: "\(h.prefix)-in/fleet/\(device)/location", payload: Payload.json(lat: point.lat, lon: point.lon, time: time),
-            qos: .atLeastOnce)
+            topic: "\(h.prefix)-in/fleet/\(device)/location",
+            payload: Payload.json(lat: point.lat, lon: point.lon, time: time, accuracy: accuracy, speed: speed), qos: .atLeastOnce)
     }
 
     /// The progress messages of `id` received so far, parsed (a clear is an empty object).
@@ -384,5 +386,101 @@ extension ServeTests.ShippedBroker {
         }
         #expect(cleared, "the gateway may clear an ended trip's request:\n\(tail(h.brokerLog))")
         #expect(gateway.terminate() == 0)
+    }
+}
+
+/// The drive of the speed-limit tests: a fix every 2 s of fix time up the 2 km route, 20 m/s
+/// for 40 s (800 m), then 10 m/s for 40 s; against `speedLimit: 14` (docs/trips.md "Speed
+/// limits"): `tripStarted` at 4 s (80 m), `overspeed` 10 s after the first fast reading (at 0 s
+/// when the device reports its speed, at 2 s when it is measured between fixes), `speedOk` at
+/// 52 s (the first slow reading at 42 s).
+private struct SpeedDrive {
+    static let offsets = Array(stride(from: 0.0, through: 80, by: 2))
+
+    static func along(_ t: Double) -> Double { t <= 40 ? 20 * t : 800 + 10 * (t - 40) }
+
+    /// The speed the device reports at `t`: the one it drove at since the fix before.
+    static func speed(_ t: Double) -> Double { t <= 40 ? 20 : 10 }
+
+    static func expected(reported: Bool) -> [(type: String, offset: Double)] {
+        [("tripStarted", 4), ("overspeed", reported ? 10 : 12), ("speedOk", 52)]
+    }
+
+    static func send(_ rig: TripRig, _ offsets: [Double], t0: Double, reported: Bool) throws {
+        for t in offsets {
+            try rig.move(to: TripRig.point(along: along(t)), time: t0 + t, accuracy: 5, speed: reported ? speed(t) : nil)
+        }
+    }
+
+    /// Waits for a progress of the drive's last 10 s (progress comes at most every 10 s of fix
+    /// time): the gateway has taken (almost) every fix.
+    static func waitDriven(_ rig: TripRig, t0: Double) async -> Bool {
+        await poll(timeout: .seconds(30)) {
+            rig.progress("fast-run").contains { $0["time"]?.stringValue.flatMap(ISO8601Time.parse).map { $0 >= t0 + 70 } == true }
+        }
+    }
+
+    static let request = #"{"device":"vehicles/v17","route":\#(TripRig.routeJSON),"speedLimit":14}"#
+}
+
+extension ServeTests.Trips {
+    /// A trip with `speedLimit: 14` driven at 20 m/s, then 10 m/s, the speed measured between
+    /// the fixes (none reported): exactly one `overspeed` and one `speedOk` on the trip events
+    /// topic, with the trip, the reading and the limit.
+    @Test func aTripsSpeedLimitGivesOneOverspeedAndOneSpeedOk() async throws {
+        let rig = try await TripRig("trips-speed")
+        defer { rig.close() }
+        try await rig.start()
+        try rig.publish("fast-run", SpeedDrive.request)
+        #expect(try await rig.waitOpen(["fast-run"]))
+        let t0 = fixTimeBase(secondsAgo: 900).rounded()
+        try SpeedDrive.send(rig, SpeedDrive.offsets, t0: t0, reported: false)
+        let expected = SpeedDrive.expected(reported: false)
+        #expect(await poll(timeout: .seconds(30)) { rig.events().count >= expected.count }, "\(rig.events())\n\(tail(rig.log))")
+        #expect(await SpeedDrive.waitDriven(rig, t0: t0), "\(rig.progress("fast-run").last ?? [:])")
+        try await Task.sleep(for: .seconds(1))
+        let events = rig.events()
+        #expect(events.map { $0["type"]?.stringValue ?? "?" } == expected.map(\.type))
+        #expect(events.map { $0["time"]?.stringValue ?? "?" } == expected.map { iso8601(t0 + $0.offset) })
+        let overspeed = try #require(events.first { $0["type"] == .string("overspeed") })
+        let speedOk = try #require(events.first { $0["type"] == .string("speedOk") })
+        for event in [overspeed, speedOk] {
+            #expect(event["trigger"] == .string("trips") && event["trip"] == .string("fast-run") && event["notification"] == event["type"])
+            #expect(event["speedLimit"] == .number(14) && event["state"] == .string("onRoute") && event["fence"] == nil, "\(event)")
+            #expect(event["id"]?.stringValue?.count == 32 && event["message"]?.stringValue != nil)
+        }
+        #expect(overspeed["speed"]?.numberValue.map { abs($0 - 20) < 0.5 } == true, "\(overspeed)")
+        #expect(speedOk["speed"]?.numberValue.map { abs($0 - 10) < 0.5 } == true, "\(speedOk)")
+        #expect(overspeed["message"] == .string("vehicles/v17 is over the speed limit of trip fast-run (20 m/s, limit 14 m/s)"))
+        rig.stop()
+        #expect(rig.events().count == expected.count, "\(rig.events())")
+    }
+
+    /// A `kill -9` right after `overspeed` (the device reporting its speed) and a restart: still
+    /// fast, no second `overspeed` (no other id); slow, the one `speedOk`.
+    @Test func aKillMidOverspeedAndARestartGiveNoSecondOverspeed() async throws {
+        let rig = try await TripRig("trips-speed-kill")
+        defer { rig.close() }
+        try await rig.start()
+        try rig.publish("fast-run", SpeedDrive.request)
+        #expect(try await rig.waitOpen(["fast-run"]))
+        let t0 = fixTimeBase(secondsAgo: 900).rounded()
+        try SpeedDrive.send(rig, SpeedDrive.offsets.filter { $0 <= 10 }, t0: t0, reported: true)
+        #expect(await poll(timeout: .seconds(30)) { rig.events().count == 2 }, "\(rig.events())\n\(tail(rig.log))")
+        #expect(rig.events().last?["type"] == .string("overspeed"))
+        rig.killNine()
+        try await rig.start(log: "gateway-2.log")
+        try SpeedDrive.send(rig, SpeedDrive.offsets.filter { $0 > 10 }, t0: t0, reported: true)
+        let expected = SpeedDrive.expected(reported: true)
+        _ = await poll(timeout: .seconds(30)) { rig.events().count >= expected.count }
+        #expect(await SpeedDrive.waitDriven(rig, t0: t0), "\(rig.progress("fast-run").last ?? [:])")
+        try await Task.sleep(for: .seconds(1))
+        // Events published before the kill whose delivery was not yet settled are sent again
+        // after the restart (at least once, the same ids): counted once each by id.
+        var seen = Set<String>()
+        let events = rig.events().filter { seen.insert($0["id"]?.stringValue ?? "?").inserted }
+        #expect(events.map { $0["type"]?.stringValue ?? "?" } == expected.map(\.type), "\(events)\n\(tail(rig.log))")
+        #expect(events.map { $0["time"]?.stringValue ?? "?" } == expected.map { iso8601(t0 + $0.offset) })
+        rig.stop()
     }
 }
