@@ -162,5 +162,27 @@ current = null;
 storage.setItem(key, 'not json');
 same('stored text that is not JSON is ignored', page().a.list().length, 0);
 
+// A trip's overspeed (trigger `trips`, no fence) raises; a speedOk of another trip of the same
+// device, or a fence's speedOk, leaves it; the trip's own speedOk resolves it.
+{
+    const trips = new Alerts({ storage: new Storage(), key, now: () => clock, saveDelay: 0 });
+    const raised = [];
+    trips.onCue = (x) => raised.push(x.key);
+    trips.event(event('e-trip-overspeed', 'overspeed', { message: 'van-1 is over the speed limit of trip t1 (20 m/s, limit 14 m/s)' }));
+    trips.event(event('e-fence-overspeed', 'overspeed', { trigger: 'roads', trip: undefined, fence: { layer: 'roads', id: 'main' } }));
+    same('a trip\'s overspeed raises, with a cue', [trips.alerts.get('e-trip-overspeed')?.trip, trips.alerts.get('e-trip-overspeed')?.trigger, raised],
+        ['t1', 'trips', ['e-trip-overspeed', 'e-fence-overspeed']]);
+    trips.event(event('e-trip-ok-other', 'speedOk', { trip: 't2' }));
+    trips.event(event('e-trip-ok-van2', 'speedOk', { device: 'van-2' }));
+    same('a speedOk of another trip or device leaves it (and the fence\'s)', [trips.alerts.get('e-trip-overspeed').resolved, trips.alerts.get('e-fence-overspeed').resolved], [false, false]);
+    trips.event(event('e-trip-ok', 'speedOk'));
+    same('the trip\'s own speedOk resolves it, not the fence\'s', [trips.alerts.get('e-trip-overspeed').resolved, trips.alerts.get('e-trip-overspeed').resolvedBy, trips.alerts.get('e-fence-overspeed').resolved],
+        [true, 'speedOk', false]);
+    same('a trip\'s overspeed in words', describe(trips.alerts.get('e-trip-overspeed')), {
+        title: 'overspeed · van-1', detail: 'trip t1 · 09:59:00 · van-1 is over the speed limit of trip t1 (20 m/s, limit 14 m/s) · resolved: speedOk' });
+    trips.event(event('e-fence-ok', 'speedOk', { trigger: 'roads', trip: undefined, fence: { layer: 'roads', id: 'main' } }));
+    same('the fence\'s speedOk resolves the fence\'s', trips.alerts.get('e-fence-overspeed').resolved, true);
+}
+
 console.log(`console alerts: ${checks - failures}/${checks} checks passed`);
 process.exit(failures ? 1 : 0);

@@ -119,8 +119,9 @@ export class Alerts {
             if (a.kind !== 'event' || a.type !== resolves || a.resolved || a.device !== str(e.device)) continue;
             if (e.type === 'backOnRoute' && a.trip !== str(e.trip)) continue;
             if (e.type === 'speedOk') {
+                // A fence's: same trigger and fence; a trip's (trigger `trips`, no fence): same trip.
                 const f = fence(e.fence);
-                if (a.trigger !== str(e.trigger) || a.fence?.layer !== f?.layer || a.fence?.id !== f?.id) continue;
+                if (a.trigger !== str(e.trigger) || a.fence?.layer !== f?.layer || a.fence?.id !== f?.id || a.trip !== str(e.trip)) continue;
             }
             a.resolved = true;
             a.resolvedBy = e.type;
