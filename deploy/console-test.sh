@@ -23,5 +23,6 @@ node Tests/Console/actions_test.mjs
 node Tests/Console/alerts_test.mjs
 node Tests/Console/marks_test.mjs
 node Tests/Console/trips_test.mjs
+node Tests/Console/history_test.mjs
 # Debian's python3 (its python3-selenium), not whatever python3 comes first on PATH.
 /usr/bin/python3 Tests/Console/console_test.py

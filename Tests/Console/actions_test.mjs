@@ -5,12 +5,8 @@
 // truncated answer makes a moved view ask again, a complete one does not; with several
 // gateways (a NATS cluster) each is asked and their fences merged by layer and fence id.
 // Run: node Tests/Console/actions_test.mjs   (exit status 1 on a failure)
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const load = (name) => import('data:text/javascript;base64,' + Buffer.from(readFileSync(path.join(here, '../../deploy/console', name), 'utf8')).toString('base64'));
+import { load } from './load.mjs';
 const { Store } = await load('store.js');
 const { Actions, FEATURE_LIMIT, WORLD, partBytes } = await load('actions.js');
 

@@ -360,9 +360,14 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
 
 
+# The ids of the events the test published itself (publish_event): not in the gateway's journal.
+PUBLISHED_BY_TEST = set()
+
+
 def publish_event(port, trigger, device, event):
     """An event as a gateway publishes it (the schema of docs/topics-and-payloads.md), for the
     types the gateway of this branch does not make yet (trips, speed limits)."""
+    PUBLISHED_BY_TEST.add(event['id'])
     body = {'gateway': GATEWAY, 'trigger': trigger, 'device': device, 'notification': event['type'],
             'emitted': now_iso(), 'actions': [], 'properties': {}, **event}
     subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-t', f'{PREFIX}/events/{trigger}/{device}',
@@ -587,6 +592,237 @@ def trip_scene(r, driver, port):
             str(rows(driver, '[data-trip]', ['trip', 'error'])))
     subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/bad-trip', '-n'], check=True)
     subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-r', '-t', f'{PREFIX}/trips/test-trip', '-n'], check=True)
+
+
+def iso_ms(t):
+    """Unix seconds as ISO-8601 UTC with milliseconds."""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+
+
+def parse_iso(text):
+    return datetime.datetime.fromisoformat(text.replace('Z', '+00:00')).timestamp()
+
+
+def fix_time(e):
+    """An event's fix time (Unix seconds): its position's time, else its own, else emitted."""
+    for t in [(e.get('position') or {}).get('time'), e.get('time'), e.get('emitted')]:
+        if isinstance(t, str):
+            return parse_iso(t)
+    return None
+
+
+def publish_track(port, device, fixes, accuracy=4):
+    """fixes [(lat, lon, unix seconds)] as json-feed updates of `device`, in order."""
+    lines = [json.dumps({'lat': lat, 'lon': lon, 'accuracy': accuracy, 'time': iso_ms(t)}) for lat, lon, t in fixes]
+    subprocess.run(['mosquitto_pub', '-p', str(port), '-q', '1', '-t', f'devices/{device}/location', '-l'],
+                   input=('\n'.join(lines) + '\n').encode(), check=True, timeout=60)
+
+
+def thinned(fixes, accuracy=4):
+    """The positions the gateway's track keeps of `fixes` (docs/control-plane.md, the track
+    query): the first, then one at least 10 s of fix time after the last kept and farther from
+    it than the fix's accuracy."""
+    kept = []
+    for lat, lon, t in fixes:
+        if kept and (t < kept[-1][2] + 10 or metres(kept[-1][:2], (lat, lon)) <= accuracy):
+            continue
+        kept.append((lat, lon, t))
+    return kept
+
+
+def wait_for_events(events_log, timeout=30):
+    """The events collected once the collector has been quiet for 2 s."""
+    previous, quiet_since = -1, time.time()
+    end = time.time() + timeout
+    while time.time() < end:
+        n = len(events_seen(events_log))
+        if n != previous:
+            previous, quiet_since = n, time.time()
+        elif time.time() - quiet_since > 2:
+            break
+        time.sleep(0.25)
+    return events_seen(events_log)
+
+
+PAINTED_JS = """
+const layer = window.__console.map.deviceLayer, canvas = layer.canvas, ratio = layer.ratio, out = {};
+for (const id of arguments[0]) {
+    const at = layer.pixelOf(id);
+    if (!at) { out[id] = 'not drawn'; continue; }
+    if (at[0] < 0 || at[1] < 0 || at[0] >= canvas.width / ratio || at[1] >= canvas.height / ratio) { out[id] = 'out of view'; continue; }
+    out[id] = canvas.getContext('2d').getImageData(Math.round(at[0] * ratio), Math.round(at[1] * ratio), 1, 1).data[3];
+}
+return out;
+"""
+
+
+def history_scene(r, driver, port, events_log):
+    """The last hour (docs/console.md "The last hour"): a selected device's track from the
+    gateway's `track` query; the time slider at a chosen minute and played at 60x; back to live.
+    Returns the events published so far (id -> event)."""
+    from selenium.webdriver.support.ui import Select
+    now = time.time()
+    # A device moving 15 m every 3 s (fix time), the last fix 10 s ago: its track keeps one
+    # position per 10 s.
+    start = now - 10 - 3 * 59
+    tracker = [(round(34.4535 + i * 15 / 111_000, 7), -119.7125, start + 3 * i) for i in range(60)]
+    publish_track(port, 'tracker-1', tracker)
+    # Two devices walking the garden tour (through its sections: events) over the last 45
+    # minutes, a fix every 30 s at most, the last one minutes ago.
+    with open(os.path.join(ROOT, 'deploy', 'routes', 'garden-tour.geojson')) as f:
+        walk = along(json.load(f)['coordinates'], 12)
+    step = min(30.0, 40 * 60 / len(walk))
+    begin = now - 45 * 60
+    walkers = {
+        'replay-1': [(lat, lon, begin + step * i) for i, (lat, lon) in enumerate(walk)],
+        'replay-2': [(lat, lon, begin + 60 + step * i) for i, (lat, lon) in enumerate(reversed(walk))],
+    }
+    for device, fixes in walkers.items():
+        publish_track(port, device, fixes)
+    truth = wait_for_events(events_log)
+
+    def state(device):
+        payload = retained(port, f'{PREFIX}/devices/{device}/state').get(f'{PREFIX}/devices/{device}/state')
+        return json.loads(payload) if payload else {}
+
+    def at_last(device, fixes):
+        p = state(device).get('position')
+        return bool(p) and metres((p['lat'], p['lon']), fixes[-1][:2]) < 0.5
+    r.check('the gateway took the tracker\'s and the walkers\' fixes (their retained states at their last fixes)',
+            wait_until(lambda: all(at_last(d, f) for d, f in [('tracker-1', tracker)] + list(walkers.items())), 15))
+    walker_events = [e for e in truth.values() if e.get('device') in walkers]
+    r.check('the walkers made events over the last 45 minutes (fix times)', len(walker_events) >= 4
+            and min(fix_time(e) for e in walker_events) < now - 30 * 60, str(len(walker_events)))
+
+    # (a) Selecting the tracker draws its track from the gateway's memory: its published
+    # positions thinned to one per 10 s.
+    row = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-device="tracker-1"]'), 15)
+    row[0].click()
+    expected = thinned(tracker)
+
+    def track_shown():
+        if not rows(driver, '[data-track="tracker-1"][data-state="ok"]', ['track']):
+            return None
+        return rows(driver, '[data-track="tracker-1"] [data-track-point]', ['lat', 'lon', 'time'])
+    points = wait_until(track_shown, 20) or []
+    misses = []
+    if len(points) != len(expected):
+        misses.append(f'{len(points)} points drawn, {len(expected)} expected')
+    for p, (lat, lon, t) in zip(points, expected):
+        d = metres((lat, lon), (float(p['lat']), float(p['lon'])))
+        if d > 2 or abs(parse_iso(p['time']) - t) > 0.1:
+            misses.append(f'{p} is {d:.1f} m and {parse_iso(p["time"]) - t:+.2f} s from ({lat}, {lon}, {iso_ms(t)})')
+    r.check(f'the selected device\'s track is its published positions thinned to one per 10 s '
+            f'({len(tracker)} fixes, {len(expected)} kept; within 2 m, same fix times)', not misses and len(expected) > 10,
+            '; '.join(misses[:5]))
+    time.sleep(1.2)  # the map flew to the device
+    shot(driver, 'console-track-straight.png')
+    driver.find_element(By.CSS_SELECTOR, '#selection [data-action=deselect]').click()
+    r.check('clearing the selection removes the track',
+            wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, '[data-track]'), 5))
+
+    # (b) The slider at a chosen minute, typed as HH:MM (UTC): each walker where it was then,
+    # only the events up to then listed and marked.
+    # A walker selected (the map flies to the garden): its track through the garden's sections.
+    driver.find_element(By.CSS_SELECTOR, '[data-device="replay-1"]').click()
+    r.check('a walker\'s track is drawn when it is selected (every position it kept)',
+            wait_until(lambda: rows(driver, f'[data-track="replay-1"][data-state="ok"][data-count="{len(thinned(walkers["replay-1"]))}"]', ['track']), 20),
+            str(rows(driver, '[data-track]', ['track', 'state', 'count'])))
+    time.sleep(1.5)
+    driver.find_element(By.CSS_SELECTOR, '.leaflet-control-zoom-out').click()  # the whole tour in view
+    time.sleep(0.8)
+    shot(driver, 'console-track.png')
+    chosen = (int(now - 20 * 60) // 60) * 60
+    at = driver.find_element(By.ID, 'replay-at')
+    at.clear()
+    at.send_keys(datetime.datetime.fromtimestamp(chosen, datetime.timezone.utc).strftime('%H:%M'))
+    at.send_keys('\n')
+    bar = driver.find_element(By.ID, 'replay')
+    replaying = wait_until(lambda: bar.get_attribute('data-state') == 'replay' and bar.get_attribute('data-replay-time') == iso_ms(chosen), 30)
+    r.check(f'the slider goes to the minute typed ({iso_ms(chosen)}) and has the tracks of the devices in view',
+            bool(replaying), f'{bar.get_attribute("data-state")} {bar.get_attribute("data-replay-time")} loading {bar.get_attribute("data-loading")}')
+
+    def walkers_at_chosen():
+        shown = {d['device']: d for d in rows(driver, '[data-device]', ['device', 'lat', 'lon', 'replayed'])}
+        misses = []
+        for device, fixes in walkers.items():
+            kept = [f for f in thinned(fixes) if f[2] <= chosen]
+            d = shown.get(device)
+            if not d or d['replayed'] != 'at' or d['lat'] is None:
+                misses.append(f'{device}: {d}')
+                continue
+            m = metres(kept[-1][:2], (float(d['lat']), float(d['lon'])))
+            if m > 2:
+                misses.append(f'{device} shown {m:.1f} m from where it was')
+        # Devices whose first fix came after the chosen minute are not shown.
+        for device in ['walker-1', 'walker-2', 'tracker-1']:
+            d = shown.get(device)
+            if d and d['replayed'] in ('at', 'still'):
+                misses.append(f'{device} shown at {d["lat"]}, {d["lon"]} ({d["replayed"]}) before its first fix')
+        return misses
+    misses = wait_until(lambda: not walkers_at_chosen(), 10) or walkers_at_chosen()
+    r.check('at the chosen minute each walker is where it was then (within 2 m); devices not there yet are hidden',
+            misses is True, '; '.join(misses) if misses is not True else '')
+    truth = events_seen(events_log)
+    before = {i for i, e in truth.items() if fix_time(e) is not None and fix_time(e) <= chosen}
+    after = {i for i, e in truth.items() if fix_time(e) is not None and fix_time(e) > chosen}
+    listed = lambda: {e['event'] for e in rows(driver, '[data-event]', ['event'])}
+    marked = lambda: {m['event-mark'] for m in rows(driver, '[data-event-mark]', ['event-mark'])}
+    ok = wait_until(lambda: listed() == before and marked() == before, 10)
+    r.check(f'only the events up to the chosen minute are listed and marked ({len(before)} of {len(truth)})',
+            bool(ok) and len(before) > 0 and len(after) > 0,
+            f'listed but later: {sorted(listed() & after)[:5]}; missing: {sorted(before - listed())[:5]}; marks: {len(marked())}')
+    missing = marks_missing(driver, {i: truth[i] for i in before})
+    r.check('their marks are where they happened (within 2 m)', not missing, '; '.join(missing[:5]))
+    painted = driver.execute_script(PAINTED_JS, list(walkers) + ['walker-1'])
+    r.check('the walkers are painted on the map where they were; a device with no fix yet is not drawn',
+            all(painted[d] in (255, 'out of view') for d in walkers) and 255 in painted.values()
+            and painted['walker-1'] == 'not drawn', str(painted))
+    shot(driver, 'console-replay.png')
+    driver.find_element(By.CSS_SELECTOR, '#selection [data-action=deselect]').click()
+
+    # Played at 60x: a wall second is a minute of the hour.
+    Select(driver.find_element(By.ID, 'replay-speed')).select_by_value('60')
+    driver.find_element(By.CSS_SELECTOR, '[data-action="replay-play"]').click()
+    started = time.time()
+    time.sleep(3)
+    replay_time = parse_iso(bar.get_attribute('data-replay-time'))
+    wall = time.time() - started
+    r.check('played at 60x the slider moves a minute per second', bar.get_attribute('data-playing') == 'true'
+            and 60 * (wall - 1.5) <= replay_time - chosen <= 60 * (wall + 0.5), f'{replay_time - chosen:.0f} s of replay in {wall:.1f} s')
+    driver.find_element(By.CSS_SELECTOR, '[data-action="live"]').click()
+
+    def live_again():
+        shown = {d['device']: d for d in rows(driver, '[data-device]', ['device', 'lat', 'lon', 'replayed'])}
+        if bar.get_attribute('data-state') != 'live' or bar.get_attribute('data-replay-time'):
+            return False
+        return all(shown.get(d, {}).get('replayed') is None and shown[d]['lat'] is not None
+                   and metres(f[-1][:2], (float(shown[d]['lat']), float(shown[d]['lon']))) < 0.5 for d, f in walkers.items())
+    r.check('"Live" goes back to the live view: no replay time, every device at its last position again',
+            wait_until(live_again, 10), str(rows(driver, '[data-device^="replay-"]', ['device', 'lat', 'lon', 'replayed'])))
+    return events_seen(events_log)
+
+
+def reload_history_scene(r, driver, truth):
+    """(c) After a reload the journal's events of the last hour are back, listed and marked (the
+    `events` query): the page saw none of them live."""
+    driver.refresh()
+    r.check('after a reload the page connects again (history)',
+            wait_until(lambda: driver.find_element(By.ID, 'connection').get_attribute('data-state') == 'connected', 20))
+    now = time.time()
+    journal = {i: e for i, e in truth.items() if i not in PUBLISHED_BY_TEST and fix_time(e) is not None and fix_time(e) > now - 3600 + 60}
+    listed = lambda: {e['event'] for e in rows(driver, '[data-event]', ['event'])}
+    ok = wait_until(lambda: set(journal) <= listed(), 30)
+    r.check(f'after a reload the last hour\'s events are listed again, from the events query ({len(journal)})',
+            bool(ok) and len(journal) > 0, f'missing {sorted(set(journal) - listed())[:5]} of {len(journal)}')
+    missing = wait_until(lambda: not marks_missing(driver, journal), 10) or marks_missing(driver, journal)
+    r.check('and marked on the map where they happened', missing is True, '; '.join(missing[:5]) if missing is not True else '')
+    counts = {}
+    for e in rows(driver, '[data-event]', ['event']):
+        counts[e['event']] = counts.get(e['event'], 0) + 1
+    r.check('each event once (the journal\'s and the live ones merged by id)', all(n == 1 for n in counts.values()),
+            str({k: n for k, n in counts.items() if n > 1}))
+    shot(driver, 'console-history-reload.png')
 
 
 def shot(driver, name):
@@ -1150,6 +1386,14 @@ def main():
         # drives part of the road; the page shows the state, along and ETA of its retained
         # progress, and draws the device's place on the route.
         trip_scene(r, driver, port)
+
+        # The last hour: a device's track, the time slider, the journal's events after a reload.
+        truth = history_scene(r, driver, port, events_log)
+        severe = log.severe(log.take())
+        r.check('no JavaScript error in the browser log (track, slider)', not severe, json.dumps(severe)[:1000])
+        reload_history_scene(r, driver, truth)
+        severe = log.severe(log.take())
+        r.check('no JavaScript error in the browser log (history after a reload)', not severe, json.dumps(severe)[:1000])
 
         # A broker that refuses anonymous clients: the login form, a refused login, a good one.
         password_file = os.path.join(tmp, 'passwd')

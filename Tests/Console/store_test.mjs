@@ -1,13 +1,8 @@
 // The console's store (deploy/console/store.js) fed MQTT messages directly: shapes it takes,
 // words it puts on the page for those it cannot use, and its bounds (trail, event list).
 // Run: node Tests/Console/store_test.mjs   (exit status 1 on a failure)
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const source = readFileSync(path.join(here, '../../deploy/console/store.js'), 'utf8');
-const { Store, TRAIL_LENGTH, EVENT_LIMIT, MARK_LIMIT } = await import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'));
+import { load } from './load.mjs';
+const { Store, TRAIL_LENGTH, EVENT_LIMIT, MARK_LIMIT } = await load('store.js');
 
 let failures = 0, checks = 0;
 function same(name, actual, expected) {

@@ -2,12 +2,8 @@
 // request (GeoJSON or a line fence), the route cut at `along`, the label, the form's request,
 // and what the store keeps of the request, progress and error topics.
 // Run: node Tests/Console/trips_test.mjs   (exit status 1 on a failure)
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const load = (name) => import('data:text/javascript;base64,' + Buffer.from(readFileSync(path.join(here, '../../deploy/console', name), 'utf8')).toString('base64'));
+import { load } from './load.mjs';
 const { routeCoordinates, splitRoute, metresBetween, tripLabel, tripRequest, validTripId } = await load('trips.js');
 const { Store } = await load('store.js');
 

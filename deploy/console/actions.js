@@ -16,6 +16,15 @@ export function partBytes(replyTopic) {
     return Math.max(1024, 4000 - new TextEncoder().encode(replyTopic).length);
 }
 
+import { paged, Track, TRACK_PAGE, EVENTS_PAGE, IN_FLIGHT, HOUR_MS } from './history.js';
+
+/// A history query answered "busy" (the gateway's per-user bound on replies being written) is
+/// asked again this many times, after this long.
+const BUSY_RETRIES = 8;
+const BUSY_WAIT_MS = 250;
+/// The most events asked at load (the list keeps 500, the marks 10,000).
+export const HISTORY_EVENTS = 10000;
+
 export class Actions {
     /// `view`: the map's view as a features bbox [west, south, east, north], or null when the
     /// whole world is in view (or there is no map).
@@ -29,6 +38,63 @@ export class Actions {
         this.pending = new Map();      // correlation -> {resolve, timer}
         this.nextCorrelation = 1;
         this.reloadTimer = null;
+        // History queries (track, events) in flight and waiting for a slot: at most IN_FLIGHT.
+        this.historyRunning = 0;
+        this.historyWaiting = [];
+    }
+
+    /// A track or events query, at most IN_FLIGHT of them at once, asked again while the
+    /// gateway says it is busy.
+    async historyQuery(gateway, body) {
+        if (this.historyRunning >= IN_FLIGHT) await new Promise((go) => this.historyWaiting.push(go));
+        this.historyRunning++;
+        try {
+            for (let attempt = 0; ; attempt++) {
+                const reply = await this.query(gateway, body);
+                if (!(reply && typeof reply.error === 'string' && /^busy/.test(reply.error)) || attempt >= BUSY_RETRIES) return reply;
+                await new Promise((wake) => setTimeout(wake, BUSY_WAIT_MS * (attempt + 1)));
+            }
+        } finally {
+            this.historyRunning--;
+            const next = this.historyWaiting.shift();
+            if (next) next();
+        }
+    }
+
+    /// `device`'s track from the gateway's memory (the track query) from `since` (ms; null: all
+    /// it keeps, 24 hours), paged: {track (history.js Track), truncated, error}. `track`: one
+    /// to append to (positions not later than its last are skipped).
+    async trackOf(device, since = null, track = new Track()) {
+        const gateway = this.gateway();
+        if (!gateway) return { track, error: 'no gateway is started' };
+        const asking = { device };
+        if (since !== null) asking.since = new Date(since).toISOString();
+        const result = await paged(async (offset, limit) => {
+            const reply = await this.historyQuery(gateway, { track: { ...asking, offset, limit } });
+            if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
+            return { items: Array.isArray(reply.positions) ? reply.positions : [], truncated: reply.truncated === true };
+        }, { limit: TRACK_PAGE });
+        track.append(result.items);
+        return { track, truncated: result.truncated, error: result.error };
+    }
+
+    /// The journal's events of the last hour (the events query), paged, oldest first, from every
+    /// started gateway: {events, error}. (Several gateways on one NATS cluster share a journal
+    /// each of their own; the store merges by id.)
+    async recentEvents(now = Date.now()) {
+        const since = new Date(now - HOUR_MS).toISOString();
+        const events = [];
+        let error = null;
+        for (const gateway of this.started()) {
+            const result = await paged(async (offset, limit) => {
+                const reply = await this.historyQuery(gateway, { events: { since, offset, limit } });
+                if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
+                return { items: Array.isArray(reply.events) ? reply.events : [], truncated: reply.truncated === true };
+            }, { limit: EVENTS_PAGE, max: HISTORY_EVENTS });
+            events.push(...result.items);
+            if (result.error) error = error || `gateway ${gateway}: ${result.error}`;
+        }
+        return { events, error };
     }
 
     /// The started gateways' ids, sorted.

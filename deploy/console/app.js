@@ -9,6 +9,8 @@ import { Lists } from './lists.js';
 import { Actions, validLevel } from './actions.js';
 import { Alerts, storageKey } from './alerts.js';
 import { tripRequest, validTripId } from './trips.js';
+import { Replay } from './replay.js';
+import { Track } from './history.js';
 
 // Credentials are kept per broker (the key names its URL) and offered only to that broker: a
 // link with ?broker= pointing elsewhere never gets the login given to another.
@@ -74,12 +76,15 @@ const answer = (text) => {
 function render() {
     frameAsked = false;
     frameStart = performance.now();
+    if (replay) replay.frame();
     const changed = { devices: store.takeChanged('devices'), occupancy: store.takeChanged('occupancy') };
     if (map) map.render(store, changed);
     lists.render(store);
     // The selected fence's occupancy moved: who is inside is asked again.
     const s = store.selection;
     if (s && s.kind === 'fence' && changed.occupancy.has(s.id)) askInsideSoon(s.id);
+    // The selected device moved: its track is brought up to date.
+    if (s && s.kind === 'device' && changed.devices.has(s.id)) refreshTrackSoon(s.id);
     afterFrame.port2.postMessage(0);
 }
 function requestRender() {
@@ -185,14 +190,45 @@ function askInsideSoon(key) {
     if (!insideTimer) insideTimer = setTimeout(() => { insideTimer = null; askInside(key); }, 1000);
 }
 function select(kind, id, { fromMap = false } = {}) {
+    const before = store.selection;
     store.select(kind, id);
     if (kind === 'fence') askInside(id);
+    if (kind === 'device' && !(before && before.kind === 'device' && before.id === id)) loadTrack(id);
+    else if (kind !== 'device') { clearTimeout(trackTimer); store.setTrack(null); }
     if (fromMap && kind === 'event') lists.scrollToSelected = true;
 }
 $('selection').querySelector('[data-action="deselect"]').addEventListener('click', () => select(null, null));
 document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && !(map && map.drawing) && !e.target?.closest?.('input, textarea, select')) select(null, null);
 });
+
+// The selected device's track, from the gateway's memory (the track query), all of it (24 hours),
+// then its new positions as the device moves (at most every TRACK_REFRESH_MS).
+const TRACK_REFRESH_MS = 5000;
+let trackTimer = null;
+let trackAsked = 0;
+async function loadTrack(device) {
+    clearTimeout(trackTimer);
+    trackTimer = null;
+    const asked = ++trackAsked;
+    const t = { device, state: 'loading', track: new Track() };
+    store.setTrack(t);
+    const { error, truncated } = await actions.trackOf(device, null, t.track);
+    if (asked !== trackAsked) return;
+    store.setTrack({ ...t, state: error ? 'error' : 'ok', error, truncated });
+}
+function refreshTrackSoon(device) {
+    if (trackTimer || !store.track || store.track.device !== device || store.track.state !== 'ok') return;
+    trackTimer = setTimeout(async () => {
+        const t = store.track;
+        if (!t || t.device !== device || t.state !== 'ok') { trackTimer = null; return; }
+        const asked = trackAsked;
+        const since = t.track.length ? t.track.last + 1 : null;
+        const { error } = await actions.trackOf(device, since, t.track);
+        trackTimer = null;
+        if (asked === trackAsked && store.track && store.track.device === device) store.setTrack({ ...store.track, error: error || undefined });
+    }, TRACK_REFRESH_MS);
+}
 
 const lists = new Lists(document.body, { onFly: (lat, lon) => map && map.flyTo(lat, lon), onSelect: (kind, id) => select(kind, id), alerts, actions, requestRender });
 if (map) {
@@ -206,10 +242,21 @@ setInterval(() => {
     requestRender();
 }, 15000);
 // For scripts (Tests/Console/console_bench.py times the store and the renders through it).
-window.__console = { store, map, lists, alerts };
+const replay = new Replay({ store, actions, map, root: $('replay'), requestRender });
+window.__console = { store, map, lists, alerts, replay };
 
 // A gateway (re)started: the fences of all of them again, once the retained statuses came in.
-store.onGatewayStarted = () => { clearTimeout(actions.startTimer); actions.startTimer = setTimeout(() => actions.loadFeatures(), 200); };
+store.onGatewayStarted = () => {
+    clearTimeout(actions.startTimer);
+    actions.startTimer = setTimeout(() => { actions.loadFeatures(); loadHistory(); }, 200);
+};
+/// The last hour of events from the gateways' journals (the events query), merged with the live
+/// ones by id: asked when a gateway (re)starts, so a reload or a restart loses nothing.
+async function loadHistory() {
+    const { events, error } = await actions.recentEvents();
+    store.history(events);
+    if (error) store.notice('history', `the last hour of events: ${error}`);
+}
 store.onRuntimeFenceChange = () => actions.reloadFeaturesSoon();
 if (map) map.map.on('moveend', () => actions.viewChanged(map.view()));
 

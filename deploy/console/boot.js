@@ -17,7 +17,7 @@
         return;
     }
     // Dependencies first: each module imports only modules listed before it.
-    var order = ['mqtt.js', 'store.js', 'trips.js', 'event-marks.js', 'alerts.js', 'lists.js', 'devices-layer.js', 'events-layer.js', 'map.js', 'actions.js', 'app.js'];
+    var order = ['mqtt.js', 'history.js', 'store.js', 'trips.js', 'event-marks.js', 'alerts.js', 'lists.js', 'devices-layer.js', 'events-layer.js', 'map.js', 'actions.js', 'replay.js', 'app.js'];
 
     function fail(error) {
         var box = document.getElementById('connection');

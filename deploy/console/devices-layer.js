@@ -54,6 +54,12 @@ export class DeviceLayer {
         this.dirty = true;
     }
 
+    /// Removes every device (the time slider puts back those it replays).
+    hideAll() {
+        this.devices.clear();
+        this.dirty = true;
+    }
+
     /// The pixel position of a device's marker in the canvas now (for scripts and tests), or null.
     pixelOf(id) {
         const d = this.devices.get(id);

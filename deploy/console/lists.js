@@ -356,16 +356,38 @@ export class Lists {
             this.sorted.devices = [...store.devices.keys()].sort();
         }
         const selectedId = store.selection && store.selection.kind === 'device' ? store.selection.id : null;
+        // While the slider replays, a row shows where the device was then (replay.js deviceAt).
+        const replay = store.replay;
         const entry = (id) => {
             const d = store.devices.get(id);
             const selected = selectedId === id;
-            return [id, d, (selected ? 'S|' : '') + d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
+            if (replay) {
+                const at = replay.deviceAt(id);
+                return [id, { d, at }, `${selected ? 'S|' : ''}R|${at.state}|${at.lat}|${at.lon}|${at.time}`];
+            }
+            return [id, { d }, (selected ? 'S|' : '') + d.updated + '|' + d.trail.length + '|' + JSON.stringify(d.position) + JSON.stringify(d.inside)];
         };
-        syncList(this.parts.devices, this.views.devices, this.sorted.devices, entry, (row, d) => {
+        syncList(this.parts.devices, this.views.devices, this.sorted.devices, entry, (row, { d, at }) => {
             row.dataset.device = d.id;
             if (d.id === selectedId) row.dataset.selected = 'true';
             row._select = ['device', d.id];
             row.className = 'clickable';
+            if (at) {
+                row.dataset.replayed = at.state;
+                const was = at.state === 'at' || at.state === 'still';
+                if (was) {
+                    row.dataset.lat = fixed(at.lat);
+                    row.dataset.lon = fixed(at.lon);
+                    row.dataset.time = new Date(at.time).toISOString();
+                    row._fly = [at.lat, at.lon];
+                }
+                append(row, [
+                    el('div', {}, el('strong', {}, d.id)),
+                    el('div', { className: 'muted' }, was ? `${at.lat.toFixed(6)}, ${at.lon.toFixed(6)} · ${clock(new Date(at.time).toISOString())}${at.state === 'still' ? ' (no move in the hour)' : ''}`
+                        : { none: 'no position yet', loading: 'asking for its track…', error: 'its track could not be had', out: 'not replayed (out of view)' }[at.state]),
+                ]);
+                return;
+            }
             const p = d.position;
             if (p) {
                 row.dataset.lat = fixed(p.lat);
@@ -427,7 +449,9 @@ export class Lists {
 
     events(store) {
         const selectedId = store.selection && store.selection.kind === 'event' ? store.selection.id : null;
-        const entries = store.events.map((e) => [e.id, e, e.id === selectedId ? 'selected' : e]);
+        // While the slider replays: the events of fix time up to its time.
+        const events = store.replay ? store.replay.events() : store.events;
+        const entries = events.map((e) => [e.id, e, e.id === selectedId ? 'selected' : e]);
         let selectedRow = null;
         syncRows(this.parts.events, entries, (row, e) => {
             row.dataset.event = e.id;
@@ -446,7 +470,7 @@ export class Lists {
                 e.message !== undefined ? el('div', { className: 'muted' }, text(e.message)) : '',
             ]);
         });
-        this.parts.counts.events.textContent = String(store.events.length);
+        this.parts.counts.events.textContent = String(events.length);
         // Selected on the map: the row scrolls into the list's view.
         if (selectedRow && this.scrollToSelected) {
             this.scrollToSelected = false;

@@ -57,6 +57,8 @@ export class MapView {
         this.highlightList.className = 'highlighted-fences';
         this.tripList = mirror.appendChild(document.createElement('ul'));
         this.tripList.className = 'trip-marks';
+        this.trackList = mirror.appendChild(document.createElement('ul'));
+        this.trackList.className = 'track';
         element.appendChild(mirror);
         this.eventLayer = new EventLayer(this.map, { pane: 'events', list: this.markList });
         this.deviceLayer = new DeviceLayer(this.map, { pane: 'devices' });
@@ -70,7 +72,11 @@ export class MapView {
         this.corridors = [];       // {layer, buffer, lat}: line buffers, re-widened at each zoom
         this.fences = new Map();   // "LAYER/ID" -> Leaflet group drawn for it
         this.layerColours = new Map();
-        this.seen = { fences: -1, occupancy: -1, marks: -1, selection: -1, trips: -1, tripFences: -1 };
+        this.seen = { fences: -1, occupancy: -1, marks: -1, selection: -1, trips: -1, tripFences: -1, track: -1 };
+        // The selected device's track (the track query), on the fences' canvas.
+        this.trackLine = L.polyline([], { color: '#ff6f00', weight: 3, opacity: 0.85, lineJoin: 'round', renderer: this.renderer, interactive: false }).addTo(this.map);
+        this.onMoved = null;        // the time slider's: the view moved while replaying
+        this.map.on('moveend', () => { if (this.onMoved) this.onMoved(); });
         this.marksDue = false;      // fading: the marks are computed again at the next render
         this.highlighted = new Set(); // "LAYER/FENCE" drawn highlighted
         this.onSelect = () => {};   // (kind, id): a click picked a device, event or fence (null: nothing)
@@ -126,7 +132,12 @@ export class MapView {
             const counts = occupiedCounts(store);
             for (const key of changed.occupancy) this.drawFence(store, key, counts.get(key) || 0);
         }
-        if (changed.devices.size) this.drawDevices(store, changed.devices);
+        // While the slider replays, the devices are where it puts them (replay.js).
+        if (changed.devices.size && !store.replay) this.drawDevices(store, changed.devices);
+        if (store.versions.track !== this.seen.track) {
+            this.seen.track = store.versions.track;
+            this.drawTrack(store.track);
+        }
         if (store.versions.trips !== this.seen.trips || store.versions.fences !== this.seen.tripFences) {
             this.seen.trips = store.versions.trips;
             this.seen.tripFences = store.versions.fences;
@@ -135,7 +146,7 @@ export class MapView {
         if (store.versions.marks !== this.seen.marks || this.marksDue) {
             this.seen.marks = store.versions.marks;
             this.marksDue = false;
-            this.eventLayer.set(visibleMarks(store.marks, Date.now(), (e) => store.received.get(e)));
+            this.eventLayer.set(store.replay ? store.replay.marks() : visibleMarks(store.marks, Date.now(), (e) => store.received.get(e)));
         }
         if (selection) this.showSelection(store);
     }
@@ -360,6 +371,43 @@ export class MapView {
 
     stopDrawing() {
         if (this.drawing) { const stop = this.drawing; this.drawing = null; stop(); }
+    }
+
+    /// The selected device's track ({device, state, track: history.js Track} or null) as a
+    /// line, mirrored as hidden elements: <ul class="track" data-track="ID" data-count
+    /// data-state> holding <li data-track-point data-lat data-lon data-time>, oldest first.
+    drawTrack(t) {
+        const track = t && t.track;
+        const latlngs = [];
+        if (track) for (let i = 0; i < track.length; i++) latlngs.push([track.lats[i], track.lons[i]]);
+        this.trackLine.setLatLngs(latlngs);
+        this.trackLine.bringToFront();
+        const list = this.trackList;
+        list.replaceChildren();
+        for (const a of ['track', 'count', 'state', 'error']) delete list.dataset[a];
+        if (!t) return;
+        list.dataset.track = t.device;
+        list.dataset.state = t.state;
+        list.dataset.count = String(track ? track.length : 0);
+        if (t.error) list.dataset.error = t.error;
+        if (!track) return;
+        const rows = document.createDocumentFragment();
+        for (let i = 0; i < track.length; i++) {
+            const li = document.createElement('li');
+            li.dataset.trackPoint = String(i);
+            li.dataset.lat = track.lats[i].toFixed(7);
+            li.dataset.lon = track.lons[i].toFixed(7);
+            li.dataset.time = new Date(track.times[i]).toISOString();
+            rows.appendChild(li);
+        }
+        list.appendChild(rows);
+    }
+
+    /// Back from the slider: every device where the store has it, with its trail.
+    showLive(store) {
+        this.deviceLayer.hideAll();
+        for (const [id, device] of store.devices) this.deviceLayer.set(id, device.position, device.trail);
+        this.deviceLayer.draw();
     }
 
     /// The devices whose ids are in `changed`: moved, added or removed.

@@ -12,6 +12,8 @@ const NOTICE_LIMIT = 50;
 /// A trip's final states (docs/trips.md "Progress").
 const TRIP_FINAL = new Set(['arrived', 'missed', 'cancelled']);
 
+import { mergeEvents, fixTime } from './history.js';
+
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 function isObject(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
@@ -42,9 +44,14 @@ export class Store {
         // lists): {kind, id} or null; and for a fence, the answer of the inside query about it.
         this.selection = null;
         this.selectionInside = null;    // {key, state: 'asking'|'ok'|'error', inside, count, truncated, error}
+        // The selected device's track from the gateway (the track query; history.js Track):
+        // {device, state: 'loading'|'ok'|'error', track, truncated, error}, or null.
+        this.track = null;
+        // The time slider while it replays (replay.js), or null when live.
+        this.replay = null;
         // deviceSet moves when a device comes or goes (the sorted list changes); occupancy when
         // a count does (fences is the fence set from the features query and runtime topics).
-        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, marks: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, trips: 0, notices: 0, selection: 0 };
+        this.versions = { connection: 0, devices: 0, deviceSet: 0, events: 0, marks: 0, gateways: 0, fences: 0, occupancy: 0, expectations: 0, trips: 0, notices: 0, selection: 0, track: 0, replay: 0 };
         this.changedDevices = new Set();   // ids, until takeChanged('devices')
         this.changedOccupancy = new Set(); // "LAYER/FENCE", until takeChanged('occupancy')
         this.listeners = [];
@@ -79,6 +86,12 @@ export class Store {
         this.selection = next;
         this.selectionInside = null;
         this.changed('selection');
+    }
+
+    /// The selected device's track (or null): drawn on the map, mirrored for scripts.
+    setTrack(track) {
+        this.track = track;
+        this.changed('track');
     }
 
     /// The event an id names: in the list or among the marks.
@@ -217,6 +230,31 @@ export class Store {
         }
         this.changed('events');
         if (this.onEvent) this.onEvent(event);
+    }
+
+    /// Events of the gateway's journal (the `events` query, at load): merged with the events
+    /// held by id (an event already held, live or from an earlier page, is not added again),
+    /// the list and the marks newest first by fix time. Those added go to onEvent oldest first
+    /// (an alert of the last hour comes back after a reload). Returns how many were added.
+    history(events) {
+        if (!Array.isArray(events)) return 0;
+        const seen = new Set();
+        const fresh = events.filter((e) => isObject(e) && typeof e.id === 'string' && typeof e.type === 'string'
+            && (e.fence === undefined || isObject(e.fence)) && !this.eventIds.has(e.id) && !this.markIds.has(e.id)
+            && !seen.has(e.id) && seen.add(e.id));
+        if (!fresh.length) return 0;
+        const listed = mergeEvents(this.events, fresh, this.eventIds, EVENT_LIMIT);
+        this.events = listed.list;
+        const marked = mergeEvents(this.marks, fresh.filter((e) => validPosition(e.position)), this.markIds, MARK_LIMIT);
+        if (marked.added.length) {
+            this.marks = marked.list;
+            this.versions.marks++;
+        }
+        const now = Date.now();
+        for (const e of fresh) this.received.set(e, now);
+        this.changed('events');
+        if (this.onEvent) for (const e of fresh.slice().sort((a, b) => fixTime(a) - fixTime(b))) this.onEvent(e);
+        return fresh.length;
     }
 
     status(id, topic, payload) {
