@@ -8,12 +8,17 @@ headless Chromium:
 2. moving devices: state messages at RATE a second for SECONDS; frame time (requestAnimationFrame
    intervals), lag (from the `updated` stamped at publish to the store applying the state),
    whether the page falls behind (messages not applied, time to drain after the last publish),
-   and where a frame's time goes (map and list renders, the store's message handling).
+   and where a frame's time goes (map and list renders, the store's message handling);
+3. replay: every device given an hour of track (a position every 10 s, handed to the time
+   slider's cache directly: the gateway of this scene has no tracks) and all in view, the slider
+   played at REPLAY_SPEED x for REPLAY_SECONDS: frame time, the time of the slider's own part of
+   a frame and of the map and list renders, and whether the replay clock kept up.
 
 The page is read through `window.__console` (store, map, lists; set by app.js) and a small
 script added before the page's own (window.__bench). Same environment as console_test.py
 (GEOTRIGGER_BIN, default .build/release/geotrigger when built, else .build/debug/), plus
-BENCH_FENCES, BENCH_DEVICES, BENCH_RATE, BENCH_SECONDS; BENCH_PROFILE=1 adds Chromium's CPU profile
+BENCH_FENCES, BENCH_DEVICES, BENCH_RATE, BENCH_SECONDS, BENCH_REPLAY_SPEED (60), BENCH_REPLAY_SECONDS
+(10); BENCH_PROFILE=1 adds Chromium's CPU profile
 of the moving phase (the functions with the most self time).
 
     swift build -c release --product geotrigger && /usr/bin/python3 Tests/Console/console_bench.py
@@ -36,6 +41,8 @@ DEVICES = int(os.environ.get('BENCH_DEVICES', 10000))
 RATE = int(os.environ.get('BENCH_RATE', 5000))
 PROFILE = os.environ.get('BENCH_PROFILE') == '1'
 SECONDS = float(os.environ.get('BENCH_SECONDS', 10))
+REPLAY_SPEED = int(os.environ.get('BENCH_REPLAY_SPEED', 60))
+REPLAY_SECONDS = float(os.environ.get('BENCH_REPLAY_SECONDS', 10))
 PREFIX = 'bench'
 GATEWAY = 'bench-gw'
 # The scene: a grid of fences around this corner, the devices among them.
@@ -134,6 +141,37 @@ PROBE_JS = """
     };
   } });
 })();
+"""
+
+
+# Phase 3: every device an hour of track (a position every 10 s at a phase of its own, a small
+# walk around where it is), put in the slider's cache as if the track query had brought it, the map fitted to them
+# all; the slider's frame timed.
+REPLAY_SETUP_JS = """
+const c = window.__console, r = c.replay, s = c.store, b = window.__bench;
+const heap = () => (performance.memory ? performance.memory.usedJSHeapSize / 1048576 : NaN);
+const heapBefore = heap();
+const t0 = performance.now(), now = Date.now(), n = 360;
+let south = 90, north = -90, west = 180, east = -180;
+for (const [id, d] of s.devices) {
+    const p = d.position;
+    if (!p) continue;
+    const times = new Array(n), lats = new Array(n), lons = new Array(n);
+    let lat = p.lat, lon = p.lon;
+    const phase = Math.floor(Math.random() * 10000); // fixes come at any moment, not all at once
+    for (let i = 0; i < n; i++) {
+        times[i] = now - 3600000 + i * 10000 + phase;
+        lat += (Math.random() - 0.5) * 0.0002; lon += (Math.random() - 0.5) * 0.0002;
+        lats[i] = lat; lons[i] = lon;
+    }
+    r.tracks.set(id, { track: { times, lats, lons, length: n, last: times[n - 1] }, state: 'ok', fetched: now + 1e9 });
+    south = Math.min(south, p.lat); north = Math.max(north, p.lat); west = Math.min(west, p.lon); east = Math.max(east, p.lon);
+}
+const frame = r.frame;
+r.frame = function () { const t = performance.now(); try { return frame.call(this); } finally { b.replayMs.push(performance.now() - t); } };
+b.replayMs = [];
+c.map.map.fitBounds([[south, west], [north, east]]);
+return { devices: r.tracks.size, positions: n, ms: performance.now() - t0, heapBefore, heapAfter: heap() };
 """
 
 
@@ -310,6 +348,35 @@ def main():
               f'frames span {run["busy"]:.0f} ms', flush=True)
         behind = not drained or percentile(run['lags'], 99) > 1000
         print(f'falls behind at {RATE}/s: {"yes" if behind else "no"} (targets: load under 5 s; {RATE}/s without falling behind)', flush=True)
+
+        # 3. The time slider replaying an hour of every device's track.
+        time.sleep(1)
+        made = driver.execute_script(REPLAY_SETUP_JS)
+        print(f'replay: {made["devices"]} tracks of {made["positions"]} positions each handed to the slider in {made["ms"]:.0f} ms; '
+              f'JS heap {made["heapBefore"]:.0f} -> {made["heapAfter"]:.0f} MB', flush=True)
+        time.sleep(1.5)  # the map fitted to the devices
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import Select
+        driver.execute_script('const b = window.__bench; b.frames = []; b.mapMs = []; b.listsMs = []; b.replayMs = []; b.canvasMs = 0;')
+        Select(driver.find_element(By.ID, 'replay-speed')).select_by_value(str(REPLAY_SPEED))
+        driver.find_element(By.CSS_SELECTOR, '[data-action="replay-play"]').click()
+        started = time.time()
+        first = driver.execute_script('return Date.parse(document.getElementById("replay").dataset.replayTime || "")')
+        time.sleep(REPLAY_SECONDS)
+        run = driver.execute_script("""const b = window.__bench, bar = document.getElementById('replay');
+            const drawn = window.__console.map.deviceLayer.devices.size;
+            return { frames: b.frames, mapMs: b.mapMs, listsMs: b.listsMs, replayMs: b.replayMs, canvasMs: b.canvasMs, drawn,
+                     time: Date.parse(bar.dataset.replayTime), state: bar.dataset.state, playing: bar.dataset.playing };""")
+        wall = time.time() - started
+        driver.find_element(By.CSS_SELECTOR, '[data-action="live"]').click()
+        intervals = [b - a for a, b in zip(run['frames'], run['frames'][1:])]
+        replayed = (run['time'] - first) / 1000 if first == first else float('nan')
+        print(f'        played at {REPLAY_SPEED}x for {wall:.1f} s: {replayed:.0f} s of the hour replayed ({replayed / wall:.1f}x), '
+              f'{run["drawn"]} devices drawn, state {run["state"]}, playing {run["playing"]}', flush=True)
+        print('        ' + figures('frame interval', intervals) + f'; frames over 50 ms: {sum(1 for i in intervals if i > 50)}', flush=True)
+        print('        ' + figures('slider frame (positions, events)', run['replayMs']) + f', {sum(run["replayMs"]):.0f} ms in all', flush=True)
+        print('        ' + figures('map render', run['mapMs']) + f', {sum(run["mapMs"]):.0f} ms in all', flush=True)
+        print('        ' + figures('list render', run['listsMs']) + f', {sum(run["listsMs"]):.0f} ms in all', flush=True)
         return 0
     finally:
         if driver:
