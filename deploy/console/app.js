@@ -269,7 +269,8 @@ client.on('state', ({ state, detail }) => {
     }
     if (state === 'connected') {
         $('login').hidden = true;
-        if (actions.gateway()) actions.loadFeatures();
+        // Connected again: the fences, and the events published while the page was cut off.
+        if (actions.gateway()) { actions.loadFeatures(); loadHistory(); }
     }
 });
 client.on('message', ({ topic, payload }) => {
