@@ -375,15 +375,16 @@ export class Lists {
             if (at) {
                 row.dataset.replayed = at.state;
                 const was = at.state === 'at' || at.state === 'still';
+                const when = Number.isFinite(at.time) ? new Date(at.time).toISOString() : '';
                 if (was) {
                     row.dataset.lat = fixed(at.lat);
                     row.dataset.lon = fixed(at.lon);
-                    row.dataset.time = new Date(at.time).toISOString();
+                    if (when) row.dataset.time = when;
                     row._fly = [at.lat, at.lon];
                 }
                 append(row, [
                     el('div', {}, el('strong', {}, d.id)),
-                    el('div', { className: 'muted' }, was ? `${at.lat.toFixed(6)}, ${at.lon.toFixed(6)} · ${clock(new Date(at.time).toISOString())}${at.state === 'still' ? ' (no move in the hour)' : ''}`
+                    el('div', { className: 'muted' }, was ? `${at.lat.toFixed(6)}, ${at.lon.toFixed(6)} · ${clock(when)}${at.state === 'still' ? ' (no move in the hour)' : ''}`
                         : { none: 'no position yet', loading: 'asking for its track…', error: 'its track could not be had', out: 'not replayed (out of view)' }[at.state]),
                 ]);
                 return;

@@ -9,6 +9,7 @@
 
 import { ReplayClock, Track, HOUR_MS, TRACK_MARGIN_MS, IN_FLIGHT, indexAt, fixTime, timeOfDay } from './history.js';
 import { visibleMarks, MARK_WINDOW_MS } from './event-marks.js';
+import { EVENT_LIMIT } from './store.js';
 
 /// A cached track is brought up to date (its new positions asked) when older than this.
 const TRACK_FRESH_MS = 30 * 1000;
@@ -237,7 +238,8 @@ export class Replay {
         return { state: 'at', lat: track.lats[i], lon: track.lons[i], time: track.times[i], index: i };
     }
 
-    /// The events shown at the replay time (fix time <= T), newest first; the marks to draw.
+    /// The events shown at the replay time (fix time <= T, the last EVENT_LIMIT of them), newest
+    /// first; the marks to draw.
     events() { return this.shownEvents; }
     marks() { return this.shownMarks; }
 
@@ -266,7 +268,11 @@ export class Replay {
         // The events: sorted by fix time once per change of the store's, then a binary search.
         if (this.eventsAt !== store.versions.events) {
             this.eventsAt = store.versions.events;
-            this.sortedEvents = sortByTime(store.events);
+            // The list's 500 and the marks' 10,000 together: the list at T shows the 500 before T.
+            const byId = new Map();
+            for (const e of store.marks) byId.set(e.id, e);
+            for (const e of store.events) byId.set(e.id, e);
+            this.sortedEvents = sortByTime(byId.values());
             this.sortedMarks = sortByTime(store.marks);
             this.cut = -1;
             this.markRange = '';
@@ -274,7 +280,7 @@ export class Replay {
         const cut = indexAt(this.sortedEvents.times, t) + 1;
         if (cut !== this.cut) {
             this.cut = cut;
-            this.shownEvents = this.sortedEvents.list.slice(0, cut).reverse();
+            this.shownEvents = this.sortedEvents.list.slice(Math.max(0, cut - EVENT_LIMIT), cut).reverse();
             store.versions.events++;
             this.eventsAt = store.versions.events;
         }
