@@ -2,7 +2,8 @@
 // was at a time (binary search over its track), a track appended page by page, queries paged
 // by offset with pages in flight (cut short by the budget, ending, failing, at the most asked),
 // events of the journal merged with the live ones by id (no duplicates, newest first, bounded),
-// the replay clock at 1x and 60x stopping at the present, times of day typed in the slider.
+// the replay clock at 1x and 60x stopping at the present, times of day typed in the slider; the
+// track and events queries through the console's Actions against stand-in gateways.
 // Run: node Tests/Console/history_test.mjs   (exit status 1 on a failure)
 import { load } from './load.mjs';
 const { indexAt, Track, paged, mergeEvents, fixTime, ReplayClock, timeOfDay, HOUR_MS } = await load('history.js');
@@ -135,6 +136,60 @@ same('fixTime: the position\'s time, else the event\'s time, else emitted, else 
     c.goLive();
     same('live again', [c.live, c.time], [true, null]);
 }
+// The queries through Actions against stand-in gateways answering on the reply topic: a track
+// from the gateway that knows the device (another says "no device"), in pages of TRACK_PAGE, a
+// "busy" page asked again, never more than IN_FLIGHT history queries at once; the events of the
+// last hour from every started gateway.
+{
+    const { Actions } = await load('actions.js');
+    const { TRACK_PAGE, IN_FLIGHT } = await load('history.js');
+    const store = new Store('gt');
+    const bytes = (v) => new TextEncoder().encode(JSON.stringify(v));
+    for (const id of ['gw-a', 'gw-b']) store.handle(`gt/status/${id}`, bytes({ status: 'started' }));
+    const positions = Array.from({ length: 2 * TRACK_PAGE + 7 }, (_, i) => ({ lat: 1 + i * 1e-4, lon: 2, time: iso(10 * i) }));
+    const journal = { 'gw-a': [ev('a1', 1), ev('a2', 2)], 'gw-b': Array.from({ length: 13 }, (_, i) => ev(`b${i}`, 100 + i)) };
+    const asked = [];
+    let running = 0, most = 0, busyOnce = true;
+    let actions;
+    const client = {
+        publish(topic, payload) {
+            const q = JSON.parse(payload);
+            const gw = topic.split('/').pop();
+            asked.push([gw, q]);
+            running++;
+            most = Math.max(most, running);
+            setTimeout(() => {
+                running--;
+                let reply;
+                if (q.track) {
+                    const { offset = 0, limit } = q.track;
+                    if (gw !== 'gw-b') reply = { error: `no device "${q.track.device}" is known to this gateway` };
+                    else if (offset === TRACK_PAGE && busyOnce) { busyOnce = false; reply = { error: 'busy: 4 replies are being written for console-1' }; }
+                    else reply = { device: q.track.device, offset, positions: positions.slice(offset, offset + limit), truncated: offset + limit < positions.length };
+                } else {
+                    const { offset = 0, limit } = q.events;
+                    reply = { offset, events: journal[gw].slice(offset, offset + limit), truncated: offset + limit < journal[gw].length };
+                }
+                actions.reply(bytes({ ...reply, correlation: q.correlation }));
+            }, 1 + (asked.length % 3));
+            return Promise.resolve();
+        },
+    };
+    actions = new Actions({ client, store, prefix: 'gt', replyTopic: 'gt/replies/console-1' });
+    const t = await actions.trackOf('walker', null);
+    same('trackOf: every position, from the gateway that knows the device, a busy page asked again',
+        [t.track.length, t.error, t.track.lats[TRACK_PAGE], actions.trackGateway.get('walker')], [positions.length, null, positions[TRACK_PAGE].lat, 'gw-b']);
+    same('trackOf: pages of TRACK_PAGE (under 4 KB each), never more than IN_FLIGHT at once',
+        [asked.filter(([, q]) => q.track).every(([, q]) => q.track.limit === TRACK_PAGE), most <= IN_FLIGHT], [true, true]);
+    asked.length = 0;
+    await actions.trackOf('walker', Date.parse(iso(50)), t.track);
+    same('trackOf again: asked of the gateway that answered before, with since', [asked[0][0], asked[0][1].track.since], ['gw-b', iso(50)]);
+    const r = await actions.recentEvents(Date.parse(iso(0)) + HOUR_MS);
+    same('recentEvents: the last hour of every started gateway, paged', [r.events.map((e) => e.id).sort(), r.error],
+        [['a1', 'a2', ...journal['gw-b'].map((e) => e.id)].sort(), null]);
+    same('recentEvents: since an hour before now', asked.filter(([, q]) => q.events).every(([, q]) => q.events.since === iso(0)), true);
+}
+
 const now = Date.UTC(2026, 11, 7, 14, 20, 0);
 same('timeOfDay: a time of the last hour, one of yesterday\'s evening (after now today), bad text',
     [timeOfDay('13:45', now), timeOfDay('13:45:30', now), timeOfDay('23:10', now), timeOfDay('25:00', now), timeOfDay('noon', now)],

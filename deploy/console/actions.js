@@ -41,6 +41,7 @@ export class Actions {
         // History queries (track, events) in flight and waiting for a slot: at most IN_FLIGHT.
         this.historyRunning = 0;
         this.historyWaiting = [];
+        this.trackGateway = new Map(); // device -> the gateway that answered its track
     }
 
     /// A track or events query, at most IN_FLIGHT of them at once, asked again while the
@@ -65,15 +66,25 @@ export class Actions {
     /// it keeps, 24 hours), paged: {track (history.js Track), truncated, error}. `track`: one
     /// to append to (positions not later than its last are skipped).
     async trackOf(device, since = null, track = new Track()) {
-        const gateway = this.gateway();
-        if (!gateway) return { track, error: 'no gateway is started' };
+        const gateways = this.started();
+        if (!gateways.length) return { track, error: 'no gateway is started' };
         const asking = { device };
         if (since !== null) asking.since = new Date(since).toISOString();
-        const result = await paged(async (offset, limit) => {
-            const reply = await this.historyQuery(gateway, { track: { ...asking, offset, limit } });
-            if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
-            return { items: Array.isArray(reply.positions) ? reply.positions : [], truncated: reply.truncated === true };
-        }, { limit: TRACK_PAGE });
+        // Several gateways (a NATS cluster) each track their own devices: the first that knows it.
+        const known = this.trackGateway.get(device);
+        const order = known && gateways.includes(known) ? [known, ...gateways.filter((g) => g !== known)] : gateways;
+        let result;
+        for (const gateway of order) {
+            result = await paged(async (offset, limit) => {
+                const reply = await this.historyQuery(gateway, { track: { ...asking, offset, limit } });
+                if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
+                return { items: Array.isArray(reply.positions) ? reply.positions : [], truncated: reply.truncated === true };
+            }, { limit: TRACK_PAGE });
+            if (!(result.error && !result.items.length && /no device/.test(result.error))) {
+                this.trackGateway.set(device, gateway);
+                break;
+            }
+        }
         track.append(result.items);
         return { track, truncated: result.truncated, error: result.error };
     }
