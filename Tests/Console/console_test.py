@@ -715,6 +715,13 @@ def history_scene(r, driver, port, events_log):
     r.check(f'the selected device\'s track is its published positions thinned to one per 10 s '
             f'({len(tracker)} fixes, {len(expected)} kept; within 2 m, same fix times)', not misses and len(expected) > 10,
             '; '.join(misses[:5]))
+    # It moves on while selected: its track grows with the new positions the gateway keeps.
+    more = [(round(tracker[-1][0] + (i + 1) * 20 / 111_000, 7), -119.7125, tracker[-1][2] + 5 * (i + 1)) for i in range(5)]
+    publish_track(port, 'tracker-1', more)
+    grown = thinned(tracker + more)
+    r.check(f'the selected device\'s track grows as it moves ({len(expected)} -> {len(grown)} positions, asked again within 5 s)',
+            len(grown) > len(expected) and wait_until(lambda: rows(driver, f'[data-track="tracker-1"][data-count="{len(grown)}"]', ['track']), 15),
+            str(rows(driver, '[data-track]', ['track', 'state', 'count'])))
     time.sleep(1.2)  # the map flew to the device
     shot(driver, 'console-track-straight.png')
     driver.find_element(By.CSS_SELECTOR, '#selection [data-action=deselect]').click()
