@@ -204,15 +204,19 @@ export class Replay {
         this.requestRender();
     }
 
+    /// The bar's attributes and words (written only when they change: this runs every frame).
     showState() {
         const r = this.root;
-        const state = !this.active ? 'live' : this.loading() ? 'loading' : 'replay';
-        r.dataset.state = state;
-        r.dataset.playing = String(this.active && this.clock.playing);
-        r.dataset.loading = String(this.loading());
-        if (!this.active) delete r.dataset.replayTime;
-        this.playButton.textContent = this.active && this.clock.playing ? '❚❚ pause' : '▶ play';
-        if (!this.active) this.label.textContent = 'live';
+        const set = (key, value) => { if (r.dataset[key] !== value) r.dataset[key] = value; };
+        set('state', !this.active ? 'live' : this.loading() ? 'loading' : 'replay');
+        set('playing', String(this.active && this.clock.playing));
+        set('loading', String(this.loading()));
+        const play = this.active && this.clock.playing ? '❚❚ pause' : '▶ play';
+        if (this.playButton.textContent !== play) this.playButton.textContent = play;
+        if (!this.active) {
+            delete r.dataset.replayTime;
+            if (this.label.textContent !== 'live') this.label.textContent = 'live';
+        }
     }
 
     /// Where a replayed device is at the replay time: {state: 'at', lat, lon, time} (its last
