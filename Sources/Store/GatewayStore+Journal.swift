@@ -22,21 +22,23 @@ extension GatewayStore {
     /// A page of the `events` query (docs/control-plane.md): the payloads, the event JSON as
     /// published, of the events matching `query` (its `limit` and `afterSequence` unused) in
     /// fix time order (then id: the journal's own index), the first `offset` skipped, at most
-    /// `limit`; `more` when further events match.
+    /// `limit`; `more` when further events match; `count`: how many match in all (so that a
+    /// reader can ask for the newest ones).
     ///
     /// The read stops with an ``SQLiteError/isInterrupted`` error past `maxSteps` SQLite
     /// instructions (``SQLiteConnection/withStepBudget(_:_:)``): a client's wide window with
     /// filters that match little, or a large offset, costs at most that, never a scan of a
     /// journal of millions of events.
-    public func eventPage(_ query: JournalQuery, offset: Int, limit: Int, maxSteps: Int) throws -> (payloads: [String], more: Bool) {
-        var (sql, bindings) = Self.filter(query)
-        sql = "SELECT payload FROM journal" + sql + " ORDER BY fix_time, id LIMIT ? OFFSET ?"
-        bindings += [.integer(Int64(limit) + 1), .integer(Int64(offset))]
+    public func eventPage(_ query: JournalQuery, offset: Int, limit: Int, maxSteps: Int) throws -> (payloads: [String], more: Bool, count: Int) {
+        let (filter, bindings) = Self.filter(query)
         let connection = try openConnection()
-        var payloads = try connection.withStepBudget(maxSteps) { try connection.query(sql, bindings) { $0.string(0) } }
-        let more = payloads.count > limit
-        if more { payloads.removeLast() }
-        return (payloads, more)
+        return try connection.withStepBudget(maxSteps) {
+            let count = Int(try connection.scalarInt64("SELECT count(*) FROM journal" + filter, bindings) ?? 0)
+            guard offset < count else { return ([], false, count) }
+            let page = "SELECT payload FROM journal" + filter + " ORDER BY fix_time, id LIMIT ? OFFSET ?"
+            let payloads = try connection.query(page, bindings + [.integer(Int64(limit)), .integer(Int64(offset))]) { $0.string(0) }
+            return (payloads, offset + payloads.count < count, count)
+        }
     }
 
     /// The WHERE clause of `query`'s filters (empty without any) and its bindings. The lists

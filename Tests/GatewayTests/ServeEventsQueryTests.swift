@@ -65,8 +65,8 @@ extension ServeTests {
             }
 
             let whole = try await ask("{}")
-            #expect(whole.keys == ["offset", "events", "truncated"], "\(whole)")
-            #expect(whole["offset"] == .number(0) && whole["truncated"] == .bool(false))
+            #expect(whole.keys == ["count", "offset", "events", "truncated"], "\(whole)")
+            #expect(whole["count"] == .number(8) && whole["offset"] == .number(0) && whole["truncated"] == .bool(false))
             let all = listed(whole)
             // By fix time; at one fix time, by id (an exit and an enter decided together).
             #expect(all.count == 8)
@@ -77,7 +77,8 @@ extension ServeTests {
                         "\(device) enter desert +\(20 + shift)", "\(device) exit desert +\(45 + shift)"]
             }), "\(all)")
 
-            #expect(listed(try await ask(#"{"types": ["exit"]}"#)) == all.filter { $0.contains(" exit ") })
+            let exits = try await ask(#"{"types": ["exit"]}"#)
+            #expect(listed(exits) == all.filter { $0.contains(" exit ") } && exits["count"] == .number(4))
             #expect(listed(try await ask(#"{"devices": ["bob"], "types": ["enter", "offRoute"]}"#))
                 == all.filter { $0.hasPrefix("bob enter") })
             let window = #"{"since": "\#(iso8601(t0 + 15))", "until": "\#(iso8601(t0 + 110))"}"#
@@ -87,7 +88,7 @@ extension ServeTests {
             var offset = 0
             while pages.count < 5 {
                 let page = try await ask(#"{"limit": 3, "offset": \#(offset)}"#)
-                #expect(page["offset"] == .number(Double(offset)))
+                #expect(page["offset"] == .number(Double(offset)) && page["count"] == .number(8))
                 let events = listed(page)
                 pages.append(events)
                 offset += events.count

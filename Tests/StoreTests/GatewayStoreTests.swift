@@ -134,6 +134,8 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
             return (ids, page.more)
         }
         #expect(try await page(JournalQuery()) == (["first", "second", "mid", "late"], false))
+        #expect(try await reader.eventPage(JournalQuery(since: 200), offset: 1, limit: 1, maxSteps: 1_000_000).count == 3)
+        #expect(try await reader.eventPage(JournalQuery(), offset: 9, limit: 1, maxSteps: 1_000_000) == ([], false, 4))
         #expect(try await page(JournalQuery(since: 200, until: 500)) == (["second", "mid"], false))
         #expect(try await page(JournalQuery(types: ["exit", "offRoute"])) == (["first", "mid"], false))
         #expect(try await page(JournalQuery(devices: ["a"])) == (["second", "late"], false))

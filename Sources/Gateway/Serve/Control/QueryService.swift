@@ -372,13 +372,13 @@ final class QueryService: Service, Sendable {
     /// The `events` reply: the journal's events (``GatewayStore/eventPage(_:offset:limit:maxSteps:)``)
     /// of fix time from `since` (nil: ``EventsQuery/defaultWindow`` before now, wall clock) to
     /// before `until`, of the types and devices asked, oldest first, `offset` of them skipped, at
-    /// most `limit` and 900 KiB of them, each as it was published: `{"offset", "events": [EVENT],
-    /// "truncated"}` (`truncated` when events after those listed match: the next page starts at
-    /// `offset` + those listed). A read past ``eventsQuerySteps`` is refused with what to narrow.
+    /// most `limit` and 900 KiB of them, each as it was published: `{"count", "offset", "events":
+    /// [EVENT], "truncated"}` (`count`: the events that match, listed or not; `truncated` when
+    /// events after those listed match: the next page starts at `offset` + those listed). A read past ``eventsQuerySteps`` is refused with what to narrow.
     private func events(_ query: EventsQuery, correlationBytes: Int) async throws -> [UInt8] {
         let journal = JournalQuery(since: query.since ?? WallClock.now() - EventsQuery.defaultWindow, until: query.until,
                                    devices: query.devices, types: query.types)
-        let page: (payloads: [String], more: Bool)
+        let page: (payloads: [String], more: Bool, count: Int)
         do {
             page = try await journalReaderOpened().eventPage(journal, offset: query.offset, limit: query.limit, maxSteps: Self.eventsQuerySteps)
         } catch let error as SQLiteError where error.isInterrupted {
@@ -386,7 +386,8 @@ final class QueryService: Service, Sendable {
                 "\"events\": the query reads more of the journal than a reply may (\(Self.eventsQuerySteps) SQLite steps): "
                     + "ask for a shorter window (since, until), fewer types or devices, or a smaller offset")
         }
-        var writer = ReplyRowsWriter(head: ["offset": .number(Double(query.offset))], rows: "events", appended: correlationBytes)
+        var writer = ReplyRowsWriter(
+            head: ["count": .number(Double(page.count)), "offset": .number(Double(query.offset))], rows: "events", appended: correlationBytes)
         for payload in page.payloads {
             guard writer.append(json: payload) else { break }
         }
