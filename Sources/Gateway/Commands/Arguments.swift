@@ -4,10 +4,13 @@
 package struct Arguments {
     private(set) var options: [String: String] = [:]
     private(set) var flags: Set<String> = []
+    /// Every value of each option that may be given more than once (those in `repeated`), in order.
+    private(set) var repeatedValues: [String: [String]] = [:]
     private(set) var positionals: [String] = []
 
-    /// Reads `arguments`; `valued` names options that take a value, `flags` those that do not.
-    package init(_ arguments: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
+    /// Reads `arguments`; `valued` names options that take a value, `flags` those that do not,
+    /// `repeated` the valued options that may be given more than once (read with ``all(_:)``).
+    package init(_ arguments: [String], valued: Set<String>, repeated: Set<String> = [], flags allowedFlags: Set<String>) throws(UsageError) {
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -22,14 +25,17 @@ package struct Arguments {
                 inlineValue = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
             }
-            if valued.contains(name) {
+            if valued.contains(name) || repeated.contains(name) {
+                let value: String
                 if let inlineValue {
-                    options[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard i < arguments.count else { throw UsageError("--\(name) needs a value") }
-                    options[name] = arguments[i]
+                    value = arguments[i]
                     i += 1
                 }
+                options[name] = value
+                if repeated.contains(name) { repeatedValues[name, default: []].append(value) }
             } else if allowedFlags.contains(name), inlineValue == nil {
                 flags.insert(name)
             } else {
@@ -41,6 +47,9 @@ package struct Arguments {
     package func has(_ flag: String) -> Bool { flags.contains(flag) }
 
     package subscript(option: String) -> String? { options[option] }
+
+    /// Every value of a `repeated` option, in the order given (the subscript gives the last).
+    package func all(_ option: String) -> [String] { repeatedValues[option] ?? [] }
 
     /// The value of `option` as a number, if given; a ``UsageError`` if it is not one.
     package func number(_ option: String) throws(UsageError) -> Double? {
