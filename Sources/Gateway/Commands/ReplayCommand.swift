@@ -8,6 +8,7 @@ enum ReplayCommand: Subcommand {
     static let help = """
         Usage: geotrigger replay TRACK [--config FILE] [--fences DIR] [--json] [--svg OUT]
                                  [--device ID] [--speed M/S] [--start TIME] [--format F]
+                                 [--trip FILE]... [--no-trip]
 
         Runs TRACK through the same engine as `serve`, with the monitors' clock driven by the
         track's fix times (so the result is the same every time), and prints the events:
@@ -54,13 +55,30 @@ enum ReplayCommand: Subcommand {
                           file's last fix, else 2026-01-01T00:00:00Z)
           --format F      the track format when the file name and content do not tell
                           (geojson, gpx, tcx, kml, owntracks, nmea, jsonl)
+          --trip FILE     follow the trip of this trip file (repeat for several trips);
+                          default: the trip file beside TRACK, if there is one
+          --no-trip       follow no trip, not even the one beside TRACK
+
+        Trips: a trip file holds the JSON a dispatcher publishes on PREFIX/trips/TRIP_ID
+        ({"device", "route", "corridor", "to", "by", "offRouteAfter", "speedLimit"}, see
+        docs/trips.md) plus "id", the trip id (default: the file's name without .trip.json).
+        TRACK's own trip file is found beside it: the track's name with .trip.json for its
+        extension (routes/van-run.jsonl: routes/van-run.trip.json), unless --trip or --no-trip
+        is given. Each trip is followed from the first fix by the same rules as in `serve`, and
+        its events (tripStarted, offRoute, backOnRoute, late, arrived, missed) are printed
+        among the fence events, their trigger "trips"; standard error says where each trip
+        ended. A route or `to` given as {"layer", "fence"} is looked up in the fences loaded
+        here; a GeoJSON LineString route is taken as it is. `by` is read on the replay's
+        clock, the fix times: a trip not arrived when the fix times pass `by` is missed then.
 
         Tune hysteresis by replaying a jittery track with different triggers (enterAfter,
         exitAfter, exitMargin, accuracyMode) and comparing the events and pictures.
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let args = try Arguments(arguments, valued: ["config", "fences", "svg", "device", "speed", "format", "start"], flags: ["json"])
+        let args = try Arguments(
+            arguments, valued: ["config", "fences", "svg", "device", "speed", "format", "start"], repeated: ["trip"],
+            flags: ["json", "no-trip"])
         guard args.positionals.count == 1 else { throw UsageError("expected one TRACK file") }
         let file = args.positionals[0]
         let setup: GatewaySetup
@@ -102,33 +120,96 @@ enum ReplayCommand: Subcommand {
                 throw UsageError("\(file): device id '\(Logger.escaped(device))': \(problem)")
             }
         }
-        let run = ReplayRun(updates: updates, snapshot: setup.snapshot, maxAccuracy: setup.config.input.maxAccuracy)
-        for decision in run.decisions {
-            let n = decision.notification
-            if args.has("json") {
-                print(ControlCharacters.escapedJSON(n.eventJSON(gateway: setup.config.gateway.id, emitted: decision.decidedAt).serialized()))
-            } else {
-                var line = "\(ISO8601Time.format(n.position.time))  \(n.type.rawValue.padding(toLength: 5))\(n.device)  "
-                    + "\(n.layer)/\(n.fenceID)" + (n.fenceName.map { " (\($0))" } ?? "") + "  trigger \(n.trigger)"
-                if n.inferred { line += "  inferred" }
-                if let reason = n.reason, reason != .moved { line += "  reason \(reason.rawValue)" }
-                if let dwell = n.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
-                if let speed = n.speed, let limit = n.speedLimit {
-                    line += "  \((speed * 10).rounded() / 10) m/s, limit \((limit * 10).rounded() / 10) m/s"
-                }
-                if let message = n.message?.message { line += "  \"\(message)\"" }
-                print(Logger.escaped(line))
+        let trips = try tripFiles(args, track: file, setup: setup, updates: updates)
+        let run = ReplayRun(
+            updates: updates, snapshot: setup.snapshot, maxAccuracy: setup.config.input.maxAccuracy, trips: trips.map(\.request))
+        let emission = TripEmission(gatewayID: setup.config.gateway.id, prefix: setup.config.output.prefix, qos: setup.config.output.qos)
+        for entry in run.entries {
+            switch entry {
+            case .fence(let decision): print(fenceLine(decision, gateway: setup.config.gateway.id, json: args.has("json")))
+            case .trip(let decision): print(tripLine(decision, emission: emission, json: args.has("json")))
             }
         }
         let drops = run.dropped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
         printError("replay: \(updates.count) updates (\(run.accepted) accepted\(drops.isEmpty ? "" : ", " + drops.joined(separator: ", "))), \(run.decisions.count) events"
+            + (run.tripDecisions.isEmpty ? "" : " and \(run.tripDecisions.count) trip events")
             + (run.outsideSchedule > 0 ? " (\(run.outsideSchedule) outside their schedule, not shown)" : ""))
+        for trip in run.trips { printError(Logger.escaped(tripSummary(trip))) }
         if let out = args["svg"] {
-            let svg = ReplaySVG().render(updates: updates, decisions: run.decisions, snapshot: setup.snapshot)
+            let svg = ReplaySVG().render(
+                updates: updates, decisions: run.decisions, snapshot: setup.snapshot, trips: run.trips, tripDecisions: run.tripDecisions)
             guard FileManager.default.createFile(atPath: out, contents: Data(svg.utf8)) else {
                 throw UsageError("--svg \(out): cannot write the file")
             }
         }
         return ExitStatus.ok
+    }
+
+    /// The trips to follow: each `--trip FILE`, else the trip file beside `track` (unless
+    /// `--no-trip`), read against the fences loaded; each trip's device must have fixes.
+    static func tripFiles(_ args: Arguments, track: String, setup: GatewaySetup, updates: [LocationUpdate]) throws -> [TripFile] {
+        if args.has("no-trip") {
+            guard args.all("trip").isEmpty else { throw UsageError("--no-trip and --trip do not go together") }
+            return []
+        }
+        var paths = args.all("trip")
+        if paths.isEmpty, let beside = TripFile.beside(track) { paths = [beside] }
+        let devices = Set(updates.map(\.device))
+        var trips: [TripFile] = []
+        for path in paths {
+            let trip = try TripFile.read(
+                path, snapshot: setup.snapshot, maxVertices: setup.config.fences.maxVertices, created: updates.first?.time ?? 0)
+            if let other = trips.first(where: { $0.id == trip.id }) {
+                throw UsageError("\(path): trip id \"\(trip.id)\" is also the id of \(other.file); give each trip its own \"id\"")
+            }
+            guard devices.contains(trip.request.device) else {
+                throw UsageError(Logger.escaped(
+                    "\(path): \"device\": \"\(trip.request.device)\" has no fix in \(track) (its devices: "
+                        + devices.sorted().map { "\"\($0)\"" }.joined(separator: ", ") + "); expected one of them, or --device"))
+            }
+            printError(Logger.escaped("replay: trip \(trip.id) from \(path): device \(trip.request.device), route of \(Int(trip.request.plan.route.length.rounded())) m"))
+            trips.append(trip)
+        }
+        return trips
+    }
+
+    /// One fence event: with `json`, exactly as `serve` publishes it (emitted at its decision's
+    /// clock reading); else one line.
+    static func fenceLine(_ decision: ReplayRun.Decision, gateway: String, json: Bool) -> String {
+        let n = decision.notification
+        if json { return ControlCharacters.escapedJSON(n.eventJSON(gateway: gateway, emitted: decision.decidedAt).serialized()) }
+        var line = "\(ISO8601Time.format(n.position.time))  \(n.type.rawValue.padding(toLength: 5))\(n.device)  "
+            + "\(n.layer)/\(n.fenceID)" + (n.fenceName.map { " (\($0))" } ?? "") + "  trigger \(n.trigger)"
+        if n.inferred { line += "  inferred" }
+        if let reason = n.reason, reason != .moved { line += "  reason \(reason.rawValue)" }
+        if let dwell = n.dwellSeconds { line += "  after \(Int(dwell.rounded())) s" }
+        if let speed = n.speed, let limit = n.speedLimit {
+            line += "  \((speed * 10).rounded() / 10) m/s, limit \((limit * 10).rounded() / 10) m/s"
+        }
+        if let message = n.message?.message { line += "  \"\(message)\"" }
+        return Logger.escaped(line)
+    }
+
+    /// One trip event: with `json`, exactly as `serve` publishes it on `PREFIX/events/trips/DEVICE`
+    /// (emitted at its fix time); else one line like a fence event's, the trip in place of the fence.
+    static func tripLine(_ decision: ReplayRun.TripDecision, emission: TripEmission, json: Bool) -> String {
+        let event = decision.event, run = decision.trip
+        if json { return ControlCharacters.escapedJSON(emission.eventJSON(event, of: run, emitted: decision.decidedAt).serialized()) }
+        let f = event.figures
+        var figures = "along \(Int(f.along.rounded())) m, \(Int(f.remaining.rounded())) m to go"
+        if let offBy = f.offBy { figures += ", \(Int(offBy.rounded())) m off" }
+        if let eta = f.eta, eta.isFinite { figures += ", ETA \(ISO8601Time.format(eta.rounded()))" }
+        let line = "\(ISO8601Time.format(event.time))  \(event.kind.rawValue.padding(toLength: 5))\(run.device)  trip \(run.id)  "
+            + "trigger \(TripEmission.trigger)  \(figures)  \"\(TripEmission.message(event, of: run))\""
+        return Logger.escaped(line)
+    }
+
+    /// Where a trip stood at the end of the replay, for standard error.
+    static func tripSummary(_ run: TripRun) -> String {
+        let p = run.progress
+        var line = "replay: trip \(run.id): \(p.state.rawValue), along \(Int(p.along.rounded())) of \(Int(p.plan.route.length.rounded())) m"
+        if let by = p.plan.by { line += ", by \(ISO8601Time.format(by))" }
+        if let time = p.lastTime { line += ", last fix \(ISO8601Time.format(time))" } else { line += ", no fix of \(run.device)" }
+        return line
     }
 }

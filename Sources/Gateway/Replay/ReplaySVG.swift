@@ -13,15 +13,19 @@ import Glibc
 /// `<text class="event">` per event starting with its type, and one dashed
 /// `<line class="inferred">` per stay inferred between sparse fixes (`crossings`), from its
 /// inferred enter to its inferred exit (the part of the track the device is taken to have
-/// spent inside).
+/// spent inside). A trip's route is one `<polyline class="route" data-trip="ID">` over a wide
+/// translucent one of its corridor, and its events are `<text class="event">` like the others.
 struct ReplaySVG {
     let width = 1000.0
     /// Context around the track: a quarter of its extent, at least 25 m.
     var minimumMargin = 25.0
 
-    func render(updates: [LocationUpdate], decisions: [ReplayRun.Decision], snapshot: EngineSnapshot) -> String {
+    func render(
+        updates: [LocationUpdate], decisions: [ReplayRun.Decision], snapshot: EngineSnapshot, trips: [TripRun] = [],
+        tripDecisions: [ReplayRun.TripDecision] = []
+    ) -> String {
         guard !updates.isEmpty else { return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>" }
-        var view = GeoBounds(of: updates.map(\.coordinate))
+        var view = GeoBounds(of: updates.map(\.coordinate) + trips.flatMap(\.progress.plan.route.vertices))
         let extent = max((view.maxLat - view.minLat) * Earth.meridionalRadius(atLatitude: view.minLat),
                          (view.maxLon - view.minLon) * Earth.parallelRadius(atLatitude: view.minLat)) * .pi / 180
         view = view.expanded(by: max(minimumMargin, extent / 4))
@@ -84,6 +88,18 @@ struct ReplaySVG {
                 out += "<text x=\"\(f(x(c)))\" y=\"\(f(y(c)))\" fill=\"\(colour)\" text-anchor=\"middle\" opacity=\"0.8\">\(name)</text>\n"
             }
         }
+        // Trips' routes: the corridor as a wide translucent stroke, the route on it.
+        for run in trips {
+            let plan = run.progress.plan
+            let points = plan.route.vertices.map(point).joined(separator: " ")
+            out += """
+                <polyline class="corridor" data-trip="\(escape(run.id))" fill="none" stroke="#e3b341" stroke-opacity="0.3" \
+                stroke-width="\(f(max(plan.corridor * 2 * scale, 1)))" stroke-linejoin="round" stroke-linecap="round" points="\(points)"/>
+                <polyline class="route" data-trip="\(escape(run.id))" fill="none" stroke="#b7791f" stroke-width="2" \
+                stroke-dasharray="8 4" points="\(points)"><title>trip \(escape(run.id)) of \(escape(run.device)), corridor \(f(plan.corridor)) m</title></polyline>
+
+                """
+        }
         // Tracks.
         var byDevice: [(String, [LocationUpdate])] = []
         for u in updates {
@@ -120,6 +136,16 @@ struct ReplaySVG {
             if n.inferred { label += " (inferred)" }
             if let reason = n.reason, reason != .moved { label += " (\(reason.rawValue))" }
             out += "<text class=\"event\" x=\"\(f(x(c) + 7))\" y=\"\(f(y(c) - 4 + dy))\" fill=\"\(colour)\">\(escape(label))</text>\n"
+        }
+        // Trip events, at the deciding fix, labelled with type and trip.
+        for (i, decision) in tripDecisions.enumerated() {
+            guard let c = decision.event.figures.position else { continue }
+            let kind = decision.event.kind
+            let colour = [.offRoute: "#cf222e", .late: "#d4710b", .missed: "#cf222e"][kind] ?? "#b7791f"
+            let dy = Double((decisions.count + i) % 3) * 13
+            out += "<rect x=\"\(f(x(c) - 5))\" y=\"\(f(y(c) - 5))\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+            out += "<text class=\"event\" data-trip=\"\(escape(decision.trip.id))\" x=\"\(f(x(c) + 7))\" y=\"\(f(y(c) - 4 + dy))\" "
+                + "fill=\"\(colour)\">\(escape("\(kind.rawValue) trip \(decision.trip.id)"))</text>\n"
         }
         // Scale bar: a round number of metres, about a fifth of the width.
         let target = metresWide / 5
