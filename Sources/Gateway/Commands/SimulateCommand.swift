@@ -17,9 +17,11 @@ enum SimulateCommand: Subcommand {
                                    [--device ID] [--devices N] [--format json|owntracks]
                                    [--topic TEMPLATE] [--loop] [--rate R] [--seed N]
                                    [--qos 0|1] [--config FILE] [--broker HOST:PORT] [--quiet]
+                                   [--trip FILE]... [--no-trip] [--fences DIR]
                geotrigger simulate TRACK --recorded [--device ID] [--speed M/S] [--format F]
                                    [--topic TEMPLATE] [--rate R] [--qos 0|1] [--config FILE]
-                                   [--broker HOST:PORT] [--quiet]
+                                   [--broker HOST:PORT] [--quiet] [--trip FILE]... [--no-trip]
+                                   [--fences DIR]
 
         Walks N simulated devices along ROUTE (a GeoJSON LineString, GPX, TCX, KML, OwnTracks
         recorder file, NMEA log or JSON lines of {lat, lon}) and publishes their positions to
@@ -32,6 +34,20 @@ enum SimulateCommand: Subcommand {
         (each GPX track its own device, tracks and points without times skipped and said on
         standard error, or walked at --speed), published at the pace of its fix times, which
         are moved to start now (with --rate other than 1: to end now).
+
+        Trips: a trip file (see `geotrigger replay --help` and docs/trips.md) is published,
+        retained, on PREFIX/trips/TRIP_ID (PREFIX: the config's output.prefix) before the first
+        position, so a running `serve` follows the trip: ROUTE's own trip file beside it (its
+        name with .trip.json for its extension), unless --trip or --no-trip is given. It is
+        checked first as `replay` checks it, against the fences of the config (or --fences),
+        and its device must be one that is simulated. With --recorded, the trip's `by` is moved
+        with the fix times; at a --rate other than 1 the times are then placed so that the
+        play reaches `by` when the gateway's clock does (fixes after `by` are dated ahead of
+        the clock by up to their distance from it, times 1 - 1/R), so `serve` decides late,
+        arrived and missed as `replay` does. Walking a ROUTE, `by` is published as written.
+        The trip is left to the gateway at the end: it clears the request itself once the trip
+        has arrived or is missed; an open one stays open until a dispatcher cancels it (an
+        empty retained message on its topic).
 
         Options:
           --speed M/S       walking speed in metres per second (default 1.4)
@@ -57,14 +73,20 @@ enum SimulateCommand: Subcommand {
           --config FILE     the broker settings of a gateway config
           --broker H:P      the broker (default from the config, else 127.0.0.1:1883)
           --quiet           no line per tick
+          --trip FILE       publish this trip first (repeat for several); default: the trip
+                            file beside ROUTE or TRACK, if there is one
+          --no-trip         publish no trip, not even the one beside the file
+          --fences DIR      the fences a trip's {"layer", "fence"} is looked up in (default:
+                            gateway.fences of the config, else fences)
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let args = try Arguments(
             arguments,
             valued: ["speed", "interval", "accuracy", "noise", "seed", "device", "devices", "format", "topic", "rate",
-                     "qos", "config", "broker"],
-            flags: ["loop", "quiet", "recorded"])
+                     "qos", "config", "broker", "fences"],
+            repeated: ["trip"],
+            flags: ["loop", "quiet", "recorded", "no-trip"])
         guard args.positionals.count == 1 else { throw UsageError("expected one ROUTE file") }
         let file = args.positionals[0]
         guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("\(file): cannot read the route file") }
@@ -117,8 +139,11 @@ enum SimulateCommand: Subcommand {
             throw UsageError(error.description)
         }
 
-        let client = try CountingClient(ClientOptions(args, role: "simulate").mqtt)
+        let trips = try tripFiles(args, file: file, devices: Set(devices))
+        let options = try ClientOptions(args, role: "simulate")
+        let client = try CountingClient(options.mqtt)
         defer { client.stop() }
+        try await publish(trips, shift: 0, prefix: options.config.output.prefix, client: client)
         let clock = MonotonicClock.now()
         var published = 0
         while let tick = walker.next() {
@@ -183,11 +208,22 @@ enum SimulateCommand: Subcommand {
         let topicTemplate = args["topic"] ?? (format == .owntracks ? "owntracks/{device}" : "devices/{device}/location")
         let first = plan.updates.map(\.time).min() ?? 0
         let last = plan.updates.map(\.time).max() ?? 0
-        let now = WallClock.now()
-        let shift = rate == 1 ? now - first : now - last
-
-        let client = try CountingClient(ClientOptions(args, role: "simulate").mqtt)
+        let trips = try tripFiles(args, file: file, devices: devices)
+        let options = try ClientOptions(args, role: "simulate")
+        let client = try CountingClient(options.mqtt)
         defer { client.stop() }
+        let now = WallClock.now()
+        var shift = rate == 1 ? now - first : now - last
+        // The play reaches the earliest `by` when the wall clock does (see --help).
+        if rate > 0, let by = trips.compactMap(\.request.plan.by).min() {
+            shift = ((now + (by - first) / rate - by) * 1000).rounded() / 1000
+            let ahead = (last - by) * (1 - 1 / rate)
+            if ahead > 0 {
+                printError("simulate: the fixes after the trip's by are dated up to \(Int(ahead.rounded(.up))) s ahead of the clock "
+                    + "(the gateway drops those more than input.maxFutureSkew ahead)")
+            }
+        }
+        try await publish(trips, shift: shift, prefix: options.config.output.prefix, client: client)
         let clock = MonotonicClock.now()
         var published = 0
         for var update in plan.updates {
@@ -209,6 +245,58 @@ enum SimulateCommand: Subcommand {
         }
         print("published \(published) updates of \(devices.count) device\(devices.count == 1 ? "" : "s")")
         return ExitStatus.ok
+    }
+
+    /// The trips to publish: each `--trip FILE`, else the trip file beside `file` (unless
+    /// `--no-trip`), checked against the fences of the config (or `--fences`); each trip's
+    /// device must be simulated.
+    static func tripFiles(_ args: Arguments, file: String, devices: Set<String>) throws -> [TripFile] {
+        if args.has("no-trip") {
+            guard args.all("trip").isEmpty else { throw UsageError("--no-trip and --trip do not go together") }
+            return []
+        }
+        var paths = args.all("trip")
+        if paths.isEmpty, let beside = TripFile.beside(file) { paths = [beside] }
+        guard !paths.isEmpty else { return [] }
+        let setup: GatewaySetup
+        do {
+            setup = try GatewaySetup.load(configFile: args["config"], fencesOverride: args["fences"])
+        } catch {
+            throw UsageError(error.problems.joined(separator: "\n"))
+        }
+        var trips: [TripFile] = []
+        for path in paths {
+            let trip = try TripFile.read(
+                path, snapshot: setup.snapshot, maxVertices: setup.config.fences.maxVertices, created: WallClock.now())
+            if let other = trips.first(where: { $0.id == trip.id }) {
+                throw UsageError("\(path): trip id \"\(trip.id)\" is also the id of \(other.file); give each trip its own \"id\"")
+            }
+            guard devices.contains(trip.request.device) else {
+                throw UsageError(Logger.escaped(
+                    "\(path): \"device\": \"\(trip.request.device)\" is not simulated (simulated: "
+                        + devices.sorted().prefix(5).map { "\"\($0)\"" }.joined(separator: ", ") + (devices.count > 5 ? ", ..." : "")
+                        + "); expected one of them, or --device"))
+            }
+            trips.append(trip)
+        }
+        return trips
+    }
+
+    /// Publishes each trip, retained (QoS 1), on `PREFIX/trips/TRIP_ID` with its `by` moved by
+    /// `shift`, and waits (at most 10 s) for the broker to have them before the first position.
+    static func publish(_ trips: [TripFile], shift: Double, prefix: String, client: CountingClient) async throws {
+        guard !trips.isEmpty else { return }
+        for trip in trips {
+            let topic = "\(prefix)/trips/\(trip.id)"
+            try client.publish(topic: topic, payload: trip.payload(shiftingBy: shift), qos: .atLeastOnce, retain: true)
+            var note = "simulate: trip \(trip.id) from \(trip.file) published on \(topic) (retained)"
+            if shift != 0, let by = trip.request.plan.by { note += ", by \(ISO8601Time.format(by + shift, milliseconds: true))" }
+            printError(Logger.escaped(note + "; cancel: an empty retained message on that topic"))
+        }
+        let deadline = MonotonicClock.now() + 10
+        while client.isConnected, client.pendingAcknowledgements > 0, MonotonicClock.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// The payload of one simulated update.
@@ -255,8 +343,8 @@ final class CountingClient: Sendable {
     var isConnected: Bool { client.isConnected }
     var pendingAcknowledgements: Int { tracker.ids.withLock { $0.pending.count } }
 
-    func publish(topic: String, payload: [UInt8], qos: MQTTQoS) throws {
-        let id = try client.publish(topic: topic, payload: payload, qos: qos)
+    func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool = false) throws {
+        let id = try client.publish(topic: topic, payload: payload, qos: qos, retain: retain)
         if qos != .atMostOnce {
             tracker.ids.withLock { if $0.early.remove(id) == nil { $0.pending.insert(id) } }
         }
