@@ -165,7 +165,7 @@ enum ReplayCommand: Subcommand {
             guard devices.contains(trip.request.device) else {
                 throw UsageError(Logger.escaped(
                     "\(path): \"device\": \"\(trip.request.device)\" has no fix in \(track) (its devices: "
-                        + devices.sorted().map { "\"\($0)\"" }.joined(separator: ", ") + "); expected one of them, or --device"))
+                        + devices.sorted().map { "\"\($0)\"" }.joined(separator: ", ") + "); expected one of them (or --device), or --no-trip"))
             }
             printError(Logger.escaped("replay: trip \(trip.id) from \(path): device \(trip.request.device), route of \(Int(trip.request.plan.route.length.rounded())) m"))
             trips.append(trip)

@@ -275,7 +275,7 @@ enum SimulateCommand: Subcommand {
                 throw UsageError(Logger.escaped(
                     "\(path): \"device\": \"\(trip.request.device)\" is not simulated (simulated: "
                         + devices.sorted().prefix(5).map { "\"\($0)\"" }.joined(separator: ", ") + (devices.count > 5 ? ", ..." : "")
-                        + "); expected one of them, or --device"))
+                        + "); expected one of them (or --device), or --no-trip"))
             }
             trips.append(trip)
         }
