@@ -2,7 +2,7 @@
 # The garden tour: installs what is missing, builds a release, starts a private mosquitto on
 # a free loopback port (a system mosquitto on 1883 is left alone), runs the gateway on fences/,
 # walks deploy/routes/garden-tour.geojson faster than real time with two simulated visitors,
-# and shows the dispatch console. The web console (deploy/console/) is served by the broker's
+# drives the delivery van's trip (deploy/routes/van-run.jsonl), and shows the dispatch console. The web console (deploy/console/) is served by the broker's
 # websockets listener on another free loopback port; its URL is printed. Everything it started
 # is stopped by PID at the end or on Ctrl-C.
 #
@@ -104,6 +104,22 @@ for _ in $(seq 1 100); do grep -q '"missed"' "$WORK/expect.log" && break; sleep 
 echo "demo: the expected arrival (geotriggers/expect/visitor-1-depot/result):"
 cat "$WORK/expect.log"
 echo "demo: $("$BIN" events --config "$WORK/geotrigger.json5" --json | wc -l) events in the journal"
+# Trips (docs/trips.md): the delivery van van-1 leaves the depot for the East Job Site along the
+# Haul Road (deploy/routes/van-run.trip.json, beside its recorded run van-run.jsonl), strays off
+# its route for a minute, waits in traffic until its ETA passes the deadline (late), and arrives.
+# simulate publishes the trip, retained, before the first position, and places the deadline so
+# that the gateway's clock reaches it when the play does; at most 20x, so the arrival (35 s of
+# fix time before the deadline) is decided well before the clock gets there.
+VAN_RATE=$(( RATE > 20 ? 20 : RATE ))
+echo "demo: the delivery van van-1 drives its trip at ${VAN_RATE}x (deploy/routes/van-run.jsonl, van-run.trip.json)"
+mosquitto_sub -p "$PORT" -t 'geotriggers/events/trips/#' > "$WORK/trips.log" 2>&1 &
+PIDS+=($!)
+"$BIN" simulate deploy/routes/van-run.jsonl --recorded --config "$WORK/geotrigger.json5" --rate "$VAN_RATE" --quiet
+for _ in $(seq 1 100); do grep -q '"type":"\(arrived\|missed\)"' "$WORK/trips.log" && break; sleep 0.1; done
+echo "demo: the van's trip events (geotrigger events --trigger trips):"
+"$BIN" events --config "$WORK/geotrigger.json5" --trigger trips
+echo "demo: the same run offline (geotrigger replay deploy/routes/van-run.jsonl), trip events:"
+"$BIN" replay deploy/routes/van-run.jsonl 2>/dev/null | grep '  trigger trips  '
 # Crossings (docs/crossings.md): a vehicle reporting every 30 s at 60 km/h has no fix inside the
 # 20 m toll gate of deploy/crossings; with crossings on, its enter and exit are inferred.
 echo "demo: a vehicle with a fix every 500 m passes the 20 m toll gate (replay, crossings on):"
