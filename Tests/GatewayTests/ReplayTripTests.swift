@@ -2,6 +2,7 @@ import Foundation
 import MQTT
 import Testing
 import TestSupport
+@testable import Gateway
 
 /// `replay` and `simulate` with trip files (docs/trips.md "Trips in replay and simulate"): the
 /// delivery van of deploy/routes (van-run.jsonl beside van-run.trip.json) on the fleet layer's
@@ -170,6 +171,18 @@ import TestSupport
         #expect(abs(by.timeIntervalSince1970 - (start + 24)) < 5, "\(published)")
         // Settled: the gateway clears the retained request after the arrival.
         #expect(await poll(until: { probe.messages.all.contains { $0.topic == "van/trips/van-1-east" && $0.payload.isEmpty } }))
+        // The journal has them, named by their trip.
+        let journal = try runGeotrigger(["events", "--config", config, "--trigger", "trips"])
+        #expect(journal.out.split(separator: "\n").map { String($0.split(separator: " ")[1]) } == Self.expected, "\(journal.out)")
+        #expect(journal.out.contains("  late  van-1  trip van-1-east  trigger trips  \"van-1 will be late on trip van-1-east (ETA "), "\(journal.out)")
+    }
+
+    /// `watch` shows a trip's event with its trip where a fence event shows its fence.
+    @Test func watchShowsATripEventWithItsTrip() {
+        var console = WatchConsole(prefix: "p")
+        let line = console.take(topic: "p/events/trips/van-1", payload: Array(
+            #"{"type":"offRoute","device":"van-1","trip":"van-1-east","position":{"lat":34.4,"lon":-119.7,"time":"2026-12-07T09:03:15Z"},"message":"van-1 is off the route"}"#.utf8))
+        #expect(line == #"event    09:03:15  offRoute  van-1  trip van-1-east  "van-1 is off the route""#, "\(line ?? "nil")")
     }
 }
 

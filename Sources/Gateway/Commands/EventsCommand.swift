@@ -88,6 +88,7 @@ enum EventsCommand: Subcommand {
         var message: String?
         var dwellSeconds: Double?
         var fence: FenceSummary?
+        var trip: String?
     }
 
     /// One readable line: `2026-11-30T12:00:00Z  enter  workers/alice  garden/desert (Desert Section)  trigger garden  "Entered Desert Section"`.
@@ -95,7 +96,9 @@ enum EventsCommand: Subcommand {
         let summary = try? JSONDecoder().decode(PayloadSummary.self, from: Data(event.payload.utf8))
         let time = Date(timeIntervalSince1970: event.fixTime)
             .formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: event.fixTime.rounded() != event.fixTime))
-        var line = "\(time)  \(event.type.padding(toLength: 5)) \(event.device)  \(event.layer)/\(event.fence)"
+        // A trip's event (docs/trips.md "Events") has its trip where a fence event has its fence.
+        let place = event.layer.isEmpty && event.fence.isEmpty ? summary?.trip.map { "trip \($0)" } : nil
+        var line = "\(time)  \(event.type.padding(toLength: 5)) \(event.device)  " + (place ?? "\(event.layer)/\(event.fence)")
         if let name = summary?.fence?.name, !name.isEmpty { line += " (\(name))" }
         line += "  trigger \(event.trigger)"
         if summary?.inferred == true { line += "  inferred" }

@@ -59,7 +59,10 @@ struct WatchConsole {
         let name = fence?["name"]?.stringValue ?? fence?["id"]?.stringValue ?? "?"
         let place = "\(fence?["layer"]?.stringValue ?? "?")/\(fence?["id"]?.stringValue ?? "?")"
         let type = o["type"]?.stringValue ?? "?"
-        var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  \(name) (\(place))"
+        // A trip's event (docs/trips.md "Events") has its trip where a fence event has its fence.
+        let subject = fence == nil ? o["trip"]?.stringValue.map { "trip \($0)" } : nil
+        var line = "\(shortTime(o["position"]?.objectValue?["time"]?.stringValue))  \(type.padding(toLength: 5)) \(o["device"]?.stringValue ?? "?")  "
+            + (subject ?? "\(name) (\(place))")
         if o["inferred"] == .bool(true) { line += " [inferred]" }
         if let reason = o["reason"]?.stringValue, reason != "moved" { line += " [\(reason)]" }
         if let dwell = o["dwellSeconds"]?.numberValue { line += " after \(WatchConsole.whole(dwell)) s" }
