@@ -44,7 +44,9 @@ enum SimulateCommand: Subcommand {
         with the fix times; at a --rate other than 1 the times are then placed so that the
         play reaches `by` when the gateway's clock does (fixes after `by` are dated ahead of
         the clock by up to their distance from it, times 1 - 1/R), so `serve` decides late,
-        arrived and missed as `replay` does. Walking a ROUTE, `by` is published as written.
+        arrived and missed as `replay` does (at --rate 0 the times end now, as without a
+        trip: a `by` before the last fix has passed). Walking a ROUTE, `by` is published as
+        written.
         The trip is left to the gateway at the end: it clears the request itself once the trip
         has arrived or is missed; an open one stays open until a dispatcher cancels it (an
         empty retained message on its topic).
