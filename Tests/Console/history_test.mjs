@@ -168,7 +168,7 @@ same('fixTime: the position\'s time, else the event\'s time, else emitted, else 
                     else reply = { device: q.track.device, offset, positions: positions.slice(offset, offset + limit), truncated: offset + limit < positions.length };
                 } else {
                     const { offset = 0, limit } = q.events;
-                    reply = { offset, events: journal[gw].slice(offset, offset + limit), truncated: offset + limit < journal[gw].length };
+                    reply = { count: journal[gw].length, offset, events: journal[gw].slice(offset, offset + limit), truncated: offset + limit < journal[gw].length };
                 }
                 actions.reply(bytes({ ...reply, correlation: q.correlation }));
             }, 1 + (asked.length % 3));
@@ -188,6 +188,9 @@ same('fixTime: the position\'s time, else the event\'s time, else emitted, else 
     same('recentEvents: the last hour of every started gateway, paged', [r.events.map((e) => e.id).sort(), r.error],
         [['a1', 'a2', ...journal['gw-b'].map((e) => e.id)].sort(), null]);
     same('recentEvents: since an hour before now', asked.filter(([, q]) => q.events).every(([, q]) => q.events.since === iso(0)), true);
+    const newest = await actions.recentEvents(Date.parse(iso(0)) + HOUR_MS, 5);
+    same('recentEvents past its max: the newest of each gateway (from offset count - max)', newest.events.map((e) => e.id),
+        ['a1', 'a2', 'b8', 'b9', 'b10', 'b11', 'b12']);
 }
 
 const now = Date.UTC(2026, 11, 7, 14, 20, 0);

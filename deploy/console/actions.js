@@ -90,18 +90,22 @@ export class Actions {
     }
 
     /// The journal's events of the last hour (the events query), paged, oldest first, from every
-    /// started gateway: {events, error}. (Several gateways on one NATS cluster share a journal
-    /// each of their own; the store merges by id.)
-    async recentEvents(now = Date.now()) {
+    /// started gateway: {events, error}; of a gateway with more than `max`, the newest (its
+    /// first reply's `count` says where they begin). (Several gateways on one NATS cluster keep
+    /// a journal each; the store merges by id.)
+    async recentEvents(now = Date.now(), max = HISTORY_EVENTS) {
         const since = new Date(now - HOUR_MS).toISOString();
         const events = [];
         let error = null;
         for (const gateway of this.started()) {
+            const first = await this.historyQuery(gateway, { events: { since, limit: 1 } });
+            const count = first && Number.isInteger(first.count) ? first.count : 0;
+            const start = Math.max(0, count - max);
             const result = await paged(async (offset, limit) => {
-                const reply = await this.historyQuery(gateway, { events: { since, offset, limit } });
+                const reply = await this.historyQuery(gateway, { events: { since, offset: start + offset, limit } });
                 if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
                 return { items: Array.isArray(reply.events) ? reply.events : [], truncated: reply.truncated === true };
-            }, { limit: EVENTS_PAGE, max: HISTORY_EVENTS });
+            }, { limit: EVENTS_PAGE, max });
             events.push(...result.items);
             if (result.error) error = error || `gateway ${gateway}: ${result.error}`;
         }
