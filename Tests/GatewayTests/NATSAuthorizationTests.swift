@@ -5,8 +5,9 @@ import TestSupport
 
 extension NATSClusterTests {
     /// `deploy/nats/authorization.conf` on a real nats-server: a device publishes its own
-    /// location (mapped to its shard) but not a runtime fence or an event; the gateway of that
-    /// shard and the dispatcher get what their permissions allow.
+    /// location (mapped to its shard) but not a runtime fence, a trip or an event; the gateway
+    /// of that shard gets the location and the dispatcher's fence, expected arrival and trip;
+    /// the dispatcher what its permissions allow.
     @Suite struct NATSAuthorization {
         @Test func deviceCannotPublishControlOrEventSubjects() async throws {
             let cluster = try NATSCluster(authorization: true)
@@ -29,24 +30,32 @@ extension NATSClusterTests {
             gateway.collect()
             dispatcher.collect()
             try gateway.client.subscribe("shard/\(shard)/fleet/+/+/location", qos: .atLeastOnce)
-            try gateway.client.subscribe("geotriggers/fences/+/+", qos: .atLeastOnce)
+            for filter in ["geotriggers/fences/+/+", "geotriggers/expect/+", "geotriggers/trips/+"] {
+                try gateway.client.subscribe(filter, qos: .atLeastOnce)
+            }
             try dispatcher.client.subscribe("geotriggers/#", qos: .atLeastOnce)
             for p in [gateway, dispatcher, device] { try p.client.start() }
             #expect(await gateway.waitSubscribed("shard/\(shard)/fleet/+/+/location"), "\(gateway.events.all)\n\(cluster.logs)")
-            #expect(await gateway.waitSubscribed("geotriggers/fences/+/+"))
+            for filter in ["geotriggers/fences/+/+", "geotriggers/expect/+", "geotriggers/trips/+"] {
+                #expect(await gateway.waitSubscribed(filter), "\(filter)")
+            }
             #expect(await dispatcher.waitSubscribed("geotriggers/#"), "\(dispatcher.events.all)")
             #expect(await device.waitConnected())
 
             // The device first: its fence and event are refused; then the allowed ones.
             try device.client.publish(topic: "geotriggers/fences/sites/evil", payload: #"{"type":"Feature"}"#, qos: .atLeastOnce)
             try device.client.publish(topic: "geotriggers/events/t/vehicles/v17", payload: "{}", qos: .atLeastOnce)
+            try device.client.publish(topic: "geotriggers/trips/joyride", payload: #"{"device":"vehicles/v17"}"#, qos: .atLeastOnce)
             try device.client.publish(topic: "fleet/vehicles/v18/location", payload: "{}", qos: .atLeastOnce)
             try device.client.publish(topic: "fleet/vehicles/v17/location", payload: #"{"lat":1,"lon":2,"time":1}"#, qos: .atLeastOnce)
-            try dispatcher.client.publish(topic: "geotriggers/fences/sites/depot", payload: #"{"type":"Feature"}"#, qos: .atLeastOnce)
-            #expect(await gateway.waitMessages(2), "\(gateway.messages.all.map(\.topic))\n\(cluster.logs)")
-            #expect(await dispatcher.waitMessages(1))
+            let dispatched = ["geotriggers/fences/sites/depot", "geotriggers/expect/e1", "geotriggers/trips/run-1"]
+            for topic in dispatched {
+                try dispatcher.client.publish(topic: topic, payload: #"{"device":"vehicles/v17"}"#, qos: .atLeastOnce)
+            }
+            #expect(await gateway.waitMessages(4), "\(gateway.messages.all.map(\.topic))\n\(cluster.logs)")
+            #expect(await dispatcher.waitMessages(3))
             // Give anything refused the same chance to arrive late.
-            _ = await poll(timeout: .seconds(2)) { gateway.messages.count > 2 || dispatcher.messages.count > 1 }
+            _ = await poll(timeout: .seconds(2)) { gateway.messages.count > 4 || dispatcher.messages.count > 3 }
             let log = (try? String(contentsOfFile: cluster.nodes[0].logPath, encoding: .utf8)) ?? ""
             // The refused publishes: "... Violation - User "v17", Subject "..."". A loaded box can
             // also log "Router connection closed: Protocol Violation" while the cluster's routes
@@ -55,9 +64,9 @@ extension NATSClusterTests {
                 .map { $0.split(separator: " - ").last.map(String.init) ?? "" }.filter { $0.hasPrefix("User ") }
             print("NATS authorization: gateway of shard \(shard) got \(gateway.messages.all.map(\.topic)); dispatcher got",
                   "\(dispatcher.messages.all.map(\.topic)); refused: \(violations)")
-            #expect(Set(gateway.messages.all.map(\.topic)) == ["shard/\(shard)/fleet/vehicles/v17/location", "geotriggers/fences/sites/depot"])
-            #expect(dispatcher.messages.all.map(\.topic) == ["geotriggers/fences/sites/depot"])
-            #expect(violations.count == 3, "\(violations)")
+            #expect(Set(gateway.messages.all.map(\.topic)) == Set(["shard/\(shard)/fleet/vehicles/v17/location"] + dispatched))
+            #expect(Set(dispatcher.messages.all.map(\.topic)) == Set(dispatched))
+            #expect(violations.count == 4, "\(violations)")
         }
     }
 }
