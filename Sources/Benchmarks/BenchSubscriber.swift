@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// - raw pass-through: counts the updates on the feed's topics and records when each arrived;
 /// - gateway: records each event's device, `position.time` and arrival time (for the latency
-///   of its crossing update), and the counters of every gateway status.
+///   of its crossing update), and the counters of every gateway status;
+/// - trips (with `tripsPrefix`): counts the trips' events apart from the others, records when
+///   each progress message arrived, the trips' errors and the `trips` query's replies.
 final class BenchSubscriber: Sendable {
     /// One status of the gateway, as received.
     struct StatusSample: Sendable {
@@ -38,16 +40,36 @@ final class BenchSubscriber: Sendable {
         var events: [EventArrival] = []
         var unmatchedEvents = 0
         var statuses: [StatusSample] = []
+        /// Arrival time of every non-empty message on `PREFIX/trips/+/progress`.
+        var progressTimes: [Double] = []
+        /// Events on `PREFIX/events/trips/+`, by type.
+        var tripEvents: [String: Int] = [:]
+        /// `trip: error` of each message on `PREFIX/trips/+/error`.
+        var tripErrors: [String] = []
+        /// The replies on `PREFIX/query/GATEWAY_ID/reply`, in arrival order.
+        var tripReplies: [TripsReply] = []
+    }
+
+    /// A reply to the `trips` query: how many are open, and the states of those listed.
+    struct TripsReply: Sendable, Equatable {
+        var count: Int
+        var states: [String: Int]
     }
 
     let client: MQTTClient
     let generator: LoadGenerator
     let statusTopic: String?
+    /// `PREFIX/` of the trip topics and `PREFIX/query/GATEWAY_ID/reply`, when trips are watched.
+    let tripsPrefix: String?
+    let queryReplyTopic: String?
     let state = Mutex(State())
     private let subscribed = LoadGenerator.CounterBox()
 
     /// A subscriber with a fresh session; nothing is subscribed until `start(filters:)`.
-    init(host: String, port: Int, clientID: String, generator: LoadGenerator, statusTopic: String?) throws {
+    init(
+        host: String, port: Int, clientID: String, generator: LoadGenerator, statusTopic: String?, tripsPrefix: String? = nil,
+        queryReplyTopic: String? = nil
+    ) throws {
         var configuration = MQTTConfiguration(host: host, port: port, clientId: clientID, cleanStart: true, inboundCapacity: 4096)
         configuration.sessionExpiry = 0
         // libmosquitto's own reads: the raw pass-through is measured with a stock client.
@@ -58,6 +80,8 @@ final class BenchSubscriber: Sendable {
         })
         self.generator = generator
         self.statusTopic = statusTopic
+        self.tripsPrefix = tripsPrefix
+        self.queryReplyTopic = queryReplyTopic
     }
 
     /// Connects, subscribes to `filters` and waits (up to 10 s) for the broker's answers.
@@ -92,6 +116,7 @@ final class BenchSubscriber: Sendable {
             }
             return
         }
+        if let tripsPrefix, recordTrips(message, prefix: tripsPrefix, time: now) { return }
         if message.topic.contains("/events/") {
             let arrival = event(message.payload, time: now)
             state.withLock { s in
@@ -105,6 +130,39 @@ final class BenchSubscriber: Sendable {
             s.last = now
             s.arrivals.append(now)
         }
+    }
+
+    /// Records `message` if it is a trip's (progress, error, event) or a query reply; false
+    /// for any other.
+    private func recordTrips(_ message: MQTTMessage, prefix: String, time: Double) -> Bool {
+        let topic = message.topic
+        if topic == queryReplyTopic {
+            let object = try? JSONReader.parse(message.payload, file: "reply", dialect: .json).value.objectValue
+            var states: [String: Int] = [:]
+            for trip in object?["trips"]?.arrayValue ?? [] {
+                states[trip.objectValue?["state"]?.stringValue ?? "?", default: 0] += 1
+            }
+            // A reply that is not a trips list (an error) counts as none open, its text kept.
+            let count = object?["count"]?.numberValue.map { Int($0) } ?? -1
+            state.withLock { s in
+                s.tripReplies.append(TripsReply(count: count, states: states))
+                if count < 0 { s.tripErrors.append("query: " + String(decoding: message.payload, as: UTF8.self)) }
+            }
+            return true
+        }
+        if topic.hasPrefix(prefix + "events/trips/") {
+            let type = (try? JSONReader.parse(message.payload, file: "event", dialect: .json).value.objectValue)?["type"]?.stringValue ?? "?"
+            state.withLock { $0.tripEvents[type, default: 0] += 1 }
+            return true
+        }
+        guard topic.hasPrefix(prefix + "trips/") else { return false }
+        if topic.hasSuffix("/progress") {
+            if !message.payload.isEmpty { state.withLock { $0.progressTimes.append(time) } }
+        } else if topic.hasSuffix("/error") {
+            let text = String(decoding: message.payload, as: UTF8.self)
+            state.withLock { $0.tripErrors.append(text) }
+        }
+        return true
     }
 
     /// The device number and step of an event (by `device` and `position.time`).

@@ -19,7 +19,7 @@ enum EnduranceBenchmark {
     static let help = """
         Usage: geotrigger bench endurance [--devices N] [--interval S] [--fleet mixed|parked|edge|driving|idle]
                                           [--mix parked=60,driving=20,edge=20] [--duration S] [--idle S]
-                                          [--warmup S] [--gateway PATH] [--json] [...]
+                                          [--warmup S] [--trips N] [--gateway PATH] [--json] [...]
 
         Runs the shipped broker config and `geotrigger serve` as child processes, drives a fleet
         through them at a real rate (no gpsd feed), then lets them idle, and prints what each
@@ -46,6 +46,22 @@ enum EnduranceBenchmark {
                    alternately: each fix starts a hold and the next cancels it (few events)
           mixed    60 % parked, 20 % driving, 20 % edge (the default)
           idle     nothing reports
+
+        Trips (--trips N): before the warm-up the benchmark publishes a trip for each of the
+        first N devices (retained on PREFIX/trips/bench-D, the route a GeoJSON LineString, a
+        corridor of 50 m, no destination fence, no deadline), then asks the `trips` query until
+        the gateway's shards follow all N (within 60 s; fewer, or an error on a trip's error
+        topic, ends the run). Each route is one its device drives: a driving device's own
+        to-and-fro from where its first update finds it, to 1 km beyond the run (so no trip
+        arrives and every fix is decided along it); a parked or edge device's a 1 km line
+        from 20 m behind its spot through it (the trip stays pending). --fleet driving is the
+        case the figures are meant for: run it with and without --trips N, alternated, and
+        compare CPU per update. The report adds the open trips before the warm-up and after
+        the drive (by state), the trips' events (counted apart from the trigger's, not in the
+        latency), progress messages per second in the drive, and memory per trip: the
+        gateway's VmRSS once all N are followed minus just before they were published, over N
+        (the requests, routes and their state before any fix; the ETA's speeds come with the
+        fixes: compare the drive-end VmRSS of two runs, with and without, for those).
 
         Segments, each measured from a settled point to the next: warm-up (--warmup s of
         driving, in which every device's first update creates its state: reported apart),
@@ -92,6 +108,8 @@ enum EnduranceBenchmark {
           --duration S        seconds of driving, warm-up included (default 600; the record
                               wants at least 600)
           --warmup S          seconds of driving before the drive segment (default 30)
+          --trips N           an open trip for each of the first N devices (default 0; at
+                              most --devices, at most 10,000: the gateway's limit)
           --idle S            seconds of the idle segment (default 120)
           --zones FILE        fence layer (default Tests/Fixtures/geometry/nyc-taxi-zones.geojson)
           --broker-config F   broker config (default deploy/mosquitto/geotrigger.conf)
@@ -101,6 +119,9 @@ enum EnduranceBenchmark {
           --json              print one JSON summary line instead of the report
         Build with `swift build -c release` and run .build/release/geotrigger.
         """
+
+    /// The most open trips a gateway takes (docs/trips.md "Limits").
+    static let maximumTrips = 10_000
 
     /// The trigger's `enterAfter` and `exitAfter`.
     static let hold = 30.0
@@ -116,6 +137,8 @@ enum EnduranceBenchmark {
         var mix: EnduranceFleet.Mix? = EnduranceFleet.Mix(parked: 60, driving: 20, edge: 20)
         var duration = 600.0
         var warmup = 30.0
+        /// Devices that get a trip before the warm-up (the first ones).
+        var trips = 0
         var idle = 120.0
         var zones = "Tests/Fixtures/geometry/nyc-taxi-zones.geojson"
         var brokerConfig = "deploy/mosquitto/geotrigger.conf"
@@ -130,7 +153,7 @@ enum EnduranceBenchmark {
     static func options(_ arguments: [String]) throws -> Options {
         let args = try Arguments(
             arguments,
-            valued: ["devices", "interval", "fleet", "mix", "duration", "warmup", "idle", "zones", "broker-config", "gateway", "dir"],
+            valued: ["devices", "interval", "fleet", "mix", "duration", "warmup", "trips", "idle", "zones", "broker-config", "gateway", "dir"],
             flags: ["keep", "json"])
         var o = Options()
         if let n = try args.number("devices") {
@@ -155,6 +178,13 @@ enum EnduranceBenchmark {
             guard args["fleet"] == nil else { throw UsageError("give --fleet or --mix, not both") }
             o.mix = try EnduranceFleet.Mix.parse(mix)
             o.fleet = "mix"
+        }
+        if let n = try args.number("trips") {
+            guard n >= 0, n == n.rounded(), n <= Double(min(o.devices, maximumTrips)) else {
+                throw UsageError("--trips expects a whole number from 0 to --devices (\(o.devices)) and at most \(maximumTrips), got \(args["trips"]!)")
+            }
+            o.trips = Int(n)
+            guard o.trips == 0 || o.mix != nil else { throw UsageError("--trips needs devices that report: not with --fleet idle") }
         }
         o.zones = args["zones"] ?? o.zones
         o.brokerConfig = args["broker-config"] ?? o.brokerConfig
@@ -306,9 +336,13 @@ enum EnduranceBenchmark {
             "bench endurance: \(gatewayExecutable) serve, fleet \(o.fleet), \(o.devices) devices every \(IndexBenchmark.format(o.interval, 1)) s; "
                 + "broker 127.0.0.1:\(port) with \(o.brokerConfig); work directory \(work)")
         let statusTopic = "\(prefix)/status/\(gatewayID)"
+        let queryTopic = "\(prefix)/query/\(gatewayID)"
         let subscriber = try BenchSubscriber(
-            host: "127.0.0.1", port: port, clientID: "geotrigger-endurance-events-\(tag)", generator: naming, statusTopic: statusTopic)
-        try await subscriber.start(filters: [statusTopic, "\(prefix)/events/#"], qos: .atLeastOnce)
+            host: "127.0.0.1", port: port, clientID: "geotrigger-endurance-events-\(tag)", generator: naming, statusTopic: statusTopic,
+            tripsPrefix: prefix + "/", queryReplyTopic: queryTopic + "/reply")
+        try await subscriber.start(
+            filters: [statusTopic, "\(prefix)/events/#", "\(prefix)/trips/+/progress", "\(prefix)/trips/+/error", queryTopic + "/reply"],
+            qos: .atLeastOnce)
         let consumer = Task { await subscriber.consume() }
         defer {
             subscriber.client.stop()
@@ -332,6 +366,19 @@ enum EnduranceBenchmark {
             throw UsageError("\(error)\n\(gateway.logTail())")
         }
         try await Task.sleep(for: .seconds(3))
+
+        var trips = TripSummary(requested: o.trips, residentBefore: gateway.residentBytes)
+        if o.trips > 0, let fleet {
+            EndToEndBenchmark.note("trips: publishing \(o.trips), then asking the trips query until the gateway follows them all")
+            let seconds = o.duration + settle
+            for d in 0..<o.trips {
+                let payload = tripRequest(device: naming.deviceIDs[d], route: fleet.tripRoute(device: d, seconds: seconds, interval: o.interval))
+                _ = try subscriber.client.publish(topic: "\(prefix)/trips/\(tripID(d))", payload: payload, qos: .atLeastOnce, retain: true)
+            }
+            let opened = try await waitForTrips(o.trips, subscriber: subscriber, query: queryTopic, gateway: gateway, timeout: 60)
+            trips.residentWith = opened.resident
+            trips.atStart = opened.reply
+        }
 
         let probe = Probe(gateway: gateway, broker: broker, database: work + "/gateway.db", device: device, work: work)
         var readings = [try await probe.reading(afterFlush: true)]
@@ -358,6 +405,7 @@ enum EnduranceBenchmark {
         let run = await publishing?.value
         try await sleep(until: driveStart + o.duration + 1)  // the last events on their way
         readings.append(try await probe.reading(afterFlush: true))
+        if o.trips > 0 { trips.afterDrive = try await queryTrips(subscriber: subscriber, query: queryTopic) }
         EndToEndBenchmark.note("settling \(IndexBenchmark.format(settle, 0)) s, then idle for \(IndexBenchmark.format(o.idle, 0)) s")
         try await sleep(until: (run?.end ?? readings[2].time) + settle)
         readings.append(try await probe.reading(afterFlush: true))
@@ -368,10 +416,12 @@ enum EnduranceBenchmark {
         }
 
         // Events: their segment by arrival, their latency from the update that decided them.
-        let (events, unmatched) = subscriber.state.withLock { ($0.events, $0.unmatchedEvents) }
+        let (events, unmatched, progressTimes) = subscriber.state.withLock { ($0.events, $0.unmatchedEvents, $0.progressTimes) }
         let baseHundredths = Int((naming.baseTime * 100).rounded())
         var segments = ["warm-up", "drive", "settle", "idle"].indices.map { s in
-            Segment(name: ["warm-up", "drive", "settle", "idle"][s], from: readings[s], to: readings[s + 1], sendTimes: run?.sendTimes ?? [])
+            Segment(
+                name: ["warm-up", "drive", "settle", "idle"][s], from: readings[s], to: readings[s + 1], sendTimes: run?.sendTimes ?? [],
+                progressTimes: progressTimes)
         }
         var silence = 0
         for event in events {
@@ -393,9 +443,87 @@ enum EnduranceBenchmark {
         let report = Report(
             options: o, executable: gatewayExecutable, zoneCount: zones.count, fleet: fleet, persistence: persistenceLines(shipped),
             work: work, device: device, segments: segments, unmatchedEvents: unmatched, sent: run?.sent ?? 0,
-            loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage())
+            loadAtStart: loadAtStart, loadAtEnd: ChildProcess.loadAverage(), trips: trips,
+            tripEvents: subscriber.state.withLock { $0.tripEvents })
         print(o.json ? report.json() : report.text())
         return ExitStatus.ok
+    }
+
+    // MARK: Trips
+
+    /// What the run's trips were and cost (all nil / zero without `--trips`).
+    struct TripSummary: Sendable {
+        var requested: Int
+        /// The gateway's VmRSS just before the requests were published, and once the `trips`
+        /// query listed all of them (read before that query).
+        var residentBefore: Int
+        var residentWith: Int?
+        var atStart: BenchSubscriber.TripsReply?
+        var afterDrive: BenchSubscriber.TripsReply?
+
+        /// Bytes of resident memory per open trip, before any fix (nil without trips).
+        var memoryPerTrip: Double? {
+            guard requested > 0, let residentWith else { return nil }
+            return Double(residentWith - residentBefore) / Double(requested)
+        }
+    }
+
+    /// The trip id of device `d`'s trip: `bench-D`.
+    static func tripID(_ d: Int) -> String { "bench-\(d)" }
+
+    /// A trip request: `{"device": ID, "route": {"type": "LineString", "coordinates": [...]},
+    /// "corridor": 50}`, positions to 7 decimals.
+    static func tripRequest(device: String, route: [Coordinate]) -> String {
+        let coordinates = route.map { c in
+            var bytes: [UInt8] = []
+            bytes += "[".utf8
+            LoadGenerator.appendDecimal(Int((c.lon * 1e7).rounded()), decimals: 7, to: &bytes)
+            bytes += ",".utf8
+            LoadGenerator.appendDecimal(Int((c.lat * 1e7).rounded()), decimals: 7, to: &bytes)
+            bytes += "]".utf8
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return #"{"device": ""# + device + #"", "route": {"type": "LineString", "coordinates": ["# + coordinates.joined(separator: ",")
+            + #"]}, "corridor": \#(Int(tripCorridor))}"#
+    }
+
+    /// The trips' corridor (metres).
+    static let tripCorridor = 50.0
+
+    /// Publishes the query `{"trips": {}}` and waits (up to 10 s) for its reply.
+    static func queryTrips(subscriber: BenchSubscriber, query: String) async throws -> BenchSubscriber.TripsReply {
+        let before = subscriber.state.withLock { $0.tripReplies.count }
+        _ = try subscriber.client.publish(topic: query, payload: #"{"trips": {}}"#, qos: .atLeastOnce)
+        let deadline = MonotonicClock.now() + 10
+        while MonotonicClock.now() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            let replies = subscriber.state.withLock { $0.tripReplies }
+            if replies.count > before { return replies[replies.count - 1] }
+        }
+        throw UsageError("the gateway did not answer the trips query on \(query) within 10 s")
+    }
+
+    /// Asks the `trips` query once a second until it counts `count` open trips (VmRSS read
+    /// before each query); throws at a trip's error or after `timeout` s.
+    static func waitForTrips(
+        _ count: Int, subscriber: BenchSubscriber, query: String, gateway: ChildProcess, timeout: Double
+    ) async throws -> (reply: BenchSubscriber.TripsReply, resident: Int) {
+        let deadline = MonotonicClock.now() + timeout
+        var last: BenchSubscriber.TripsReply?
+        while MonotonicClock.now() < deadline {
+            try await Task.sleep(for: .seconds(1))
+            let errors = subscriber.state.withLock { $0.tripErrors }
+            if !errors.isEmpty {
+                throw UsageError("\(errors.count) trip request(s) rejected by the gateway, the first: \(errors[0])")
+            }
+            guard gateway.isRunning else { throw UsageError("geotrigger serve exited:\n\(gateway.logTail())") }
+            let resident = gateway.residentBytes
+            let reply = try await queryTrips(subscriber: subscriber, query: query)
+            if reply.count >= count { return (reply, resident) }
+            last = reply
+        }
+        throw UsageError(
+            "only \(last?.count ?? 0) of \(count) trips are open after \(IndexBenchmark.format(timeout, 0)) s (the trips query's count)\n\(gateway.logTail())")
     }
 
     /// Sleeps until the monotonic clock reads `time`.
@@ -444,6 +572,8 @@ enum EnduranceBenchmark {
         var disk: Int64?
         var gatewayLog: Int64
         var brokerLog: Int64
+        /// The gateway's VmRSS.
+        var gatewayResident: Int
     }
 
     /// Reads the children's counters, after forcing out what they hold unwritten.
@@ -468,7 +598,7 @@ enum EnduranceBenchmark {
                 gatewaySwitches: DiskWrites.contextSwitches(of: gateway.pid), brokerSwitches: DiskWrites.contextSwitches(of: broker.pid),
                 gatewayCPU: gateway.cpuSeconds, brokerCPU: broker.cpuSeconds,
                 disk: device.flatMap { DiskWrites.deviceBytesWritten(major: $0.major, minor: $0.minor) },
-                gatewayLog: fileSize(gateway.logPath), brokerLog: fileSize(broker.logPath))
+                gatewayLog: fileSize(gateway.logPath), brokerLog: fileSize(broker.logPath), gatewayResident: gateway.residentBytes)
         }
 
         /// `PRAGMA wal_checkpoint(PASSIVE)` on a connection of a thread of its own; the bytes
@@ -545,8 +675,12 @@ enum EnduranceBenchmark {
         var decidedBySilence = 0
         /// Sorted, seconds.
         var latencies: [Double] = []
+        /// The gateway's VmRSS at the segment's end.
+        var gatewayResident: Int
+        /// Trip progress messages that arrived within the segment.
+        var progress: Int
 
-        init(name: String, from a: Reading, to b: Reading, sendTimes: [Double]) {
+        init(name: String, from a: Reading, to b: Reading, sendTimes: [Double], progressTimes: [Double] = []) {
             self.name = name
             seconds = b.time - a.time
             checkpointBytes = b.checkpointBytes
@@ -561,6 +695,8 @@ enum EnduranceBenchmark {
             gatewayCPU = b.gatewayCPU - a.gatewayCPU
             brokerCPU = b.brokerCPU - a.brokerCPU
             updates = sendTimes.reduce(0) { $0 + ($1 >= a.time && $1 < b.time ? 1 : 0) }
+            gatewayResident = b.gatewayResident
+            progress = progressTimes.reduce(0) { $0 + ($1 >= a.time && $1 < b.time ? 1 : 0) }
         }
 
         func perDay(_ bytes: Int64) -> Double { Double(bytes) * 86_400 / max(1e-9, seconds) }

@@ -225,6 +225,49 @@ struct EnduranceFleet: Sendable {
         }
     }
 
+    /// The route of device `d`'s trip (`bench endurance --trips`): a line it drives from its
+    /// update 0 for at least `seconds` of its updates `interval` apart.
+    ///
+    /// - driving: its own to-and-fro from where update 0 finds it, a vertex at each end of its
+    ///   line where it turns, `seconds` x ``speed`` + ``tripReserve`` metres long (so it neither
+    ///   arrives nor leaves the route within the run);
+    /// - parked, edge: ``tripReserve`` metres through its spot along its direction, from
+    ///   ``tripLead`` metres behind it: every fix is within a few metres of the route and short
+    ///   of the start's corridor, so the trip stays `pending` and is decided at every fix.
+    func tripRoute(device d: Int, seconds: Double, interval: Double) -> [Coordinate] {
+        let device = devices[d]
+        switch device.kind {
+        case .parked, .edge:
+            return [
+                Self.offset(device.anchor, across: -Self.tripLead, along: 0, device),
+                Self.offset(device.anchor, across: Self.tripReserve - Self.tripLead, along: 0, device),
+            ]
+        case .driving:
+            let cycle = 4 * Self.halfLine
+            func point(_ s: Double) -> Coordinate {
+                let r = s.truncatingRemainder(dividingBy: cycle)
+                return Self.offset(device.anchor, across: r < 2 * Self.halfLine ? r - Self.halfLine : 3 * Self.halfLine - r, along: 0, device)
+            }
+            let first = device.start, last = device.start + Self.speed * max(seconds, interval) + Self.tripReserve
+            var route = [point(first)]
+            // The turns: where s reaches a multiple of two passes (one end) or an odd number of
+            // passes (the other).
+            var turn = ((first / (2 * Self.halfLine)).rounded(.down) + 1) * 2 * Self.halfLine
+            while turn < last {
+                route.append(point(turn))
+                turn += 2 * Self.halfLine
+            }
+            route.append(point(last))
+            return route
+        }
+    }
+
+    /// Metres a trip's route runs beyond the run (driving), or the length of a parked or edge
+    /// device's route.
+    static let tripReserve = 1000.0
+    /// Metres a parked or edge device's route starts behind its spot (under the start's corridor).
+    static let tripLead = 20.0
+
     /// How many devices are of `kind`.
     func count(_ kind: Kind) -> Int { devices.reduce(0) { $0 + ($1.kind == kind ? 1 : 0) } }
 }

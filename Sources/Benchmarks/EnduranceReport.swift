@@ -22,6 +22,9 @@ extension EnduranceBenchmark {
         var sent: Int
         var loadAtStart: [Double]
         var loadAtEnd: [Double]
+        var trips: TripSummary
+        /// The trips' events (`PREFIX/events/trips/+`), by type: not in `segments`' events.
+        var tripEvents: [String: Int] = [:]
 
         var drive: Segment { segments[1] }
         var idle: Segment { segments[3] }
@@ -120,6 +123,7 @@ extension EnduranceBenchmark {
             lines.append(driveLine)
             // A forced save writes the broker's whole database, changed or not: in a window
             // shorter than the time between two autosaves it is all of the broker's figure.
+            if let tripsLine { lines.append(tripsLine) }
             lines.append(
                 "broker: its own writes, without the forced save (a database of \(g(Int(idle.forcedSaveBytes))) bytes): drive "
                     + "\(megabytesPerDay(d, d.brokerBytes - d.forcedSaveBytes)) MB/day, idle \(megabytesPerDay(idle, idle.brokerBytes - idle.forcedSaveBytes)) MB/day")
@@ -138,7 +142,8 @@ extension EnduranceBenchmark {
                 }
                 parts.append(
                     "checkpoint thread \(g(Int(s.checkpointBytes))) bytes, broker's forced save \(g(Int(s.forcedSaveBytes))) bytes; logs: gateway \(g(Int(s.gatewayLogBytes))), broker \(g(Int(s.brokerLogBytes))) bytes")
-                parts.append("CPU gateway \(f(s.gatewayCPU, 2)) s, broker \(f(s.brokerCPU, 2)) s")
+                parts.append("CPU gateway \(f(s.gatewayCPU, 2)) s, broker \(f(s.brokerCPU, 2)) s; gateway VmRSS at the end \(f(Double(s.gatewayResident) / 1e6, 2)) MB")
+                if s.progress > 0 { parts.append("\(g(s.progress)) trip progress messages") }
                 lines.append("  \(s.name): " + parts.joined(separator: "; "))
             }
             if unmatchedEvents > 0 { lines.append("  \(g(unmatchedEvents)) event payloads could not be read") }
@@ -150,6 +155,38 @@ extension EnduranceBenchmark {
                 lines.append("  \(t.name.padding(toLength: 78)) \(value.padding(toLength: 14)) target \(t.strict ? "<" : "<=") \(f(t.limit, t.decimals))\(t.unit): \(verdict)")
             }
             return lines.joined(separator: "\n")
+        }
+
+        /// Trip progress messages per second in the drive.
+        var progressPerSecond: Double { Double(drive.progress) / max(1e-9, drive.seconds) }
+
+        /// "state N, ..." of a trips reply.
+        static func states(_ reply: BenchSubscriber.TripsReply) -> String {
+            reply.states.sorted { $0.key < $1.key }.map { "\($0.key) \(IndexBenchmark.grouped($0.value))" }.joined(separator: ", ")
+        }
+
+        /// The trips' line of the text report (nil without `--trips`).
+        var tripsLine: String? {
+            guard trips.requested > 0 else { return nil }
+            let f = IndexBenchmark.format, g = IndexBenchmark.grouped
+            func open(_ reply: BenchSubscriber.TripsReply?) -> String {
+                reply.map { "\(g($0.count)) (\(Self.states($0)))" } ?? "n/a"
+            }
+            var parts = [
+                "trips: \(g(trips.requested)) requested (corridor \(f(EnduranceBenchmark.tripCorridor, 0)) m); open before the warm-up \(open(trips.atStart)), "
+                    + "after the drive \(open(trips.afterDrive))"
+            ]
+            parts.append(
+                "events " + (tripEvents.isEmpty ? "none" : tripEvents.sorted { $0.key < $1.key }.map { "\($0.key) \(g($0.value))" }.joined(separator: ", ")))
+            var progress = "progress \(f(progressPerSecond, 1))/s in the drive"
+            if drive.updates > 0 { progress += " (\(f(Double(drive.progress) / Double(drive.updates), 3)) per update)" }
+            parts.append(progress)
+            if let residentWith = trips.residentWith, let perTrip = trips.memoryPerTrip {
+                parts.append(
+                    "gateway VmRSS \(f(Double(trips.residentBefore) / 1e6, 2)) MB before the trips, \(f(Double(residentWith) / 1e6, 2)) MB once followed: "
+                        + "\(g(Int(perTrip.rounded()))) bytes per trip (before any fix)")
+            }
+            return parts.joined(separator: "; ")
         }
 
         func json() -> String {
@@ -165,6 +202,7 @@ extension EnduranceBenchmark {
                     "gatewayWakeupsPerSecond": .number(Double(s.gatewaySwitches) / s.seconds),
                     "brokerWakeupsPerSecond": .number(Double(s.brokerSwitches) / s.seconds),
                     "gatewayCPUSeconds": .number(s.gatewayCPU), "brokerCPUSeconds": .number(s.brokerCPU),
+                    "gatewayResidentBytes": .number(Double(s.gatewayResident)), "progress": .number(Double(s.progress)),
                     "decidedBySilence": .number(Double(s.decidedBySilence)), "unmatched": .number(Double(s.unmatched)),
                     "latencyMs": .object([
                         "p50": EndToEndBenchmark.percentile(0.5, of: s.latencies).map { .number($0 * 1000) } ?? .null,
@@ -182,6 +220,19 @@ extension EnduranceBenchmark {
                 "gatewayBytesPerEvent": drive.events > 0 ? .number(Double(drive.gatewayBytes) / Double(drive.events)) : .null,
                 "gatewayBytesPerQuietUpdate": drive.updates > drive.events ? .number(Double(beyondEvents) / Double(drive.updates - drive.events)) : .null,
                 "cpuMicrosecondsPerUpdate": drive.updates > 0 ? .number(drive.gatewayCPU / Double(drive.updates) * 1e6) : .null,
+                "trips": trips.requested == 0 ? .null : .object([
+                    "requested": .number(Double(trips.requested)),
+                    "openAtStart": trips.atStart.map { .number(Double($0.count)) } ?? .null,
+                    "openAfterDrive": trips.afterDrive.map { .number(Double($0.count)) } ?? .null,
+                    "statesAfterDrive": trips.afterDrive.map { reply in
+                        .object(JSONObject(reply.states.sorted { $0.key < $1.key }.map { (key: $0.key, value: .number(Double($0.value))) }))
+                    } ?? .null,
+                    "events": .object(JSONObject(tripEvents.sorted { $0.key < $1.key }.map { (key: $0.key, value: .number(Double($0.value))) })),
+                    "progressPerSecond": .number(progressPerSecond),
+                    "residentBeforeBytes": .number(Double(trips.residentBefore)),
+                    "residentWithBytes": trips.residentWith.map { .number(Double($0)) } ?? .null,
+                    "memoryPerTripBytes": trips.memoryPerTrip.map { .number($0) } ?? .null,
+                ]),
                 "loadAverage": .object(["start": .array(loadAtStart.map { .number($0) }), "end": .array(loadAtEnd.map { .number($0) })]),
                 "targets": .array(targets.map { t in
                     .object([

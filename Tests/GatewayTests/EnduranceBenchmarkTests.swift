@@ -141,4 +141,56 @@ import Testing
         }
         #expect(zonesVisited.count >= 2)
     }
+
+    @Test func tripsAreReadAndBounded() throws {
+        #expect(try EnduranceBenchmark.options([]).trips == 0)
+        let o = try EnduranceBenchmark.options(["--fleet", "driving", "--trips", "1000"])
+        #expect(o.trips == 1000 && o.devices == 1000)
+        #expect(try EnduranceBenchmark.options(["--devices", "20", "--trips", "20"]).trips == 20)
+        for bad in [["--trips", "1001"], ["--trips", "-1"], ["--trips", "2.5"], ["--devices", "20", "--trips", "21"], ["--fleet", "idle", "--trips", "1"]] {
+            #expect(throws: UsageError.self, "\(bad)") { try EnduranceBenchmark.options(bad) }
+        }
+    }
+
+    @Test func aTripRequestNamesItsDeviceAndRoute() throws {
+        let payload = EnduranceBenchmark.tripRequest(
+            device: "d7", route: [Coordinate(lat: 40.75, lon: -73.99), Coordinate(lat: 40.7512345, lon: -73.9812345)])
+        let object = try #require(try JSONReader.parse(Array(payload.utf8), file: "trip", dialect: .json).value.objectValue)
+        #expect(object["device"]?.stringValue == "d7")
+        #expect(object["corridor"]?.numberValue == 50)
+        let route = try #require(object["route"]?.objectValue)
+        #expect(route["type"]?.stringValue == "LineString")
+        let coordinates = try #require(route["coordinates"]?.arrayValue).map { $0.arrayValue?.compactMap(\.numberValue) ?? [] }
+        #expect(coordinates == [[-73.99, 40.75], [-73.9812345, 40.7512345]])
+    }
+
+    /// Each device's fixes, through the trips' own progress core along its route: a driving
+    /// device starts its trip and follows it to and fro (turns included) without leaving it or
+    /// arriving; a parked or edge device stays pending. So every fix of the run is decided on
+    /// an open trip.
+    @Test func everyDeviceFollowsItsTripRoute() throws {
+        let zones = try IndexBenchmark.loadTaxiZones(path: Self.zonesPath)
+        let fleet = try EnduranceFleet(zones: zones, mix: EnduranceFleet.Mix(parked: 1, driving: 2, edge: 1), count: 40)
+        let interval = 10.0, seconds = 1500.0
+        for (d, device) in fleet.devices.enumerated() {
+            let line = fleet.tripRoute(device: d, seconds: seconds, interval: interval)
+            if device.kind == .driving { #expect(line.count >= 4, "device \(d): turns at both ends of its line") }
+            var progress = TripProgress(plan: TripPlan(route: try TripRoute(line), corridor: EnduranceBenchmark.tripCorridor))
+            var events: [TripEvent.Kind] = []
+            for k in 0...Int(seconds / interval) {
+                let c = fleet.position(device: d, step: k, interval: interval)
+                events += progress.update(LocationUpdate(device: "d\(d)", lat: c.lat, lon: c.lon, time: 1_800_000_000 + Double(k) * interval, accuracy: 5)).map(\.kind)
+                #expect(progress.offBy.map { $0 < 10 } == true, "device \(d) step \(k)")
+            }
+            switch device.kind {
+            case .driving:
+                #expect(events == [.tripStarted], "device \(d)")
+                #expect(progress.state == .onRoute)
+                #expect(progress.along > EnduranceFleet.speed * seconds * 0.95)
+            case .parked, .edge:
+                #expect(events.isEmpty, "device \(d)")
+                #expect(progress.state == .pending)
+            }
+        }
+    }
 }
