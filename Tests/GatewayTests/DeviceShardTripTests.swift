@@ -56,6 +56,32 @@ import TestSupport
         await rig.close()
     }
 
+    /// A van reporting every 10 s for five minutes: its progress is published at every fix (10 s
+    /// of fix time apart), but its row is written with its event (`tripStarted`) and then once a
+    /// minute of fix time, not with every progress (docs/trips.md "Restarts"): 6 writes, not 31.
+    @Test func progressIsPublishedEvery10SecondsAndCommittedOncePerMinute() async throws {
+        let rig = try await DeviceShardTests.Rig()
+        var run = try Self.trip("run", device: "van", by: Date().timeIntervalSince1970 + 3600, snapshot: rig.snapshot)
+        await rig.close()
+        let emission = TripEmission(gatewayID: "gw", prefix: "p", qos: 1)
+        var item: EventCommitter.Item?
+        var committedAlong: [Double] = []
+        let t = DeviceShardTests.t0
+        for k in 0...30 {
+            // 100 m east every 10 s (10 m/s) from the route's start.
+            let fix = LocationUpdate(device: "van", lat: 34.45, lon: -119.80 + Double(k) * 100 / 91_900, time: t + Double(k) * 10, accuracy: 5)
+            let events = run.progress.update(fix)
+            let before = item?.trips.count ?? 0
+            emission.emit(events, of: &run, wall: fix.time, into: &item)
+            if (item?.trips.count ?? 0) > before, let along = run.committed?.along { committedAlong.append(along) }
+        }
+        let published = item?.retained.filter { $0.topic == "p/trips/run/progress" }.count ?? 0
+        #expect(published == 31)
+        #expect(committedAlong.count == 6, "\(committedAlong)")
+        // The last write is at most a minute (600 m) behind.
+        #expect(run.progress.figures.along - (committedAlong.last ?? 0) <= 600)
+    }
+
     /// `by` passed on the wall clock: the shard's tick decides `missed`, for a device it has
     /// never seen too, once; the trip leaves the shard.
     @Test(.timeLimit(.minutes(5))) func theShardsTickMissesATripPastItsDeadline() async throws {

@@ -3,13 +3,14 @@ extension TripProgress {
     /// about 20 bytes.
     ///
     /// `state`, `started`, `late` and `overspeed` change only with an event, and are committed
-    /// with it (in the event's transaction): they are committed at state changes only. `along` and
-    /// `holdStart` change between events; they are committed with each event and with each
-    /// published progress (at most every 10 s of fix time), and otherwise kept in memory: a
-    /// restart resumes from the last committed `along` and hold. Speeds (the ETA's history) are
-    /// not kept: after a restart there is no ETA until the device has moved again. Nor is a
-    /// running speed hold (``SpeedWatch``): after a restart it begins afresh at the next
-    /// reading, so an `overspeed` or `speedOk` under way comes up to 10 s of fix time later,
+    /// with it (in the event's transaction): they are committed at state changes only. `along`
+    /// changes between events; it is committed with each event and otherwise at most once a
+    /// minute of fix time (the gateway's choice), kept in memory between: a restart resumes
+    /// from the last committed `along`, searching forward from it. Speeds (the ETA's history)
+    /// are not kept: after a restart there is no ETA until the device has moved again. Nor is a
+    /// running hold, of the corridor (`holdStart`, always committed as none) or of the speed
+    /// (``SpeedWatch``): after a restart it begins afresh at the next fix, so an `offRoute`,
+    /// `backOnRoute`, `overspeed` or `speedOk` under way comes up to its hold's time later,
     /// once; `overspeed` itself is kept, so a restart mid-overspeed repeats no `overspeed` and
     /// still gives the `speedOk`.
     public struct Committed: Sendable, Equatable {
@@ -77,7 +78,7 @@ extension TripProgress {
 
     /// The fields to commit now (see ``Committed``).
     public var committed: Committed {
-        Committed(state: state, along: along, started: started, late: late, holdStart: holdStart, overspeed: isOverspeed)
+        Committed(state: state, along: along, started: started, late: late, holdStart: nil, overspeed: isOverspeed)
     }
 }
 

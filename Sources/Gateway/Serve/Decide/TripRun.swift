@@ -11,6 +11,8 @@ package struct TripRun: Sendable {
     var progress: TripProgress
     /// The fields last committed (nil: none since the request's row was stored).
     var committed: TripProgress.Committed?
+    /// The fix time of the last fix whose fields were committed (nil: none since the start).
+    var committedAt: Double?
 
     init(_ request: TripRequest, restoring committed: TripProgress.Committed? = nil) {
         id = request.id
@@ -65,15 +67,24 @@ struct TripEmission: Sendable {
             run.progress.progressPublished()
         }
         let committed = run.progress.committed
+        let time = run.progress.figures.time
         if final {
             out.trips.append(.settle(id: run.id, created: run.created, state: committed.encoded(), settled: wall))
-        } else if committed != run.committed {
+        } else if committed != run.committed,
+                  !events.isEmpty || run.committedAt.map({ (time ?? .infinity) - $0 >= Self.alongCommitInterval }) ?? true {
             out.trips.append(.progress(id: run.id, created: run.created, state: committed.encoded()))
+            run.committed = committed
+            run.committedAt = time
         }
-        run.committed = committed
         item = out
         return final
     }
+
+    /// Between events, a trip's `along` is committed at most this often, in seconds of fix time:
+    /// what a restart may have to find again by searching forward from an older `along`. Not
+    /// with every progress message: for a fleet reporting every 10 s that was a database write
+    /// per update (docs/trips.md "Restarts").
+    static let alongCommitInterval = 60.0
 
     /// The retained progress: `{"trip", "device", "state", "along", "remaining", "offBy",
     /// "eta", "speed", "time"}`, those without a value left out.
