@@ -219,6 +219,22 @@ def figures(label, values, unit='ms'):
             f'max {max(values):.1f} {unit} (n={len(values)})')
 
 
+def scene(tmp, procs, extra=''):
+    """The broker serving the page, the fence grid and the gateway's config (with `extra`
+    top-level keys) in `tmp`: (port, ws_port, side, config)."""
+    port, ws_port = start_broker(procs, tmp, 'bench', http_dir(tmp))
+    side = fence_file(os.path.join(tmp, 'fences'))
+    config = os.path.join(tmp, 'geotrigger.json5')
+    with open(config, 'w') as f:
+        f.write(f"""{{
+  gateway: {{ id: "{GATEWAY}", fences: "{tmp}/fences", database: "{tmp}/gateway.db" }},
+  broker: {{ port: {port} }},
+  output: {{ prefix: "{PREFIX}", statusInterval: 1 }},
+{extra}}}
+""")
+    return port, ws_port, side, config
+
+
 def main():
     binary = gateway_binary()
     if not os.access(binary, os.X_OK):
@@ -228,17 +244,7 @@ def main():
     procs = Processes(tmp)
     driver = None
     try:
-        www = http_dir(tmp)
-        port, ws_port = start_broker(procs, tmp, 'bench', www)
-        side = fence_file(os.path.join(tmp, 'fences'))
-        config = os.path.join(tmp, 'geotrigger.json5')
-        with open(config, 'w') as f:
-            f.write(f"""{{
-  gateway: {{ id: "{GATEWAY}", fences: "{tmp}/fences", database: "{tmp}/gateway.db" }},
-  broker: {{ port: {port} }},
-  output: {{ prefix: "{PREFIX}", statusInterval: 1 }},
-}}
-""")
+        port, ws_port, side, config = scene(tmp, procs)
         t = time.time()
         procs.start('gateway', [binary, 'serve', '--config', config], env={**os.environ, 'GEOTRIGGER_LOG_LEVEL': 'notice'})
         started = wait_until(lambda: '"started"' in retained(port, f'{PREFIX}/status/{GATEWAY}').get(f'{PREFIX}/status/{GATEWAY}', ''), 120)

@@ -28,15 +28,18 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_bench import (DEVICES, FENCES, GATEWAY, LAT0, LON0, PREFIX, PROBE_JS, RATE, STEP,  # noqa: E402
-                           fence_file, figures, gateway_binary, iso, percentile, state)
-from console_test import ROOT, Processes, Publisher, browser, http_dir, retained, start_broker, wait_until  # noqa: E402
+from console_bench import (DEVICES, GATEWAY, LAT0, LON0, PREFIX, PROBE_JS, RATE, STEP,  # noqa: E402
+                           figures, gateway_binary, iso, percentile, scene, state)
+from console_test import Processes, Publisher, browser, retained, wait_until  # noqa: E402
 
 SECONDS = float(os.environ.get('BENCH_SECONDS', 30))
 TRACKS_WAIT = float(os.environ.get('BENCH_TRACKS_WAIT', 600))
 # A fix a minute for the last hour, this far apart (more than their accuracy: the track keeps each).
 FIXES, FIX_EVERY, FIX_STEP = 60, 60.0, 40.0
 EVENTFUL = 0.02
+# The feed of the fixes, and a trigger for the eventful devices.
+EXTRA = ('  feeds: [{ name: "fleet", topic: "bench-in/+/location", format: "json" }],\n'
+         '  triggers: [{ name: "zones", fences: ["bench"], devices: ["e*"] }],\n')
 
 
 def status(port):
@@ -56,19 +59,7 @@ def main():
     procs = Processes(tmp)
     driver = None
     try:
-        www = http_dir(tmp)
-        port, ws_port = start_broker(procs, tmp, 'bench', www)
-        side = fence_file(os.path.join(tmp, 'fences'))
-        config = os.path.join(tmp, 'geotrigger.json5')
-        with open(config, 'w') as f:
-            f.write(f"""{{
-  gateway: {{ id: "{GATEWAY}", fences: "{tmp}/fences", database: "{tmp}/gateway.db" }},
-  broker: {{ port: {port} }},
-  output: {{ prefix: "{PREFIX}", statusInterval: 1 }},
-  feeds: [{{ name: "fleet", topic: "bench-in/+/location", format: "json" }}],
-  triggers: [{{ name: "zones", fences: ["bench"], devices: ["e*"] }}],
-}}
-""")
+        port, ws_port, side, config = scene(tmp, procs, extra=EXTRA)
         procs.start('gateway', [binary, 'serve', '--config', config], env={**os.environ, 'GEOTRIGGER_LOG_LEVEL': 'notice'})
         if not wait_until(lambda: status(port).get('status') == 'started', 120):
             print('gateway did not start', file=sys.stderr)
