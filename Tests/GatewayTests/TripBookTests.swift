@@ -13,7 +13,8 @@ import Testing
         let routes = FenceLayerParser.parse(Array(#"""
             {"type":"FeatureCollection","features":[
              {"type":"Feature","id":"north-run","properties":{},"geometry":{"type":"LineString","coordinates":[[-119.7,34.40],[-119.7,34.41]]}},
-             {"type":"Feature","id":"mark","properties":{"buffer":10},"geometry":{"type":"Point","coordinates":[-119.7,34.40]}}]}
+             {"type":"Feature","id":"mark","properties":{"buffer":10},"geometry":{"type":"Point","coordinates":[-119.7,34.40]}},
+             {"type":"Feature","id":"fast-run","properties":{"maxspeed":"50 mph"},"geometry":{"type":"LineString","coordinates":[[-119.7,34.40],[-119.7,34.42]]}}]}
             """#.utf8), file: "routes.geojson", layer: "routes")
         let sites = FenceLayerParser.parse(Array(#"""
             {"type":"FeatureCollection","features":[
@@ -72,6 +73,16 @@ import Testing
             try Self.parse(#"{"device":"v","route":{"type":"Feature","properties":{},"geometry":{"type":"LineString","coordinates":[[0,0],[0,0.01]]}}}"#,
                            snapshot: snapshot).get()
         }
+        // `speedLimit` from the route's property, as the trigger key reads a fence's: the route
+        // fence's "50 mph", a Feature's number of km/h.
+        let fast = try Self.parse(#"{"device":"v","route":{"layer":"routes","fence":"fast-run"},"speedLimit":{"property":"maxspeed"}}"#,
+                                  snapshot: snapshot).get()
+        #expect(fast.plan.speedLimit.map { abs($0 - 50 * 0.447_04) < 1e-9 } == true, "\(String(describing: fast.plan.speedLimit))")
+        let feature = try Self.parse(#"""
+            {"device":"v","route":{"type":"Feature","properties":{"limit":36},"geometry":{"type":"LineString","coordinates":[[0,0],[0,0.01]]}},
+             "speedLimit":{"property":"limit"}}
+            """#, snapshot: snapshot).get()
+        #expect(feature.plan.speedLimit.map { abs($0 - 10) < 1e-9 } == true)
     }
 
     @Test func aMalformedRequestSaysWhatWasExpected() throws {
@@ -104,6 +115,9 @@ import Testing
         #expect(problem(#"{"device":"v",\#(route),"corridor":0}"#) == "\"corridor\" must be a number of metres either side of the route above 0, found 0")
         #expect(problem(#"{"device":"v",\#(route),"offRouteAfter":"30s"}"#) == "\"offRouteAfter\" must be a number of seconds at least 0, found \"30s\"")
         #expect(problem(#"{"device":"v",\#(route),"speedLimit":-3}"#)?.hasPrefix("\"speedLimit\" must be a number of metres per second") == true)
+        #expect(problem(#"{"device":"v",\#(route),"speedLimit":{"property":"maxspeed"}}"#)
+            == "\"speedLimit\": the route's property \"maxspeed\" is not a speed (a number of km/h, or a string such as \"50 mph\"), found none")
+        #expect(problem(#"{"device":"v",\#(route),"speedLimit":{"prop":"maxspeed"}}"#)?.hasSuffix(#"found {"prop":"maxspeed"}"#) == true)
         #expect(problem(#"{"device":"v",\#(route),"by":"tomorrow"}"#) == "\"by\" must be an ISO-8601 time such as 2026-12-02T09:30:00Z, found \"tomorrow\"")
         #expect(problem(#"{"device":"v",\#(route),"to":{"layer":"sites"}}"#) == "\"to\" needs \"fence\" as a string: {\"layer\": LAYER, \"fence\": FENCE_ID}")
         #expect(problem(#"{"device":"v",\#(route)}"#, id: "a/b") == "the trip ID \"a/b\" has characters other than A-Z, a-z, 0-9, _ and -")

@@ -37,7 +37,7 @@ struct TripRequest: Sendable {
 
     static let shape =
         "{\"device\": ID, \"route\": {\"layer\": LAYER, \"fence\": FENCE_ID} or a GeoJSON LineString, \"corridor\": METRES, "
-        + "\"to\": {\"layer\": LAYER, \"fence\": FENCE_ID}, \"by\": ISO-8601 time, \"offRouteAfter\": SECONDS, \"speedLimit\": M/S}"
+        + "\"to\": {\"layer\": LAYER, \"fence\": FENCE_ID}, \"by\": ISO-8601 time, \"offRouteAfter\": SECONDS, \"speedLimit\": M/S or {\"property\": NAME}}"
 
     /// Reads and checks a payload against `snapshot`. Members other than the request's are
     /// ignored. The error says what is wrong and what was expected.
@@ -65,7 +65,7 @@ struct TripRequest: Sendable {
             }
             if let problem = DeviceID.problem(with: device) { throw TripProblem("\"device\": \(problem)") }
             guard let routeValue = object["route"] else { throw TripProblem("\"route\" is missing; expected \(shape)") }
-            let line = try routeLine(routeValue, snapshot: snapshot)
+            let (line, routeProperties) = try routeLine(routeValue, snapshot: snapshot)
             guard line.count <= maxVertices else {
                 throw TripProblem("\"route\" has \(line.count) positions, over fences.maxVertices (\(maxVertices))")
             }
@@ -77,7 +77,7 @@ struct TripRequest: Sendable {
             }
             let corridor = try number(object, "corridor", "metres either side of the route", positive: true) ?? TripPlan.defaultCorridor
             let offRouteAfter = try number(object, "offRouteAfter", "seconds", positive: false) ?? TripPlan.defaultOffRouteAfter
-            let speedLimit = try number(object, "speedLimit", "metres per second", positive: true)
+            let speedLimit = try speedLimit(object["speedLimit"], routeProperties: routeProperties)
             var by: Double?
             if let byValue = object["by"], byValue != .null {
                 guard case .string(let text) = byValue, let time = ISO8601Time.parse(text), ISO8601Time.supportedRange.contains(time) else {
@@ -97,9 +97,31 @@ struct TripRequest: Sendable {
         }
     }
 
-    /// The route's positions: a line fence's (`{"layer", "fence"}`) or a GeoJSON LineString's
-    /// (a geometry, or a Feature with one).
-    private static func routeLine(_ value: JSONValue, snapshot: EngineSnapshot) throws(TripProblem) -> [Coordinate] {
+    /// `speedLimit`, if given (null: not given): m/s, or `{"property": NAME}`, the route's
+    /// property (its fence's, or its Feature's) read as the trigger key reads a fence's (km/h, or
+    /// a string with a unit: ``SpeedLimit``); a route without a readable value there is refused.
+    private static func speedLimit(_ value: JSONValue?, routeProperties: JSONObject) throws(TripProblem) -> Double? {
+        guard let value, value != .null else { return nil }
+        switch SpeedLimit.parse(value).limit {
+        case .fixed(let limit)?:
+            return limit
+        case .property(let name)?:
+            guard let limit = SpeedLimit.metresPerSecond(property: routeProperties[name]) else {
+                throw TripProblem(
+                    "\"speedLimit\": the route's property \"\(name)\" is not a speed (a number of km/h, or a string such as \"50 mph\"), "
+                        + "found \(routeProperties[name]?.serialized() ?? "none")")
+            }
+            return limit
+        case nil:
+            throw TripProblem(
+                "\"speedLimit\" must be a number of metres per second above 0, or {\"property\": NAME} (the route's property, "
+                    + "in km/h or with a unit), found \(value.serialized())")
+        }
+    }
+
+    /// The route's positions and properties: a line fence's (`{"layer", "fence"}`) or a GeoJSON
+    /// LineString's (a geometry, without properties, or a Feature with one).
+    private static func routeLine(_ value: JSONValue, snapshot: EngineSnapshot) throws(TripProblem) -> (line: [Coordinate], properties: JSONObject) {
         guard case .object(let object) = value else {
             throw TripProblem("\"route\" must be {\"layer\": LAYER, \"fence\": FENCE_ID} or a GeoJSON LineString, found \(value.typeName)")
         }
@@ -108,10 +130,12 @@ struct TripRequest: Sendable {
             guard case .lines(let lines) = fence.fence.geometry, lines.count == 1 else {
                 throw TripProblem("\"route\": fence \"\(fence.fence.id)\" in layer \"\(fence.fence.layer)\" is a \(fence.fence.geometry.kindName); a route is a LineString")
             }
-            return lines[0]
+            return (lines[0], fence.fence.properties)
         }
         var geometry = object
+        var properties = JSONObject()
         if object["type"] == .string("Feature") {
+            if case .object(let given)? = object["properties"] { properties = given }
             guard case .object(let inner)? = object["geometry"] else {
                 throw TripProblem("\"route\": the Feature has no geometry object; expected a LineString")
             }
@@ -132,7 +156,7 @@ struct TripRequest: Sendable {
             }
             line.append(Coordinate(lat: lat, lon: lon))
         }
-        return line
+        return (line, properties)
     }
 
     /// The `to` fence, matched with its own geometry and the largest buffer of the triggers
