@@ -45,11 +45,8 @@ extension ServeTests {
             var counter = 0
             func ask(_ query: String) async throws -> JSONObject {
                 counter += 1
-                let replyTo = "\(h.prefix)/replies/console/\(counter)"
-                try probe.client.publish(
-                    topic: "\(h.prefix)/query/\(h.gatewayID)", payload: #"{"events": \#(query), "replyTo": "\#(replyTo)"}"#, qos: .atLeastOnce)
-                _ = await poll(timeout: .seconds(30)) { !probe.received(on: replyTo).isEmpty }
-                return try #require(probe.received(on: replyTo).first.flatMap(json), "no reply to \(query)\n\(tail(gateway.log))")
+                let reply = try await probe.ask("events", query, of: h, replyTo: "\(h.prefix)/replies/console/\(counter)")
+                return try #require(reply, "no reply to \(query)\n\(tail(gateway.log))")
             }
             /// The events listed, each checked to be exactly the one published with its id;
             /// as "DEVICE TYPE FENCE +SECONDS".

@@ -148,6 +148,15 @@ extension MQTTProbe {
 
     /// The messages whose topic starts with `prefix`.
     func received(under prefix: String) -> [MQTTMessage] { messages.all.filter { $0.topic.hasPrefix(prefix) } }
+
+    /// Publishes the query `{"KIND": query, "replyTo": replyTo}` to `h`'s gateway and returns its
+    /// reply (this probe subscribed to `replyTo`), or nil after 30 s.
+    func ask(_ kind: String, _ query: String, of h: ServeHarness, replyTo: String) async throws -> JSONObject? {
+        try client.publish(
+            topic: "\(h.prefix)/query/\(h.gatewayID)", payload: #"{"\#(kind)": \#(query), "replyTo": "\#(replyTo)"}"#, qos: .atLeastOnce)
+        _ = await poll(timeout: .seconds(30)) { !self.received(on: replyTo).isEmpty }
+        return received(on: replyTo).first.flatMap(json)
+    }
 }
 
 // MARK: - Writing location updates

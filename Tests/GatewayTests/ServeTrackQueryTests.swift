@@ -36,11 +36,8 @@ extension ServeTests {
             var counter = 0
             func ask(_ query: String) async throws -> JSONObject {
                 counter += 1
-                let replyTo = "\(h.prefix)/replies/map/\(counter)"
-                try probe.client.publish(
-                    topic: "\(h.prefix)/query/\(h.gatewayID)", payload: #"{"track": \#(query), "replyTo": "\#(replyTo)"}"#, qos: .atLeastOnce)
-                _ = await poll(timeout: .seconds(30)) { !probe.received(on: replyTo).isEmpty }
-                return try #require(probe.received(on: replyTo).first.flatMap(json), "no reply to \(query)\n\(tail(gateway.log))")
+                let reply = try await probe.ask("track", query, of: h, replyTo: "\(h.prefix)/replies/map/\(counter)")
+                return try #require(reply, "no reply to \(query)\n\(tail(gateway.log))")
             }
             /// The seconds after t0 of the positions listed, checking each one's place.
             func seconds(_ reply: JSONObject) -> [Int] {
