@@ -155,6 +155,29 @@ struct QueryRequestTests {
         }
     }
 
+    /// `{"track": {"devices", "since", "partBytes"}}`: 1...1000 device ids in the order asked,
+    /// no offset or limit (a reply cut short is asked again from the device it stopped at).
+    @Test func trackOfSeveralDevices() throws {
+        #expect(try Self.parse(#"{"track":{"devices":["v1","v2"]}}"#).kind.get() == .tracks(devices: ["v1", "v2"], since: nil))
+        #expect(try Self.parse(#"{"track":{"devices":["v2","v1"],"since":"2026-11-30T12:00:00Z","partBytes":4000}}"#).kind.get()
+            == .tracks(devices: ["v2", "v1"], since: 1_796_040_000, partBytes: 4000))
+        let tooMany = "[" + (0...1000).map { "\"d\($0)\"" }.joined(separator: ",") + "]"
+        let cases: [(String, String)] = [
+            (#"{"track":{"devices":[]}}"#, #""track": "devices" needs an array of 1...1000 device ids, found 0 values"#),
+            (#"{"track":{"devices":"v1"}}"#, #""track": "devices" needs an array of 1...1000 device ids, found a string"#),
+            (#"{"track":{"devices":\#(tooMany)}}"#, #""track": "devices" needs an array of 1...1000 device ids, found 1001 values"#),
+            (#"{"track":{"devices":["v1",2]}}"#, #""track": "devices" needs device id strings, found a number"#),
+            (#"{"track":{"devices":["v1",""]}}"#, #""track": "devices" needs device id strings, found an empty string"#),
+            (#"{"track":{"devices":["v1"],"device":"v1"}}"#, #""track": unknown key "device" beside "devices""#),
+            (#"{"track":{"devices":["v1"],"offset":3}}"#, #""track": unknown key "offset" beside "devices""#),
+            (#"{"track":{"devices":["v1"],"partBytes":100}}"#, #""track": "partBytes" needs an integer within 1024...921600, found 100"#),
+            (#"{"track":{"devices":["v1"],"since":"soon"}}"#, #""track": "since" needs an ISO-8601 time"#),
+        ]
+        for (query, problem) in cases {
+            #expect(Self.problem(query)?.hasPrefix(problem) == true, "\(query): \(Self.problem(query) ?? "accepted")")
+        }
+    }
+
     /// `{"events": {"since", "until", "types", "devices", "limit", "offset"}}`: every key optional.
     @Test func eventsPages() throws {
         #expect(try Self.parse(#"{"events":{}}"#).kind.get() == .events(EventsQuery()))

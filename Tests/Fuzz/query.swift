@@ -49,6 +49,12 @@ public func fuzzQuery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fuzzCheck(!device.isEmpty, "empty track device id accepted")
             fuzzCheck((0...FeaturesQuery.maxOffset).contains(offset), "track offset out of range: \(offset)")
             fuzzCheck((1...QueryRequest.maxTrackLimit).contains(limit), "track limit out of range: \(limit)")
+        case .tracks(let devices, _, let partBytes):
+            fuzzCheck((1...QueryRequest.maxTrackDevices).contains(devices.count), "track devices count out of range: \(devices.count)")
+            fuzzCheck(devices.allSatisfy { !$0.isEmpty }, "empty track device id accepted in devices")
+            if let partBytes {
+                fuzzCheck(FeaturesQuery.partBytesRange.contains(partBytes), "track partBytes out of range: \(partBytes)")
+            }
         case .events(let query):
             fuzzCheck((0...EventsQuery.maxOffset).contains(query.offset), "events offset out of range: \(query.offset)")
             fuzzCheck((1...EventsQuery.maxLimit).contains(query.limit), "events limit out of range: \(query.limit)")

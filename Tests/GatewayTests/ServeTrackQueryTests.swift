@@ -7,7 +7,8 @@ import TestSupport
 extension ServeTests {
     /// docs/control-plane.md "Queries": `{"track": {"device", "since", "offset", "limit"}}` on a
     /// real broker and `geotrigger serve`: a device's recent positions, thinned to one per 10 s
-    /// of fix time, oldest first, paged with `offset` and `limit`.
+    /// of fix time, oldest first, paged with `offset` and `limit`; and `{"track": {"devices",
+    /// "partBytes"}}`, several devices' in parts.
     @Suite struct TrackQuery {
         /// A van reports every 2 s for 60 s, 20 m on each time (4 m accuracy): its track keeps
         /// the fixes at 0, 10, ..., 60 s (7). They come back whole, then in pages of 3 (the next
@@ -73,6 +74,36 @@ extension ServeTests {
 
             let unknown = try await ask(#"{"device": "nobody"}"#)
             #expect(unknown["error"] == .string("no device \"nobody\" is known to this gateway"), "\(unknown)")
+
+            // Several devices in one query, in parts of at most 1,024 bytes with the reply topic
+            // (here a long one, leaving some 300 bytes a part): the entries in the order asked,
+            // the van's positions running on across parts.
+            let topic = "\(h.prefix)/replies/map/" + String(repeating: "s", count: 600)
+            let first = try #require(try await probe.ask("track", #"{"devices": ["nobody", "v1"], "partBytes": 1024}"#, of: h, replyTo: topic))
+            let parts = try #require(first["parts"]?.numberValue.map(Int.init), "\(first)")
+            #expect(parts >= 2, "\(first)")
+            _ = await poll(timeout: .seconds(30)) { probe.received(on: topic).count >= parts }
+            let messages = probe.received(on: topic)
+            #expect(messages.count == parts)
+            var entries: [(String, [Int]?)] = []
+            for (i, message) in messages.enumerated() {
+                #expect(message.payload.count + topic.utf8.count <= 1024, "part \(i + 1): \(message.payload.count) bytes")
+                let reply = try #require(json(message))
+                #expect(reply["part"] == .number(Double(i + 1)) && reply["truncated"] == .bool(false), "\(reply)")
+                for entry in reply["tracks"]?.arrayValue ?? [] {
+                    let object = try #require(entry.objectValue)
+                    let device = object["device"]?.stringValue ?? "?"
+                    if object["unknown"] == .bool(true) {
+                        entries.append((device, nil))
+                    } else if let last = entries.last, last.0 == device {
+                        entries[entries.count - 1].1 = (last.1 ?? []) + seconds(object)
+                    } else {
+                        entries.append((device, seconds(object)))
+                    }
+                }
+            }
+            #expect(entries.map(\.0) == ["nobody", "v1"] && entries[0].1 == nil, "\(entries)")
+            #expect(entries.last?.1 == [0, 10, 20, 30, 40, 50, 60], "\(entries)")
         }
     }
 }

@@ -26,6 +26,10 @@ public struct QueryRequest: Sendable, Equatable {
         /// `since` (Unix seconds; nil: the last 24 hours), oldest first, `offset` of them skipped,
         /// at most `limit` (the reply's byte budget may cut it shorter).
         case track(device: String, since: Double?, offset: Int = 0, limit: Int = QueryRequest.maxTrackLimit)
+        /// `{"track": {"devices": [ID, ...], "since", "partBytes"}}`: the recent positions of
+        /// several devices, in the order asked, from `since` (nil: the last 24 hours); with
+        /// `partBytes` the reply comes in parts of at most that many bytes, like `features`.
+        case tracks(devices: [String], since: Double?, partBytes: Int? = nil)
         /// `{"events": {"since", "until", "types", "devices", "limit", "offset"}}`: the journal's
         /// events, as published, oldest first.
         case events(EventsQuery)
@@ -57,6 +61,9 @@ public struct QueryRequest: Sendable, Equatable {
     /// The largest `limit` of a `track` query: a day's track at one position per 10 s (8,640)
     /// fits in one page.
     public static let maxTrackLimit = 10_000
+    /// The most devices one `track` query may list in `devices` (a reply holds what fits in
+    /// 900 KiB; the rest are asked again).
+    public static let maxTrackDevices = 1000
 
     /// Reads a query payload; `file` names it in syntax errors (the query topic).
     public static func parse(_ payload: [UInt8], file: String) -> QueryRequest {
@@ -155,16 +162,13 @@ public struct QueryRequest: Sendable, Equatable {
         }
     }
 
-    /// `{"track": {"device": ID, "since": ISO time, "offset": N, "limit": N}}` (all but `device` optional).
+    /// `{"track": {"device": ID, "since": ISO time, "offset": N, "limit": N}}` (all but `device`
+    /// optional), or `{"track": {"devices": [ID, ...], "since": ISO time, "partBytes": N}}`.
     private static func track(_ value: JSONValue) -> Result<Kind, QueryProblem> {
-        guard case .object(let o) = value, case .string(let device)? = o["device"], !device.isEmpty else {
-            return .failure(QueryProblem(
-                "\"track\" needs {\"device\": ID, \"since\": ISO-8601 time, \"offset\": 0...\(FeaturesQuery.maxOffset), "
-                    + "\"limit\": 1...\(maxTrackLimit)} (since, offset and limit optional)"))
-        }
-        if let unknown = o.keys.first(where: { !["device", "since", "offset", "limit"].contains($0) }) {
-            return .failure(QueryProblem("\"track\": unknown key \"\(unknown)\" (expected \"device\", \"since\", \"offset\" or \"limit\")"))
-        }
+        let usage = "\"track\" needs {\"device\": ID, \"since\": ISO-8601 time, \"offset\": 0...\(FeaturesQuery.maxOffset), "
+            + "\"limit\": 1...\(maxTrackLimit)} (since, offset and limit optional), or {\"devices\": [1...\(maxTrackDevices) IDs], "
+            + "\"since\": ISO-8601 time, \"partBytes\": \(FeaturesQuery.partBytesRange)} (since and partBytes optional)"
+        guard case .object(let o) = value else { return .failure(QueryProblem(usage)) }
         var since: Double?
         switch o["since"] {
         case nil, .null?: break
@@ -172,6 +176,38 @@ public struct QueryRequest: Sendable, Equatable {
         case let other?:
             return .failure(QueryProblem(
                 "\"track\": \"since\" needs an ISO-8601 time such as \"2026-11-30T12:00:00Z\", found \(other.serialized())"))
+        }
+        if let list = o["devices"] {
+            if let unknown = o.keys.first(where: { !["devices", "since", "partBytes"].contains($0) }) {
+                return .failure(QueryProblem(
+                    "\"track\": unknown key \"\(unknown)\" beside \"devices\" (expected \"since\" or \"partBytes\"; "
+                        + "a reply cut short by its budget is asked again from the device it stopped at)"))
+            }
+            guard let array = list.arrayValue, (1...maxTrackDevices).contains(array.count) else {
+                return .failure(QueryProblem(
+                    "\"track\": \"devices\" needs an array of 1...\(maxTrackDevices) device ids, found "
+                        + (list.arrayValue.map { "\($0.count) values" } ?? list.typeName)))
+            }
+            var devices: [String] = []
+            devices.reserveCapacity(array.count)
+            for item in array {
+                guard case .string(let device) = item, !device.isEmpty else {
+                    let found = item.stringValue != nil ? "an empty string" : item.typeName
+                    return .failure(QueryProblem("\"track\": \"devices\" needs device id strings, found \(found)"))
+                }
+                devices.append(device)
+            }
+            let partBytes: Int?
+            do throws(QueryProblem) {
+                partBytes = try integer(o, "partBytes", of: "track", within: FeaturesQuery.partBytesRange).get()
+            } catch {
+                return .failure(error)
+            }
+            return .success(.tracks(devices: devices, since: since, partBytes: partBytes))
+        }
+        guard case .string(let device)? = o["device"], !device.isEmpty else { return .failure(QueryProblem(usage)) }
+        if let unknown = o.keys.first(where: { !["device", "since", "offset", "limit"].contains($0) }) {
+            return .failure(QueryProblem("\"track\": unknown key \"\(unknown)\" (expected \"device\", \"since\", \"offset\" or \"limit\")"))
         }
         let offset: Int?, limit: Int?
         do throws(QueryProblem) {

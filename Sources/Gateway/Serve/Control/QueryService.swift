@@ -14,7 +14,8 @@ import Synchronization
 /// `{"inside": {"layer", "fence"}}`, `{"device": ID}`, `{"near": {"lat", "lon", "radius", "limit"}}`,
 /// `{"fences": LAYER}` or `{"fences": {"layer", "offset", "limit"}}`, `{"expectations": DEVICE_OR_*}`
 /// (open expected arrivals),
-/// `{"track": {"device", "since", "offset", "limit"}}` (a device's recent positions, paged),
+/// `{"track": {"device", "since", "offset", "limit"}}` (a device's recent positions, paged) or
+/// `{"track": {"devices", "since", "partBytes"}}` (several devices', ``TrackPartsWriter``),
 /// `{"events": {"since", "until", "types", "devices", "limit", "offset"}}` (the journal's events, paged),
 /// `{"features": {"bbox", "layers", "limit", "partBytes"}}` (fence geometry as a GeoJSON
 /// FeatureCollection, under 900 KiB: ``FeatureCollectionWriter``; with `partBytes` in parts of
@@ -221,6 +222,8 @@ final class QueryService: Service, Sendable {
         case .features(let query): return .written(try features(query, correlationBytes: correlationBytes))
         case .track(let device, let since, let offset, let limit):
             return .written([try await track(device, since: since, offset: offset, limit: limit, correlationBytes: correlationBytes)])
+        case .tracks(let devices, let since, let partBytes):
+            return .written(try await tracks(devices, since: since, partBytes: partBytes, correlationBytes: correlationBytes))
         case .events(let query): return .written([try await events(query, correlationBytes: correlationBytes)])
         }
     }
@@ -352,12 +355,9 @@ final class QueryService: Service, Sendable {
     /// `offset` + those listed). Its shard answers, after the work queued before; a device it
     /// does not know gets `{"error"}` like the `device` query.
     private func track(_ device: String, since: Double?, offset: Int, limit: Int, correlationBytes: Int) async throws -> [UInt8] {
-        let shard = pool.shard(for: device)
-        let query = DeviceShard.Query.track(device: device, since: since, offset: offset, limit: limit)
-        let answer = await withCheckedContinuation { c in
-            Task { await shard.mailbox.send(.query(query, c)) }
+        guard let page = await trackPage(device, since: since, offset: offset, limit: limit) else {
+            throw QueryProblem("no device \"\(device)\" is known to this gateway")
         }
-        guard let page = answer.track else { throw QueryProblem("no device \"\(device)\" is known to this gateway") }
         var writer = ReplyRowsWriter(
             head: ["device": .string(device), "offset": .number(Double(offset))], rows: "positions", appended: correlationBytes)
         for position in page.positions {
@@ -367,6 +367,58 @@ final class QueryService: Service, Sendable {
             guard writer.append(.object(row)) else { break }
         }
         return writer.finish(truncated: page.more || writer.count < page.positions.count)
+    }
+
+    /// A page of `device`'s recent track from its shard, after the work queued before; nil for a
+    /// device the gateway does not know.
+    private func trackPage(_ device: String, since: Double?, offset: Int, limit: Int) async -> (positions: [RecentTrack.Position], more: Bool)? {
+        let shard = pool.shard(for: device)
+        let query = DeviceShard.Query.track(device: device, since: since, offset: offset, limit: limit)
+        return await withCheckedContinuation { c in
+            Task { await shard.mailbox.send(.query(query, c)) }
+        }.track
+    }
+
+    /// The `track` reply for several devices (``TrackPartsWriter``): each device's recent
+    /// positions from `since` (nil: the last 24 hours), in the order asked, as many as fit in
+    /// 900 KiB; one message, or with `partBytes` its parts. `truncated` when the positions after
+    /// the last listed, or the devices after it, were left out: the asker continues from that
+    /// device. A device the gateway does not know is listed as `"unknown": true` (with several
+    /// gateways, another may know it).
+    private func tracks(_ devices: [String], since: Double?, partBytes: Int?, correlationBytes: Int) async throws -> [[UInt8]] {
+        var writer = TrackPartsWriter(partBytes: partBytes, appended: correlationBytes)
+        if let partBytes, partBytes < writer.emptyPartBytes + TrackPartsWriter.shortestPosition {
+            throw QueryProblem(
+                "\"track\": \"partBytes\" \(partBytes) leaves no room for a position beside this correlation and reply topic: "
+                    + "expected partBytes of at least \(writer.emptyPartBytes + TrackPartsWriter.shortestPosition)")
+        }
+        var truncated = false
+        devices: for device in devices {
+            guard let page = await trackPage(device, since: since, offset: 0, limit: writer.positionsThatMayFit) else {
+                guard writer.unknown(device: device) else {
+                    truncated = true
+                    break
+                }
+                continue
+            }
+            guard writer.begin(device: device) else {
+                truncated = true
+                break
+            }
+            for position in page.positions {
+                guard writer.append(position) else {
+                    writer.end()
+                    truncated = true
+                    break devices
+                }
+            }
+            writer.end()
+            if page.more {
+                truncated = true
+                break
+            }
+        }
+        return writer.finishParts(truncated: truncated)
     }
 
     /// The `events` reply: the journal's events (``GatewayStore/eventPage(_:offset:limit:maxSteps:)``)
