@@ -136,21 +136,56 @@ same('fixTime: the position\'s time, else the event\'s time, else emitted, else 
     c.goLive();
     same('live again', [c.live, c.time], [true, null]);
 }
-// The queries through Actions against stand-in gateways answering on the reply topic: a track
-// from the gateway that knows the device (another says "no device"), in pages of TRACK_PAGE, a
-// "busy" page asked again, never more than IN_FLIGHT history queries at once; the events of the
-// last hour from every started gateway.
+// The queries through Actions against stand-in gateways answering on the reply topic: tracks
+// of several devices (the track query's `devices`), each from the gateway that knows it (another
+// lists it `unknown`), replies in parts with a device running on across them, cut by the budget
+// and continued from the device they stopped at, a "busy" reply asked again, TRACK_BATCH
+// devices a query, never more than IN_FLIGHT history queries at once; the events of the last
+// hour from every started gateway.
 {
     const { Actions } = await load('actions.js');
-    const { TRACK_PAGE, IN_FLIGHT } = await load('history.js');
+    const { TRACK_BATCH, IN_FLIGHT } = await load('history.js');
     const store = new Store('gt');
     const bytes = (v) => new TextEncoder().encode(JSON.stringify(v));
     for (const id of ['gw-a', 'gw-b']) store.handle(`gt/status/${id}`, bytes({ status: 'started' }));
-    const positions = Array.from({ length: 2 * TRACK_PAGE + 7 }, (_, i) => ({ lat: 1 + i * 1e-4, lon: 2, time: iso(10 * i) }));
+    const walk = (n, lat) => Array.from({ length: n }, (_, i) => ({ lat: lat + i * 1e-4, lon: 2, time: iso(10 * i) }));
+    // gw-b knows the walker (107 positions), the runner (30) and 450 parked vans (1 each).
+    const known = new Map([['walker', walk(107, 1)], ['runner', walk(30, 5)]]);
+    for (let i = 0; i < 450; i++) known.set(`van-${i}`, walk(1, 10 + i * 1e-3));
     const journal = { 'gw-a': [ev('a1', 1), ev('a2', 2)], 'gw-b': Array.from({ length: 13 }, (_, i) => ev(`b${i}`, 100 + i)) };
     const asked = [];
     let running = 0, most = 0, busyOnce = true;
     let actions;
+    /// A track reply of gw-b: at most 40 positions (then truncated), in parts of at most 15.
+    function trackParts(q) {
+        const since = q.since ? Date.parse(q.since) : -Infinity;
+        const entries = [];
+        let room = 40, truncated = false;
+        for (const device of q.devices) {
+            if (!known.has(device)) { entries.push({ device, unknown: true }); continue; }
+            const positions = known.get(device).filter((p) => Date.parse(p.time) >= since);
+            entries.push({ device, positions: positions.slice(0, room) });
+            room -= Math.min(room, positions.length);
+            if (room === 0 && (positions.length > entries[entries.length - 1].positions.length || device !== q.devices[q.devices.length - 1])) {
+                truncated = true;
+                break;
+            }
+        }
+        const parts = [[]];
+        let inPart = 0;
+        for (const e of entries) {
+            if (e.unknown) { parts[parts.length - 1].push(e); continue; }
+            let rest = e.positions;
+            do {
+                if (inPart >= 15) { parts.push([]); inPart = 0; }
+                const take = rest.slice(0, 15 - inPart);
+                parts[parts.length - 1].push({ device: e.device, positions: take });
+                inPart += take.length;
+                rest = rest.slice(take.length);
+            } while (rest.length);
+        }
+        return parts.map((tracks, i) => ({ tracks, truncated, part: i + 1, parts: parts.length }));
+    }
     const client = {
         publish(topic, payload) {
             const q = JSON.parse(payload);
@@ -160,32 +195,44 @@ same('fixTime: the position\'s time, else the event\'s time, else emitted, else 
             most = Math.max(most, running);
             setTimeout(() => {
                 running--;
-                let reply;
+                let replies;
                 if (q.track) {
-                    const { offset = 0, limit } = q.track;
-                    if (gw !== 'gw-b') reply = { error: `no device "${q.track.device}" is known to this gateway` };
-                    else if (offset === TRACK_PAGE && busyOnce) { busyOnce = false; reply = { error: 'busy: 4 replies are being written for console-1' }; }
-                    else reply = { device: q.track.device, offset, positions: positions.slice(offset, offset + limit), truncated: offset + limit < positions.length };
+                    if (gw !== 'gw-b') replies = [{ tracks: q.track.devices.map((device) => ({ device, unknown: true })), truncated: false }];
+                    else if (busyOnce && asked.filter(([g, x]) => g === 'gw-b' && x.track).length === 2) { busyOnce = false; replies = [{ error: 'busy: 4 replies are being written for console-1' }]; }
+                    else replies = trackParts(q.track);
                 } else {
                     const { offset = 0, limit } = q.events;
-                    reply = { count: journal[gw].length, offset, events: journal[gw].slice(offset, offset + limit), truncated: offset + limit < journal[gw].length };
+                    replies = [{ count: journal[gw].length, offset, events: journal[gw].slice(offset, offset + limit), truncated: offset + limit < journal[gw].length }];
                 }
-                actions.reply(bytes({ ...reply, correlation: q.correlation }));
+                for (const reply of replies) actions.reply(bytes({ ...reply, correlation: q.correlation }));
             }, 1 + (asked.length % 3));
             return Promise.resolve();
         },
     };
     actions = new Actions({ client, store, prefix: 'gt', replyTopic: 'gt/replies/console-1' });
-    const t = await actions.trackOf('walker', null);
-    same('trackOf: every position, from the gateway that knows the device, a busy page asked again',
-        [t.track.length, t.error, t.track.lats[TRACK_PAGE], actions.trackGateway.get('walker')], [positions.length, null, positions[TRACK_PAGE].lat, 'gw-b']);
-    same('trackOf: pages of TRACK_PAGE (under 4 KB each), never more than IN_FLIGHT at once',
-        [asked.filter(([, q]) => q.track).every(([, q]) => q.track.limit === TRACK_PAGE), most <= IN_FLIGHT], [true, true]);
+    const got = new Map();
+    const devices = ['walker', 'ghost', 'runner', ...Array.from({ length: 450 }, (_, i) => `van-${i}`)];
+    const r = await actions.tracksOf(devices, null, (device, positions) => got.set(device, (got.get(device) || []).concat(positions)));
+    same('tracksOf: every device\'s positions in order, once, from the gateway that knows it; the unknown one said',
+        [[...known].every(([d, ps]) => JSON.stringify(got.get(d)) === JSON.stringify(ps)), got.has('ghost'), r.unknown, r.error],
+        [true, false, ['ghost'], null]);
+    const trackQueries = asked.filter(([, q]) => q.track);
+    same('tracksOf: at most TRACK_BATCH devices a query, in parts of under 4 KB, never more than IN_FLIGHT at once',
+        [trackQueries.every(([, q]) => q.track.devices.length <= TRACK_BATCH && q.track.partBytes <= 4000), most <= IN_FLIGHT, actions.trackGateway.get('walker')],
+        [true, true, 'gw-b']);
+    same('tracksOf: a cut reply goes on from the device it stopped at, with since after its last position',
+        trackQueries.some(([g, q]) => g === 'gw-b' && q.track.devices.length === 1 && q.track.devices[0] === 'walker'
+            && known.get('walker').some((p) => q.track.since === new Date(Date.parse(p.time) + 1).toISOString())),
+        true);
     asked.length = 0;
-    await actions.trackOf('walker', Date.parse(iso(50)), t.track);
-    same('trackOf again: asked of the gateway that answered before, with since', [asked[0][0], asked[0][1].track.since], ['gw-b', iso(50)]);
-    const r = await actions.recentEvents(Date.parse(iso(0)) + HOUR_MS);
-    same('recentEvents: the last hour of every started gateway, paged', [r.events.map((e) => e.id).sort(), r.error],
+    const t = await actions.trackOf('walker', Date.parse(iso(500)));
+    same('trackOf: asked of the gateway that answered before, with since; the positions from then',
+        [asked[0][0], asked[0][1].track.since, asked[0][1].track.devices, t.track.length, t.error], ['gw-b', iso(500), ['walker'], 57, null]);
+    const none = await actions.trackOf('ghost');
+    same('trackOf: a device no gateway knows', [none.track.length, none.error], [0, 'no started gateway knows device "ghost"']);
+    asked.length = 0;
+    const events = await actions.recentEvents(Date.parse(iso(0)) + HOUR_MS);
+    same('recentEvents: the last hour of every started gateway, paged', [events.events.map((e) => e.id).sort(), events.error],
         [['a1', 'a2', ...journal['gw-b'].map((e) => e.id)].sort(), null]);
     same('recentEvents: since an hour before now', asked.filter(([, q]) => q.events).every(([, q]) => q.events.since === iso(0)), true);
     const newest = await actions.recentEvents(Date.parse(iso(0)) + HOUR_MS, 5);

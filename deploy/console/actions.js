@@ -16,7 +16,7 @@ export function partBytes(replyTopic) {
     return Math.max(1024, 4000 - new TextEncoder().encode(replyTopic).length);
 }
 
-import { paged, Track, TRACK_PAGE, EVENTS_PAGE, IN_FLIGHT, HOUR_MS } from './history.js';
+import { paged, Track, TRACK_BATCH, EVENTS_PAGE, IN_FLIGHT, HOUR_MS } from './history.js';
 
 /// A history query answered "busy" (the gateway's per-user bound on replies being written) is
 /// asked again this many times, after this long.
@@ -63,30 +63,99 @@ export class Actions {
     }
 
     /// `device`'s track from the gateway's memory (the track query) from `since` (ms; null: all
-    /// it keeps, 24 hours), paged: {track (history.js Track), truncated, error}. `track`: one
-    /// to append to (positions not later than its last are skipped).
+    /// it keeps, 24 hours): {track (history.js Track), error}. `track`: one to append to
+    /// (positions not later than its last are skipped).
     async trackOf(device, since = null, track = new Track()) {
+        const { unknown, error } = await this.tracksOf([device], since, (d, positions) => track.append(positions));
+        return { track, error: error || (unknown.length ? `no started gateway knows device "${device}"` : null) };
+    }
+
+    /// The tracks of `devices` from `since` (ms; null: all the gateways keep, 24 hours), from the
+    /// track query for several devices, TRACK_BATCH a query, its reply in parts that mosquitto's
+    /// websockets listener writes in one turn (docs/control-plane.md). `onTrack(device,
+    /// positions)` takes each device's positions as they come, oldest first (a device may come
+    /// in several calls). Several gateways (a NATS cluster) each track their own devices: a
+    /// device goes first to the gateway that answered for it before, and one a gateway does not
+    /// know to the next. Resolves to {unknown: the devices no started gateway knows, error}.
+    async tracksOf(devices, since, onTrack) {
         const gateways = this.started();
-        if (!gateways.length) return { track, error: 'no gateway is started' };
-        const asking = { device };
-        if (since !== null) asking.since = new Date(since).toISOString();
-        // Several gateways (a NATS cluster) each track their own devices: the first that knows it.
-        const known = this.trackGateway.get(device);
-        const order = known && gateways.includes(known) ? [known, ...gateways.filter((g) => g !== known)] : gateways;
-        let result;
-        for (const gateway of order) {
-            result = await paged(async (offset, limit) => {
-                const reply = await this.historyQuery(gateway, { track: { ...asking, offset, limit } });
-                if (!reply || typeof reply.error === 'string') return { error: reply && reply.error ? reply.error : 'no answer' };
-                return { items: Array.isArray(reply.positions) ? reply.positions : [], truncated: reply.truncated === true };
-            }, { limit: TRACK_PAGE });
-            if (!(result.error && !result.items.length && /no device/.test(result.error))) {
-                this.trackGateway.set(device, gateway);
-                break;
-            }
+        if (!gateways.length) return { unknown: [], error: 'no gateway is started' };
+        const unknown = [];
+        const tried = new Map(); // device -> the gateways asked
+        let error = null;
+        let round = new Map();   // gateway -> devices to ask it
+        const ask = (gateway, device) => {
+            if (!round.has(gateway)) round.set(gateway, []);
+            round.get(gateway).push(device);
+        };
+        for (const device of devices) {
+            const known = this.trackGateway.get(device);
+            ask(gateways.includes(known) ? known : gateways[0], device);
         }
-        track.append(result.items);
-        return { track, truncated: result.truncated, error: result.error };
+        while (round.size) {
+            const asking = round;
+            round = new Map();
+            await Promise.all([...asking].map(async ([gateway, list]) => {
+                const result = await this.tracksFrom(gateway, list, since, (device, positions) => {
+                    this.trackGateway.set(device, gateway);
+                    onTrack(device, positions);
+                });
+                if (result.error) error = error || `gateway ${gateway}: ${result.error}`;
+                for (const device of result.unknown) {
+                    if (!tried.has(device)) tried.set(device, new Set());
+                    tried.get(device).add(gateway);
+                    const next = gateways.find((g) => !tried.get(device).has(g));
+                    if (next) ask(next, device);
+                    else unknown.push(device);
+                }
+            }));
+        }
+        return { unknown, error };
+    }
+
+    /// One gateway's tracks of `devices` (see tracksOf): TRACK_BATCH devices a query; a reply cut
+    /// by its budget (`truncated`) is continued from the device it stopped at. Resolves to
+    /// {unknown, error}.
+    async tracksFrom(gateway, devices, since, onTrack) {
+        const unknown = [];
+        let error = null;
+        const queue = []; // [devices, since (ms or null)]
+        for (let i = 0; i < devices.length; i += TRACK_BATCH) queue.push([devices.slice(i, i + TRACK_BATCH), since]);
+        const work = async () => {
+            while (queue.length && !error) {
+                const [list, from] = queue.shift();
+                const asking = { devices: list, partBytes: partBytes(this.replyTopic) };
+                if (from !== null) asking.since = new Date(from).toISOString();
+                const reply = await this.historyQuery(gateway, { track: asking });
+                if (!reply || typeof reply.error === 'string' || !Array.isArray(reply.tracks)) {
+                    error = reply && typeof reply.error === 'string' ? reply.error : 'a track reply of unknown shape';
+                    break;
+                }
+                let last = -1;       // the index in `list` of the last device listed
+                let lastTime = NaN;  // the time of its last position listed (ms)
+                for (const entry of reply.tracks) {
+                    const at = entry && typeof entry.device === 'string' ? list.indexOf(entry.device, Math.max(0, last)) : -1;
+                    if (at < 0) continue;
+                    if (at !== last) lastTime = NaN;
+                    last = at;
+                    if (entry.unknown === true) { unknown.push(entry.device); continue; }
+                    const positions = Array.isArray(entry.positions) ? entry.positions : [];
+                    const end = positions.length ? Date.parse(positions[positions.length - 1].time) : NaN;
+                    if (!Number.isNaN(end)) lastTime = end;
+                    onTrack(entry.device, positions);
+                }
+                if (reply.truncated !== true) continue;
+                if (last < 0) { error = 'a track reply cut short before its first device'; break; }
+                // The device it stopped at: the rest of its positions (all of them if none came,
+                // or it was unknown); then the devices after it.
+                const cut = reply.tracks[reply.tracks.length - 1];
+                if (!Number.isNaN(lastTime)) queue.unshift([[list[last]], lastTime + 1]);
+                const rest = list.slice(Number.isNaN(lastTime) && !(cut && cut.unknown === true) ? last : last + 1);
+                if (rest.length) queue.push([rest, from]);
+            }
+        };
+        await Promise.all(Array.from({ length: IN_FLIGHT }, work));
+        return { unknown, error };
     }
 
     /// The journal's events of the last hour (the events query), paged, oldest first, from every
@@ -123,8 +192,8 @@ export class Actions {
     }
 
     /// Publishes a query and resolves with the reply's JSON (or {error} on timeout). A reply in
-    /// parts (`part` 1...`parts`, the features query's `partBytes`) resolves once all came, as
-    /// one FeatureCollection.
+    /// parts (`part` 1...`parts`, the features and track queries' `partBytes`) resolves once all
+    /// came, as one reply.
     query(gateway, body) {
         const correlation = `c${this.nextCorrelation++}`;
         const payload = JSON.stringify({ ...body, replyTo: this.replyTopic, correlation });
@@ -298,12 +367,26 @@ export class Actions {
     }
 }
 
-/// The parts of a features reply (part -> reply) as one FeatureCollection.
+/// The parts of a reply (part -> reply) as one: a FeatureCollection, or the tracks of a track
+/// query for several devices (a device's entries running on across parts joined).
 function joinParts(parts) {
     const ordered = [...parts.keys()].sort((a, b) => a - b).map((k) => parts.get(k));
+    const truncated = ordered.some((p) => p.truncated === true);
+    if (ordered.some((p) => Array.isArray(p.tracks))) {
+        const tracks = [];
+        for (const p of ordered) {
+            for (const entry of Array.isArray(p.tracks) ? p.tracks : []) {
+                const last = tracks[tracks.length - 1];
+                if (last && entry && last.device === entry.device && Array.isArray(last.positions) && Array.isArray(entry.positions)) {
+                    last.positions = last.positions.concat(entry.positions);
+                } else tracks.push(entry);
+            }
+        }
+        return { tracks, truncated };
+    }
     const features = [];
     for (const p of ordered) if (Array.isArray(p.features)) features.push(...p.features);
-    return { type: 'FeatureCollection', features, truncated: ordered.some((p) => p.truncated === true) };
+    return { type: 'FeatureCollection', features, truncated };
 }
 
 function covers(outer, inner) {

@@ -213,9 +213,9 @@ async function loadTrack(device) {
     const asked = ++trackAsked;
     const t = { device, state: 'loading', track: new Track() };
     store.setTrack(t);
-    const { error, truncated } = await actions.trackOf(device, null, t.track);
+    const { error } = await actions.trackOf(device, null, t.track);
     if (asked !== trackAsked) return;
-    store.setTrack({ ...t, state: error ? 'error' : 'ok', error, truncated });
+    store.setTrack({ ...t, state: error ? 'error' : 'ok', error });
 }
 function refreshTrackSoon(device) {
     if (trackTimer || !store.track || store.track.device !== device || store.track.state !== 'ok') return;

@@ -6,9 +6,10 @@
 
 /// The slider's window: the last hour.
 export const HOUR_MS = 3600 * 1000;
-/// Positions asked per page of a `track` query: a page stays under the 4 KB that mosquitto's
-/// websockets listener sends in one piece (a position is about 70 bytes of JSON).
-export const TRACK_PAGE = 50;
+/// Devices asked per `track` query of several devices: their positions come in parts of under
+/// 4 KB (a position is about 60 bytes of JSON), a reply at most 900 KiB (about 15,000 positions:
+/// 200 devices' hour at a position a minute fits; a reply cut short is continued).
+export const TRACK_BATCH = 200;
 /// Events asked per page of an `events` query (an event is some 400-700 bytes of JSON).
 export const EVENTS_PAGE = 6;
 /// History queries (pages) in flight at once: a gateway writes at most 4 replies at a time for

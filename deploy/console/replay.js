@@ -7,7 +7,7 @@
 // have at T). The work of a frame is one binary search per replayed device and a redraw of the
 // devices' canvas; the list and the marks change only when an event enters or leaves.
 
-import { ReplayClock, Track, HOUR_MS, TRACK_MARGIN_MS, IN_FLIGHT, indexAt, fixTime, timeOfDay } from './history.js';
+import { ReplayClock, Track, HOUR_MS, TRACK_MARGIN_MS, indexAt, fixTime, timeOfDay } from './history.js';
 import { visibleMarks, MARK_WINDOW_MS } from './event-marks.js';
 import { EVENT_LIMIT } from './store.js';
 
@@ -148,30 +148,51 @@ export class Replay {
         this.pump();
     }
 
+    /// Asks for the queued devices' tracks, all of them at once (the track query for several
+    /// devices asks TRACK_BATCH a query, IN_FLIGHT queries at a time); those queued meanwhile
+    /// go next.
     pump() {
-        while (this.fetching < IN_FLIGHT && this.queue.length) {
-            const id = this.queue.shift();
-            this.queued.delete(id);
-            this.fetching++;
-            this.fetch(id).finally(() => { this.fetching--; this.pump(); this.showState(); });
+        if (!this.fetching && this.queue.length) {
+            const ids = this.queue.splice(0);
+            this.queued.clear();
+            this.fetching = ids.length;
+            this.fetch(ids).finally(() => { this.fetching = 0; this.pump(); });
         }
         this.showState();
     }
 
-    /// A device's track of the hour (and TRACK_MARGIN_MS before it); a cached one only its new
-    /// positions.
-    async fetch(id) {
+    /// The tracks of `ids` for the hour (and TRACK_MARGIN_MS before it); of a cached one only
+    /// its new positions (asked together from the oldest of them: a track skips what it holds).
+    /// A device is drawn as soon as its positions come.
+    async fetch(ids) {
         const now = this.now();
-        let entry = this.tracks.get(id);
-        const since = entry && entry.track.length ? entry.track.last + 1 : now - HOUR_MS - TRACK_MARGIN_MS;
-        if (!entry) { entry = { track: new Track(), state: 'loading', fetched: 0 }; this.tracks.set(id, entry); }
-        const previous = entry.state;
-        entry.state = 'loading';
-        const { error } = await this.actions.trackOf(id, since, entry.track);
-        entry.state = error && previous !== 'ok' ? 'error' : 'ok';
-        entry.error = error || undefined;
-        entry.fetched = now;
-        if (this.replayed.has(id)) this.replayed.set(id, null); // applied again
+        let since = Infinity;
+        const previous = new Map();
+        for (const id of ids) {
+            let entry = this.tracks.get(id);
+            if (!entry) { entry = { track: new Track(), state: 'loading', fetched: 0 }; this.tracks.set(id, entry); }
+            since = Math.min(since, entry.track.length ? entry.track.last + 1 : now - HOUR_MS - TRACK_MARGIN_MS);
+            previous.set(id, entry.state);
+            entry.state = 'loading';
+        }
+        const settle = (id, entry, error) => {
+            entry.state = error && previous.get(id) !== 'ok' ? 'error' : 'ok';
+            entry.error = error || undefined;
+            entry.fetched = now;
+            if (this.replayed.has(id)) this.replayed.set(id, null); // applied again
+        };
+        const { unknown, error } = await this.actions.tracksOf(ids, since, (id, positions) => {
+            const entry = this.tracks.get(id);
+            if (!entry) return;
+            entry.track.append(positions);
+            settle(id, entry, null);
+            this.changed();
+        });
+        const missing = new Set(unknown);
+        for (const id of ids) {
+            const entry = this.tracks.get(id);
+            if (entry.state === 'loading') settle(id, entry, missing.has(id) ? `no started gateway knows device "${id}"` : error || 'no answer');
+        }
         this.changed();
     }
 

@@ -45,7 +45,7 @@ export class Store {
         this.selection = null;
         this.selectionInside = null;    // {key, state: 'asking'|'ok'|'error', inside, count, truncated, error}
         // The selected device's track from the gateway (the track query; history.js Track):
-        // {device, state: 'loading'|'ok'|'error', track, truncated, error}, or null.
+        // {device, state: 'loading'|'ok'|'error', track, error}, or null.
         this.track = null;
         // The time slider while it replays (replay.js), or null when live.
         this.replay = null;
