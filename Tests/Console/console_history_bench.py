@@ -135,6 +135,10 @@ def main():
         left = driver.execute_script('return document.getElementById("replay").dataset.loading')
         print(f'replay: the tracks of the devices in view asked by the page (track queries) in {loaded_at:.1f} s'
               + ('' if loaded else f' (NOT all: {left} still asked after {TRACKS_WAIT} s)'), flush=True)
+        held = driver.execute_script("""let ok = 0, failed = 0, positions = 0;
+            for (const e of window.__console.replay.tracks.values()) { if (e.state === 'ok') ok++; else if (e.state === 'error') failed++; positions += e.track.length; }
+            return { ok, failed, positions };""")
+        print(f'        tracks held: {held["ok"]} ok, {held["failed"]} failed, {held["positions"]} positions', flush=True)
         # Loading them took the replay to the present (live) or near it: from an hour back again.
         driver.execute_script("""const b = window.__bench, r = window.__console.replay;
             if (r.active) r.goLive();

@@ -165,6 +165,24 @@ import Testing
         #expect(trip.late)
     }
 
+    /// A van parked at the start before it leaves is not `late`: its first speed, measured
+    /// from its last parked fix, counts the stand (about 1 m/s here), and an ETA from that one
+    /// speed alone would pass `by` at once. `late` waits for three speeds.
+    @Test func aVanLeavingAfterAStandIsNotLateFromItsFirstSpeed() throws {
+        let path = TripScene.Path([(0, 0), (3000, 0)])
+        // 20 s parked, then 15 m/s: the end at about 220 s, `by` at 400 s.
+        var trip = TripProgress(plan: TripPlan(route: try path.route(), by: TripScene.t0 + 400))
+        var kinds: [TripEvent.Kind] = []
+        var firstEta: Double?
+        for second in stride(from: 0, through: 230, by: 2) {
+            let s = second < 20 ? 0 : min(3000, Double(second - 20) * 15)
+            kinds += trip.update(TripScene.fix(path.point(at: s), at: Double(second))).map(\.kind)
+            if firstEta == nil, let eta = trip.eta { firstEta = eta }
+        }
+        #expect(try #require(firstEta) > TripScene.t0 + 400, "the first ETA, from one speed, is after by: the case this guards")
+        #expect(kinds == [.tripStarted, .arrived])
+    }
+
     /// `missed` comes from the wall clock at `by` (not before, and not from fix time), carries
     /// `by` as its time, and ends the trip: nothing is decided after it.
     @Test func missedIsDecidedByTheWallClock() throws {

@@ -25,6 +25,10 @@ public struct TripProgress: Sendable {
     public static let minimumReach = 500.0
     /// Progress is published at most once per this many seconds of fix time (and at every event).
     public static let progressInterval = 10.0
+    /// `late` is decided from an ETA of at least this many speeds: a device's first speed after
+    /// a stand is measured from its last standing fix and counts the stand, and a median of
+    /// three leaves one such speed out.
+    public static let lateSpeeds = 3
     /// The last speed reading is shown for this many seconds of fix time.
     public static let speedShownFor = 10.0
 
@@ -135,7 +139,7 @@ public struct TripProgress: Sendable {
             holdStart = nil
             events.append(event(.arrived, at: fix.time))
         }
-        if !late, !state.isFinal, let by = plan.by, let eta, eta > by {
+        if !late, !state.isFinal, let by = plan.by, movingSpeed.count >= TripProgress.lateSpeeds, let eta, eta > by {
             late = true
             events.append(event(.late, at: fix.time))
         }
