@@ -82,6 +82,48 @@ import TestSupport
         #expect(run.progress.figures.along - (committedAlong.last ?? 0) <= 600)
     }
 
+    /// The progress payload is written straight to bytes (`TripEmission.progressPayload`): it
+    /// must be what the progress JSON (the `trips` query's row) serializes to, in every state
+    /// and with every figure present or absent: before any fix, pending, on the route, off it
+    /// (a detour of 200 m), standing (no speed, then no ETA after 5 minutes), arrived.
+    @Test func theProgressPayloadIsTheProgressJSON() async throws {
+        let rig = try await DeviceShardTests.Rig()
+        let t = DeviceShardTests.t0
+        var run = try Self.trip("run-1", device: "van/é", by: t + 100_000, snapshot: rig.snapshot)
+        await rig.close()
+        let emission = TripEmission(gatewayID: "gw", prefix: "p", qos: 1)
+        #expect(emission.progressPayload(run) == emission.progressJSON(run).serializedBytes())
+        var fixes: [LocationUpdate] = []
+        var time = t
+        var lon = -119.8010
+        func drive(_ count: Int, metres: Double, lat: Double = 34.45, every seconds: Double = 10) {
+            for _ in 0..<count {
+                time += seconds
+                lon += metres / 91_900
+                fixes.append(LocationUpdate(device: "van/é", lat: lat, lon: lon, time: time, accuracy: 5))
+            }
+        }
+        drive(12, metres: 123.4)
+        drive(8, metres: 97.3, lat: 34.452)  // 220 m north: off the route
+        drive(8, metres: 101.1)
+        drive(40, metres: 0, every: 10)  // standing: no speed, then no ETA
+        drive(600, metres: 41.3, every: 3.7)
+        var states: Set<String> = []
+        var item: EventCommitter.Item?
+        for fix in fixes {
+            let events = run.progress.update(fix)
+            let before = item?.retained.count ?? 0
+            emission.emit(events, of: &run, wall: fix.time, into: &item)
+            guard let published = item?.retained.last, (item?.retained.count ?? 0) > before else { continue }
+            #expect(published.topic == "p/trips/run-1/progress")
+            let json = emission.progressJSON(run)
+            #expect(published.payload == json.serializedBytes(), "\(json.serialized())")
+            if case .object(let object) = json, case .string(let state)? = object["state"] { states.insert(state) }
+            if run.progress.state.isFinal { break }
+        }
+        #expect(states == ["pending", "onRoute", "offRoute", "arrived"], "\(states)")
+    }
+
     /// `by` passed on the wall clock: the shard's tick decides `missed`, for a device it has
     /// never seen too, once; the trip leaves the shard.
     @Test(.timeLimit(.minutes(5))) func theShardsTickMissesATripPastItsDeadline() async throws {

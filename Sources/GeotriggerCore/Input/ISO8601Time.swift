@@ -70,6 +70,26 @@ public enum ISO8601Time {
     /// nearer end of it (not a number: as 1970), so formatting never traps; inputs are checked
     /// against the range where they are read (payloads, tracks), so no such time gets here.
     public static func format(_ seconds: Double, milliseconds: Bool = false) -> String {
+        // Written into the string's own storage: every event and device state carries two to
+        // four of these, and building them from padded pieces allocated a dozen strings each.
+        String(unsafeUninitializedCapacity: maximumLength) { write(seconds, milliseconds: milliseconds, to: $0) }
+    }
+
+    /// Appends the text of ``format(_:milliseconds:)`` to `out` as UTF-8, without a `String`
+    /// (a trip's progress payload is built as bytes, docs/performance.md "Trips").
+    public static func append(_ seconds: Double, milliseconds: Bool = false, to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { buffer in
+            let count = write(seconds, milliseconds: milliseconds, to: buffer)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// The longest text ``write(_:milliseconds:to:)`` writes (`-YYYY-MM-DDTHH:MM:SS.mmmZ` is 25).
+    static let maximumLength = 40
+
+    /// Writes the text of ``format(_:milliseconds:)`` at the start of `out` (at least
+    /// ``maximumLength`` bytes) and returns its length.
+    private static func write(_ seconds: Double, milliseconds: Bool, to out: UnsafeMutableBufferPointer<UInt8>) -> Int {
         let clamped = seconds.isNaN ? 0 : Swift.min(Swift.max(seconds, supportedRange.lowerBound), supportedRange.upperBound)
         let total = Int64((clamped * 1000).rounded())
         var days = total / 86_400_000
@@ -80,47 +100,43 @@ public enum ISO8601Time {
         }
         let (y, m, d) = CivilDate.civil(days: Int(days))
         let second = Int(msOfDay / 1000), ms = Int(msOfDay % 1000)
-        // Written into the string's own storage: every event and device state carries two to
-        // four of these, and building them from padded pieces allocated a dozen strings each.
-        return String(unsafeUninitializedCapacity: 40) { out in
-            var i = 0
-            func put(_ byte: UInt8) {
-                out[i] = byte
-                i += 1
-            }
-            func put(_ value: Int, width: Int) {
-                var count = 1
-                var rest = value
-                while rest >= 10 {
-                    rest /= 10
-                    count += 1
-                }
-                count = max(count, width)
-                rest = value
-                for k in stride(from: i + count - 1, through: i, by: -1) {
-                    out[k] = UInt8(truncatingIfNeeded: 48 + rest % 10)
-                    rest /= 10
-                }
-                i += count
-            }
-            if y < 0 { put(UInt8(ascii: "-")) }
-            put(abs(y), width: 4)
-            put(UInt8(ascii: "-"))
-            put(m, width: 2)
-            put(UInt8(ascii: "-"))
-            put(d, width: 2)
-            put(UInt8(ascii: "T"))
-            put(second / 3600, width: 2)
-            put(UInt8(ascii: ":"))
-            put(second / 60 % 60, width: 2)
-            put(UInt8(ascii: ":"))
-            put(second % 60, width: 2)
-            if milliseconds || ms != 0 {
-                put(UInt8(ascii: "."))
-                put(ms, width: 3)
-            }
-            put(UInt8(ascii: "Z"))
-            return i
+        var i = 0
+        func put(_ byte: UInt8) {
+            out[i] = byte
+            i += 1
         }
+        func put(_ value: Int, width: Int) {
+            var count = 1
+            var rest = value
+            while rest >= 10 {
+                rest /= 10
+                count += 1
+            }
+            count = max(count, width)
+            rest = value
+            for k in stride(from: i + count - 1, through: i, by: -1) {
+                out[k] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                rest /= 10
+            }
+            i += count
+        }
+        if y < 0 { put(UInt8(ascii: "-")) }
+        put(abs(y), width: 4)
+        put(UInt8(ascii: "-"))
+        put(m, width: 2)
+        put(UInt8(ascii: "-"))
+        put(d, width: 2)
+        put(UInt8(ascii: "T"))
+        put(second / 3600, width: 2)
+        put(UInt8(ascii: ":"))
+        put(second / 60 % 60, width: 2)
+        put(UInt8(ascii: ":"))
+        put(second % 60, width: 2)
+        if milliseconds || ms != 0 {
+            put(UInt8(ascii: "."))
+            put(ms, width: 3)
+        }
+        put(UInt8(ascii: "Z"))
+        return i
     }
 }

@@ -67,9 +67,39 @@ extension JSONValue {
     static func writeNumber(_ n: Double, to out: inout [UInt8]) {
         guard n.isFinite else { append("null", to: &out); return }
         if n == n.rounded(), abs(n) < 1e15 {
-            out.append(contentsOf: String(Int64(n)).utf8)
-        } else {
-            out.append(contentsOf: n.description.utf8)
+            writeInteger(Int64(n), to: &out)
+            return
+        }
+        // One decimal (a figure rounded to 0.1, as trips' and many others are): the digits of
+        // `tenths / 10`, which is the shortest text that reads back as `n` (`n.description`):
+        // `n` is the double nearest to that decimal of at most 11 significant digits, and two
+        // decimals of at most 15 never share a double. Without the float-to-text conversion,
+        // which took ~0.5 us a number.
+        let tenths = (n * 10).rounded()
+        if abs(tenths) < 1e10, tenths / 10 == n {
+            let t = Int64(tenths)
+            if t < 0 { out.append(UInt8(ascii: "-")) }
+            writeInteger(abs(t) / 10, to: &out)
+            out.append(UInt8(ascii: "."))
+            out.append(UInt8(truncatingIfNeeded: 48 + abs(t) % 10))
+            return
+        }
+        out.append(contentsOf: n.description.utf8)
+    }
+
+    /// The decimal digits of `value` (with `-` when negative), as `String(value)` writes them.
+    static func writeInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude as unsigned, so Int64.min has one too.
+        var rest = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var i = 20
+            repeat {
+                i -= 1
+                digits[i] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                rest /= 10
+            } while rest > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
         }
     }
 

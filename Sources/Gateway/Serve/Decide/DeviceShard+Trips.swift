@@ -97,21 +97,21 @@ extension DeviceShard {
     /// An accepted fix of a device with open trips: each takes it (``TripProgress/update(_:)``);
     /// what they decide joins `item`. Ended trips leave.
     func follow(_ update: LocationUpdate, trips: inout [String: [TripRun]], into item: inout EventCommitter.Item?) {
-        guard let count = trips[update.device]?.count else { return }
+        // Taken out and put back, as the tick does: reading a run through `trips[device]![k]`
+        // copied it (its progress, plan and speeds) at every fix.
+        guard var runs = trips.removeValue(forKey: update.device) else { return }
         var wall: Double?
         var ended = false
-        for k in 0..<count {
-            let before = trips[update.device]![k].progress.state
-            let events = trips[update.device]![k].progress.update(update)
-            guard !events.isEmpty || trips[update.device]![k].progress.shouldPublishProgress else { continue }
+        for k in runs.indices {
+            let before = runs[k].progress.state
+            let events = runs[k].progress.update(update)
+            guard !events.isEmpty || runs[k].progress.shouldPublishProgress else { continue }
             let now = wall ?? WallClock.now()
             wall = now
-            ended = emit(events, of: &trips[update.device]![k], from: before, wall: now, into: &item) || ended
+            ended = emit(events, of: &runs[k], from: before, wall: now, into: &item) || ended
         }
-        if ended {
-            trips[update.device]!.removeAll { $0.progress.state.isFinal }
-            if trips[update.device]!.isEmpty { trips[update.device] = nil }
-        }
+        if ended { runs.removeAll { $0.progress.state.isFinal } }
+        if !runs.isEmpty { trips[update.device] = runs }
     }
 
     /// The shard's tick: trips whose `by` passed on the wall clock are missed.
@@ -164,3 +164,4 @@ extension DeviceShard {
         }
     }
 }
+

@@ -13,6 +13,9 @@ package struct TripRun: Sendable {
     var committed: TripProgress.Committed?
     /// The fix time of the last fix whose fields were committed (nil: none since the start).
     var committedAt: Double?
+    /// Its progress topic, made at its first progress message and kept: one string for every
+    /// message of the trip rather than one each.
+    var progressTopic: String?
 
     init(_ request: TripRequest, restoring committed: TripProgress.Committed? = nil) {
         id = request.id
@@ -63,11 +66,13 @@ struct TripEmission: Sendable {
         for event in events { append(event, of: run, emitted: wall, to: &out) }
         let final = run.progress.state.isFinal
         if run.progress.shouldPublishProgress {
-            out.retained.append(.init(topic: progressTopic(run.id), payload: progressJSON(run).serializedBytes()))
+            let topic = run.progressTopic ?? progressTopic(run.id)
+            run.progressTopic = topic
+            out.retained.append(.init(topic: topic, payload: progressPayload(run)))
             run.progress.progressPublished()
         }
         let committed = run.progress.committed
-        let time = run.progress.figures.time
+        let time = run.progress.lastTime
         if final {
             out.trips.append(.settle(id: run.id, created: run.created, state: committed.encoded(), settled: wall))
         } else if committed != run.committed,
@@ -87,14 +92,35 @@ struct TripEmission: Sendable {
     static let alongCommitInterval = 60.0
 
     /// The retained progress: `{"trip", "device", "state", "along", "remaining", "offBy",
-    /// "eta", "speed", "time"}`, those without a value left out.
+    /// "eta", "speed", "time"}`, those without a value left out (the `trips` query's rows).
     func progressJSON(_ run: TripRun) -> JSONValue {
         var object = JSONObject()
         object["trip"] = .string(run.id)
         object["device"] = .string(run.device)
-        Self.addFigures(run.progress.figures, to: &object)
-        if let time = run.progress.figures.time { object["time"] = .string(ISO8601Time.format(time)) }
+        let figures = run.progress.figures
+        Self.addFigures(figures, to: &object)
+        if let time = figures.time { object["time"] = .string(ISO8601Time.format(time)) }
         return .object(object)
+    }
+
+    /// The bytes of ``progressJSON(_:)``, written straight out (``JSONObjectWriter``): this is
+    /// built at every progress message, for a fleet reporting every 10 s at every update
+    /// (docs/performance.md "Trips").
+    func progressPayload(_ run: TripRun) -> [UInt8] {
+        let figures = run.progress.figures
+        // The keys and punctuation take 93 bytes, the state up to 9, the numbers and times
+        // mostly under 60.
+        var out = JSONObjectWriter(capacity: 176 + run.id.utf8.count + run.device.utf8.count)
+        out.string("trip", run.id)
+        out.string("device", run.device)
+        out.string("state", figures.state.rawValue)
+        out.number("along", Self.round(figures.along))
+        out.number("remaining", Self.round(figures.remaining))
+        if let offBy = figures.offBy { out.number("offBy", Self.round(offBy)) }
+        if let eta = figures.eta, eta.isFinite { out.time("eta", eta.rounded()) }
+        if let speed = figures.speed { out.number("speed", Self.round(speed)) }
+        if let time = figures.time { out.time("time", time) }
+        return out.finish()
     }
 
     /// `state`, `along`, `remaining` (0.1 m), `offBy` (0.1 m), `eta` (ISO time), `speed` (0.1 m/s).
