@@ -57,7 +57,7 @@ import TestSupport
     }
 
     /// A van reporting every 10 s for five minutes: its progress is published at every fix (10 s
-    /// of fix time apart), but its row is written with its event (`tripStarted`) and then once a
+    /// of fix time apart; at QoS 0 but at its first fix and its event), but its row is written with its event (`tripStarted`) and then once a
     /// minute of fix time, not with every progress (docs/trips.md "Restarts"): 6 writes, not 31.
     @Test func progressIsPublishedEvery10SecondsAndCommittedOncePerMinute() async throws {
         let rig = try await DeviceShardTests.Rig()
@@ -75,8 +75,10 @@ import TestSupport
             emission.emit(events, of: &run, wall: fix.time, into: &item)
             if (item?.trips.count ?? 0) > before, let along = run.committed?.along { committedAlong.append(along) }
         }
-        let published = item?.retained.filter { $0.topic == "p/trips/run/progress" }.count ?? 0
-        #expect(published == 31)
+        let published = item?.retained.filter { $0.topic == "p/trips/run/progress" } ?? []
+        #expect(published.count == 31)
+        // The first fix's and tripStarted's progress at QoS 1, those between changes at QoS 0.
+        #expect(published.map(\.atMostOnce) == [false, false] + Array(repeating: true, count: 29))
         #expect(committedAlong.count == 6, "\(committedAlong)")
         // The last write is at most a minute (600 m) behind.
         #expect(run.progress.figures.along - (committedAlong.last ?? 0) <= 600)

@@ -152,4 +152,48 @@ import Testing
         #expect(broker.messages.map(\.topic) == ["p/devices/good/state"])
         #expect(publisher.pending == (1, 0))
     }
+
+    /// A topic published `atMostOnce` (a trip's progress between its changes) goes out at QoS 0
+    /// and holds its place in the window until libmosquitto reports it written, as a QoS 1
+    /// message until its PUBACK; a payload without it, a clear, and a connect's republish of
+    /// each topic go at the QoS of the topic's newest payload.
+    @Test func progressBetweenChangesGoesOutAtQoS0() {
+        let broker = FakeBroker()
+        let atMostOnce = Mutex<Set<Int32>>([])
+        let publisher = StatePublisher(prefix: "p", logger: Logger(label: "test"), window: 1,
+                                       send: { try broker.send($0, $1) },
+                                       sendAtMostOnce: { topic, payload in
+                                           let id = try broker.send(topic, payload)
+                                           atMostOnce.withLock { _ = $0.insert(id) }
+                                           return id
+                                       })
+        func qos0(_ id: Int32) -> Bool { atMostOnce.withLock { $0.contains(id) } }
+        publisher.publish(topic: "p/trips/a/progress", payload: Array("a1".utf8))
+        publisher.publish(topic: "p/trips/b/progress", payload: Array("b1".utf8), atMostOnce: true)
+        #expect(broker.messages.map(\.payload) == ["a1"])
+        #expect(ack(publisher, 1))
+        #expect(broker.messages.map(\.payload) == ["a1", "b1"])
+        #expect(!qos0(1) && qos0(2))
+        publisher.publish(topic: "p/trips/a/progress", payload: Array("a2".utf8), atMostOnce: true)
+        #expect(publisher.pending == (1, 1), "the QoS 0 message holds the window until written")
+        #expect(ack(publisher, 2))
+        #expect(broker.messages.map(\.payload) == ["a1", "b1", "a2"])
+        #expect(qos0(3))
+        #expect(ack(publisher, 3))
+        publisher.publish(topic: "p/trips/b/progress", payload: nil)
+        #expect(ack(publisher, 4))
+        #expect(broker.messages.map(\.payload) == ["a1", "b1", "a2", ""])
+        #expect(!qos0(4), "a clear goes at QoS 1")
+        publisher.republishAll()
+        #expect(ack(publisher, 5))
+        let republished = broker.messages.dropFirst(4)
+        #expect(republished.map(\.topic).sorted() == ["p/trips/a/progress", "p/trips/b/progress"])
+        for message in republished {
+            #expect(qos0(message.id) == (message.topic == "p/trips/a/progress"), "\(message)")
+        }
+        publisher.publish(topic: "p/trips/a/progress", payload: Array("a3".utf8))
+        #expect(ack(publisher, 6))
+        #expect(broker.messages.last?.payload == "a3")
+        #expect(broker.messages.last.map { !qos0($0.id) } == true, "a change goes at QoS 1 again")
+    }
 }

@@ -210,6 +210,11 @@ public struct TripProgress: Sendable {
         return time - last >= TripProgress.progressInterval
     }
 
+    /// The due progress follows a decision (an event, a cancel, the trip's first fix, a restart)
+    /// rather than only moving the figures on (``progressInterval`` after the last): the gateway
+    /// publishes the first kind at QoS 1 and the second at QoS 0 (docs/trips.md "Progress").
+    public var progressFollowsChange: Bool { changedSinceProgress }
+
     /// The caller published ``figures``.
     public mutating func progressPublished() {
         lastProgressTime = lastTime

@@ -68,7 +68,10 @@ struct TripEmission: Sendable {
         if run.progress.shouldPublishProgress {
             let topic = run.progressTopic ?? progressTopic(run.id)
             run.progressTopic = topic
-            out.retained.append(.init(topic: topic, payload: progressPayload(run)))
+            // Between changes at QoS 0: the next replaces a lost one within 10 s of fix time, and
+            // only a broken connection loses one, after which every retained topic is published
+            // again (docs/trips.md "Progress").
+            out.retained.append(.init(topic: topic, payload: progressPayload(run), atMostOnce: !run.progress.progressFollowsChange))
             run.progress.progressPublished()
         }
         let committed = run.progress.committed

@@ -86,9 +86,10 @@ struct CommitterState {
     /// (`now` is read only when a commit may start: not per item of a burst.)
     mutating func add(_ item: EventCommitter.Item, deferred: Bool, now: @autoclosure () -> Double) -> (mustWait: Bool, start: Start) {
         if let state = item.state { batch.stateChanges.append(state) }
-        batch.events.append(contentsOf: item.events)
-        batch.outbox.append(contentsOf: item.outbox)
-        batch.expectations.append(contentsOf: item.expectations)
+        // Most items carry one or two of these (a trip's progress only its retained message).
+        if !item.events.isEmpty { batch.events.append(contentsOf: item.events) }
+        if !item.outbox.isEmpty { batch.outbox.append(contentsOf: item.outbox) }
+        if !item.expectations.isEmpty { batch.expectations.append(contentsOf: item.expectations) }
         if !item.trips.isEmpty { batch.trips.append(contentsOf: item.trips) }
         if !item.retained.isEmpty { retained.append(contentsOf: item.retained) }
         if let publication = item.publication { publications.append(publication) }

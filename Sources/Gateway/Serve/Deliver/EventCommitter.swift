@@ -83,6 +83,9 @@ package final class EventCommitter: Service, StepSink, Sendable {
         var topic: String
         /// Nil: the retained message is cleared.
         var payload: [UInt8]?
+        /// Published at QoS 0 (a trip's progress between its changes, docs/trips.md "Progress");
+        /// else QoS 1.
+        var atMostOnce = false
     }
 
     package let name = "committer"
@@ -315,7 +318,7 @@ package final class EventCommitter: Service, StepSink, Sendable {
             statePublisher.publish(publication)
         }
         for message in taken.retained {
-            statePublisher.publish(topic: message.topic, payload: message.payload)
+            statePublisher.publish(topic: message.topic, payload: message.payload, atMostOnce: message.atMostOnce)
         }
         let (idle, next) = state.withLock { $0.roundEnded(retry: retry, now: MonotonicClock.now()) }
         for w in idle { w.resume() }

@@ -7,7 +7,8 @@ import Synchronization
 /// publish them all again (docs/topics-and-payloads.md "Device state": "republished on every (re)connect"; occupancy
 /// likewise on every connect).
 ///
-/// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK).
+/// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK;
+/// QoS 0, a trip's progress between its changes, until written to the socket).
 /// The others wait here as "topic T is due", and a topic whose payload changes again before
 /// its turn goes out once, with its newest payload. Without the window, 10,000 devices
 /// appearing at once queued 14,000 copies of their states in libmosquitto behind the broker's
@@ -36,6 +37,8 @@ package final class StatePublisher: Sendable {
     let occupancyChanged = Wakeup()
     /// Nil in `bench store`: states are only remembered.
     private let send: Send?
+    /// The same at QoS 0, for the topics published so (``publish(topic:payload:atMostOnce:)``).
+    private let sendAtMostOnce: Send?
     private let perform: Perform
     /// Whether the caller is where `send` belongs (the network thread): a job that `perform`
     /// runs anywhere else (in place, while no connection loop runs) leaves the topics due.
@@ -60,6 +63,9 @@ package final class StatePublisher: Sendable {
         var states: [String: [UInt8]] = [:]
         /// The newest payload of every other retained topic (a cleared topic is absent).
         var payloads: [String: [UInt8]] = [:]
+        /// The topics among ``payloads`` whose newest payload goes out at QoS 0 (trips' progress
+        /// between their changes); empty without open trips.
+        var atMostOnce: Set<String> = []
         /// Topics cleared in this run (a forgotten device's, a removed fence's occupancy), the
         /// last ``StatePublisher/clearedKept`` of them, oldest first: every connect clears them
         /// again, so a broker restarted from an old save does not keep them.
@@ -128,8 +134,11 @@ package final class StatePublisher: Sendable {
             work.sent.removeAll(keepingCapacity: true)
             while inflight.count + work.messages.count < window, let due = nextDue() {
                 switch due {
-                case .state(let device): work.messages.append((due, states[device] ?? []))
-                case .topic(let topic): work.messages.append((due, payloads[topic] ?? []))
+                case .state(let device): work.messages.append((due, states[device] ?? [], false))
+                case .topic(let topic):
+                    let payload = payloads[topic]
+                    // A cleared topic (no payload) goes at QoS 1.
+                    work.messages.append((due, payload ?? [], payload != nil && !atMostOnce.isEmpty && atMostOnce.contains(topic)))
                 }
             }
             if !work.messages.isEmpty { return true }
@@ -143,7 +152,7 @@ package final class StatePublisher: Sendable {
     /// One pump's messages to publish and the message ids they got.
     private struct PumpWork: Sendable {
         var epoch = 0
-        var messages: [(retained: Retained, payload: [UInt8])] = []
+        var messages: [(retained: Retained, payload: [UInt8], atMostOnce: Bool)] = []
         var sent: [(id: Int32, retained: Retained)] = []
     }
 
@@ -156,19 +165,22 @@ package final class StatePublisher: Sendable {
         }
         self.init(prefix: prefix, logger: logger, window: window,
                   send: { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true) },
+                  sendAtMostOnce: { topic, payload in try client.publish(topic: topic, payload: payload, qos: .atMostOnce, retain: true) },
                   perform: { client.perform($0) }, onSendThread: { client.isNetworkThread },
                   discovery: discovery, occupancy: occupancy)
     }
 
-    /// Publishing through any `send` (the tests' fake broker), called in the jobs given to
-    /// `perform` (default: right away) where `onSendThread` says so (default: anywhere).
-    init(prefix: String, logger: Logger, window: Int, send: Send?, perform: @escaping Perform = { $0() },
+    /// Publishing through any `send` (the tests' fake broker; `sendAtMostOnce` for QoS 0,
+    /// default `send`), called in the jobs given to `perform` (default: right away) where
+    /// `onSendThread` says so (default: anywhere).
+    init(prefix: String, logger: Logger, window: Int, send: Send?, sendAtMostOnce: Send? = nil, perform: @escaping Perform = { $0() },
          onSendThread: @escaping @Sendable () -> Bool = { true },
          discovery: HomeAssistantDiscovery? = nil, occupancy: Bool = false) {
         self.prefix = prefix
         self.logger = logger
         self.window = max(1, window)
         self.send = send
+        self.sendAtMostOnce = sendAtMostOnce ?? send
         self.perform = perform
         self.onSendThread = onSendThread
         self.discovery = discovery
@@ -203,10 +215,20 @@ package final class StatePublisher: Sendable {
     }
 
     /// Publishes `payload` retained on `topic`; nil clears the retained message (and the topic
-    /// is no longer published on a connect).
-    func publish(topic: String, payload: [UInt8]?) {
+    /// is no longer published on a connect). `atMostOnce`: at QoS 0 (a trip's progress between
+    /// its changes, docs/trips.md "Progress": a lost one is replaced by the next, and only a
+    /// broken connection loses one, after which ``republishAll()`` sends the newest); the
+    /// messages of a connect's republish go at the QoS of their newest payload, a clear at QoS 1.
+    func publish(topic: String, payload: [UInt8]?, atMostOnce: Bool = false) {
         let payload = payload.map(StatePublisher.compacted)
-        book.withLock { set(.topic(topic), payload, in: &$0) }
+        book.withLock { book in
+            if atMostOnce, payload != nil {
+                book.atMostOnce.insert(topic)
+            } else if !book.atMostOnce.isEmpty {
+                book.atMostOnce.remove(topic)
+            }
+            set(.topic(topic), payload, in: &book)
+        }
         schedulePump()
     }
 
@@ -319,9 +341,9 @@ package final class StatePublisher: Sendable {
     /// come before the record; elsewhere (a job run in place while no connection loop runs) one
     /// that does is kept in ``Book/early`` and applied here.
     private func pump(_ started: PumpWork?) {
-        guard let send, var work = started else { return }
+        guard let send, let sendAtMostOnce, var work = started else { return }
         while true {
-            for (retained, payload) in work.messages {
+            for (retained, payload, atMostOnce) in work.messages {
                 // A device's topic is made here, outside the book's lock.
                 let topic: String
                 switch retained {
@@ -329,7 +351,7 @@ package final class StatePublisher: Sendable {
                 case .topic(let name): topic = name
                 }
                 do {
-                    work.sent.append((try send(topic, payload), retained))
+                    work.sent.append((try (atMostOnce ? sendAtMostOnce : send)(topic, payload), retained))
                 } catch {
                     logger.debug("retained message not published now (sent again on reconnect)", ["mqtt.topic": topic, "error": "\(error)"])
                 }
