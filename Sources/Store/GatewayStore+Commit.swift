@@ -68,13 +68,16 @@ extension GatewayStore {
         let number = statistics.transactions + 1
         var counts = queued
         var streams = self.streams
+        var nextSequence = nextJournalSequence
         var journaled = 0
         do {
             let receipt = try connection.transaction {
-                try apply(batch, transaction: number, counts: &counts, streams: &streams, journaled: &journaled, on: connection)
+                try apply(batch, transaction: number, counts: &counts, streams: &streams, nextSequence: &nextSequence,
+                          journaled: &journaled, on: connection)
             }
             queued = counts
             self.streams = streams
+            nextJournalSequence = nextSequence
             statistics.transactions = number
             statistics.events += journaled
             statistics.dropped.local += receipt.dropped.local
@@ -97,9 +100,10 @@ extension GatewayStore {
     /// the copy of every page a multi-row statement changes, taken so that the statement alone
     /// can be undone (8 % of the commit's instructions). A failed statement fails its whole
     /// transaction here anyway. The outbox inserts use it for that reason only.
+    /// Each row's `seq` is bound: ``nextJournalSequence`` on.
     static let journalInsert = MultiRowInsert(
-        head: "INSERT OR IGNORE INTO journal (id, fix_time, emitted_time, payload, outboxes, topic, qos)",
-        row: "(?, ?, ?, ?, ?, ?, ?)")
+        head: "INSERT OR IGNORE INTO journal (seq, id, fix_time, emitted_time, payload, outboxes, topic, qos)",
+        row: "(?, ?, ?, ?, ?, ?, ?, ?)")
     static let outboxInserts: [OutboxDestination: MultiRowInsert] = Dictionary(uniqueKeysWithValues: OutboxDestination.allCases.map {
         ($0, MultiRowInsert(head: "INSERT OR IGNORE INTO \($0.table) (event_id, topic, payload, qos, journal_seq)", row: "(?, ?, ?, ?, ?)"))
     })
@@ -111,7 +115,7 @@ extension GatewayStore {
     /// Rows are bound straight from the batch (by index, never copying an event or a message):
     /// this loop runs for every event the gateway commits.
     private func apply(_ batch: StoreBatch, transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
-                       journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
+                       nextSequence: inout Int64, journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
         var receipt = StoreReceipt(transaction: transaction, outbox: batch.outbox.map { OutboxRow(sequence: 0, message: $0) })
         try writeStates(batch.stateChanges, on: connection)
         if !batch.expectations.isEmpty { try writeExpectations(batch.expectations, on: connection) }
@@ -124,10 +128,12 @@ extension GatewayStore {
         // earlier version, and its messages get outbox rows of their own).
         var journalSequences = [Int64?](repeating: nil, count: batch.events.count)
         for chunk in MultiRowInsert.chunks(batch.events.count) {
+            let first = nextSequence
             let inserted = try connection.run(Self.journalInsert.sql(rows: chunk.count)) { parameters in
                 batch.events.withUnsafeBufferPointer { events in
                     for index in chunk {
                         let event = events.baseAddress! + index
+                        parameters.integer(first + Int64(index - chunk.lowerBound))
                         parameters.text(event.pointee.id)
                         parameters.real(event.pointee.fixTime)
                         parameters.real(event.pointee.emittedTime)
@@ -147,7 +153,8 @@ extension GatewayStore {
                     }
                 }
             }
-            let sequences = try insertedJournalSequences(inserted: inserted, of: batch.events[chunk].map(\.id), on: connection)
+            nextSequence += Int64(chunk.count)  // a duplicate's number stays unused
+            let sequences = try insertedJournalSequences(inserted: inserted, count: chunk.count, from: first, on: connection)
             for (index, sequence) in zip(chunk, sequences) {
                 if let sequence {
                     journaled += 1
@@ -329,22 +336,18 @@ extension GatewayStore {
         }
     }
 
-    /// The journal sequence one multi-row insert of events `ids` gave each of them, or nil for
-    /// a duplicate. `inserted` rows were new: all of them usually, numbered consecutively up to
-    /// the last insert rowid; otherwise they are the journal's `inserted` newest rows (a row
-    /// skipped as a duplicate may still have used up a number), matched to the ids in order.
-    private func insertedJournalSequences(inserted: Int, of ids: [String], on connection: SQLiteConnection) throws -> [Int64?] {
-        if inserted == ids.count {
-            let first = connection.lastInsertRowID - Int64(inserted) + 1
-            return ids.indices.map { first + Int64($0) }
-        }
-        var newest: [String: [Int64]] = [:]  // id -> sequences, last to first
+    /// The journal sequence of each of the `count` rows one multi-row insert bound from `first`
+    /// on, or nil for a duplicate, which `OR IGNORE` skipped: all `count` were inserted
+    /// usually; otherwise the rows found in that range are the ones inserted.
+    private func insertedJournalSequences(inserted: Int, count: Int, from first: Int64, on connection: SQLiteConnection) throws -> [Int64?] {
+        let all = (0..<Int64(count)).map { first + $0 }
+        if inserted == count { return all }
+        var found = Set<Int64>()
         if inserted > 0 {
-            try connection.forEachRow("SELECT seq, id FROM journal ORDER BY seq DESC LIMIT ?", [.integer(Int64(inserted))]) { row in
-                newest[row.string(1), default: []].append(row.int64(0))
-            }
+            try connection.forEachRow("SELECT seq FROM journal WHERE seq BETWEEN ? AND ?",
+                                      [.integer(first), .integer(first + Int64(count) - 1)]) { found.insert($0.int64(0)) }
         }
-        return ids.map { newest[$0]?.popLast() }
+        return all.map { found.contains($0) ? $0 : nil }
     }
 
     /// `sequences` sorted, without repeats, as ranges of consecutive numbers.

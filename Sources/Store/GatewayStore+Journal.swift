@@ -121,7 +121,9 @@ extension GatewayStore {
     /// committed before it goes. Emitted times follow commit order (monitors on different
     /// shards may differ by milliseconds within one group commit), so an event emitted just
     /// before the cutoff but committed after that first one stays until the next pass, and
-    /// no event emitted after the cutoff is deleted.
+    /// no event emitted after the cutoff is deleted. The newest event always stays, however old:
+    /// new rows are numbered on from it after a restart (``nextJournalSequence``), so its
+    /// sequence is never given again.
     @discardableResult
     public func deleteEvents(emittedBefore cutoff: Double) throws -> Int {
         if options.readOnly { throw StoreError.readOnly(path: path) }
@@ -131,7 +133,7 @@ extension GatewayStore {
         let sql = """
             DELETE FROM journal WHERE seq < coalesce(
                 (SELECT seq FROM journal WHERE emitted_time >= ? ORDER BY seq LIMIT 1),
-                (SELECT max(seq) + 1 FROM journal))
+                (SELECT max(seq) FROM journal))
             AND \(delivered.sql)
             """
         return try connection.transaction { try connection.run(sql, [.real(cutoff)] + delivered.bindings) }
@@ -167,7 +169,9 @@ extension GatewayStore {
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
         guard let newest = try connection.scalarInt64("SELECT max(seq) FROM journal") else { return (0, nil) }
-        let cut = newest - Int64(max(maxRows, 0))  // rows up to this sequence are past the budget
+        // Rows up to this sequence are past the budget; the newest always stays (see
+        // ``deleteEvents(emittedBefore:)``), even with a budget of 0.
+        let cut = newest - Int64(max(maxRows, 1))
         let from = max(after, 0)
         guard cut > from else { return (0, nil) }
         let end = try connection.scalarInt64(

@@ -46,6 +46,7 @@ extension GatewayStore {
         expectationsMigration,
         runningClockMigration,
         tripsMigration,
+        plainSequenceMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.
@@ -147,9 +148,44 @@ extension GatewayStore {
         ALTER TABLE device_state_v5 RENAME TO device_state;
         """)
 
+    /// Version 9: the journal's `seq` is a plain `INTEGER PRIMARY KEY`, without `AUTOINCREMENT`,
+    /// whose counter in `sqlite_sequence` was one more page every group commit wrote whatever
+    /// its events (docs/performance.md "On the box"). A sequence is still never used twice: the
+    /// store numbers new rows itself, from the newest sequence the journal or `journal_start`
+    /// holds (``GatewayStore/nextJournalSequence``), and retention never deletes the newest row.
+    /// `journal_start` keeps the newest sequence the old table's counter had given, so rows it
+    /// numbered and retention deleted before this upgrade are not numbered again.
+    ///
+    /// The journal is rebuilt once, like for versions 3 and 5; sequences, and so the outbox
+    /// rows' links and the streams' settled positions, are kept.
+    static let plainSequenceMigration = SQLiteMigration(
+        version: 9, summary: "journal sequences without AUTOINCREMENT", sql: """
+        CREATE TABLE journal_v9 (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            fix_time REAL NOT NULL,
+            emitted_time REAL NOT NULL,
+            payload TEXT NOT NULL,
+            outboxes INTEGER NOT NULL DEFAULT 0,
+            topic TEXT,
+            qos INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO journal_v9 (seq, id, fix_time, emitted_time, payload, outboxes, topic, qos)
+            SELECT seq, id, fix_time, emitted_time, payload, outboxes, topic, qos FROM journal ORDER BY seq;
+        CREATE TABLE journal_start (seq INTEGER NOT NULL);
+        INSERT INTO journal_start (seq)
+            SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'journal'), 0),
+                       coalesce((SELECT max(seq) FROM journal), 0));
+        DROP TABLE journal;
+        DELETE FROM sqlite_sequence WHERE name = 'journal';
+        ALTER TABLE journal_v9 RENAME TO journal;
+        CREATE UNIQUE INDEX journal_by_fix_time ON journal(fix_time, id);
+        """)
+
     /// Migrations that rebuild the journal, leaving the old table's pages free: the first
     /// start after one of them compacts the file once (VACUUM).
-    static let journalRebuilds: Set<Int> = [leanJournalMigration.version, payloadFieldsMigration.version]
+    static let journalRebuilds: Set<Int> = [leanJournalMigration.version, payloadFieldsMigration.version,
+                                            plainSequenceMigration.version]
 
     /// The schema version this program writes and reads.
     public static var schemaVersion: Int { migrations.count }

@@ -61,6 +61,7 @@ public actor GatewayStore {
         var connection: SQLiteConnection
         var outboxCounts: OutboxCounts
         var streams: OutboxStreams
+        var nextJournalSequence: Int64
         var checkpointer: WALCheckpointer?
         /// ``Options/writerCheckpointPages`` resolved for the database's page size.
         var writerCheckpointPages: Int
@@ -77,6 +78,13 @@ public actor GatewayStore {
     var queued: OutboxCounts
     /// Each destination's stream on the journal, kept in step with every commit.
     var streams: OutboxStreams
+    /// The sequence the next journal row gets: one more than the newest ever given, kept in
+    /// step with every commit. The journal's `seq` is a plain rowid (schema 9), which SQLite
+    /// would number from the newest row still there; numbering rows here instead, from the
+    /// newest sequence the journal, `journal_start` and the streams hold at the start, and
+    /// retention never deleting the newest row, a sequence is never used twice (outbox rows,
+    /// the streams' settled positions and `events` readers rely on that).
+    var nextJournalSequence: Int64
     /// WAL checkpoints run beside the writer since opening (0 when read-only).
     public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
     /// WAL checkpoints started beside the writer since opening.
@@ -102,6 +110,7 @@ public actor GatewayStore {
         self.connection = opened.connection
         self.queued = opened.outboxCounts
         self.streams = opened.streams
+        self.nextJournalSequence = opened.nextJournalSequence
         self.checkpointer = opened.checkpointer
         self.writerCheckpointPages = opened.writerCheckpointPages
     }
@@ -120,7 +129,7 @@ public actor GatewayStore {
             }
         } else if !journalRebuilds.isDisjoint(with: try connection.migrate(migrations)),
                   (try connection.scalarInt64("PRAGMA freelist_count") ?? 0) > 0 {
-            // Versions 3 and 5 rebuilt the journal and left the old table's pages free: give
+            // Versions 3, 5 and 9 rebuilt the journal and left the old table's pages free: give
             // them back once, so an upgraded file holds only what it uses. (The pages of the
             // index version 4 drops are few and reused by the next events.)
             try connection.execute("VACUUM")
@@ -147,7 +156,14 @@ public actor GatewayStore {
                                       [.integer(settled), .integer(destination.streamBit)]) { stream.append($0.int64(0)) }
             streams[destination] = stream
         }
-        return Opened(connection: connection, outboxCounts: counts, streams: streams, checkpointer: checkpointer,
+        var newest: Int64 = 0
+        if !options.readOnly {
+            newest = max(try connection.scalarInt64("SELECT max(seq) FROM journal") ?? 0,
+                         try connection.scalarInt64("SELECT max(seq) FROM journal_start") ?? 0,
+                         streams.local.settled, streams.remote.settled)
+        }
+        return Opened(connection: connection, outboxCounts: counts, streams: streams, nextJournalSequence: newest + 1,
+                      checkpointer: checkpointer,
                       writerCheckpointPages: options.writerCheckpointPages ?? WALCheckpointer.writerCheckpointBytes / pageSize)
     }
 

@@ -1,7 +1,7 @@
 /// One INSERT text for many rows at a time (`VALUES (...), (...), ...`).
 ///
 /// SQLite does a statement's fixed work once per execution, not per row: opening the table's
-/// and every index's cursors, reading and writing the AUTOINCREMENT counter, halting and
+/// and every index's cursors, halting and
 /// resetting. For the journal's rows that is about a third of the instructions per row
 /// (callgrind, SQLite 3.40), so a group commit inserts its rows in chunks of up to
 /// ``maximumRows``. Chunks are powers of two, so a table has at most six statement texts to

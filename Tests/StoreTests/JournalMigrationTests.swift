@@ -63,9 +63,10 @@ import TestSupport
         let receipt = try await store.commit(StoreBatch(events: [testEvent("a", fix: 100)]))
         #expect(receipt.duplicateEventIDs == ["a"])
 
-        // Retention keeps the events an outbox still reads ("a", "b"), not the others.
+        // Retention keeps the events an outbox still reads ("a", "b") and the newest ("e"), not "d".
+        _ = try await store.commit(StoreBatch(events: [testEvent("e", fix: 104)]))
         #expect(try await store.deleteEvents(emittedBefore: 1e12) == 1)
-        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["a", "b"])
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["a", "b", "e"])
         let indexes = try await store.withConnection { connection in
             try connection.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal' ORDER BY name") {
                 $0.string(0)
