@@ -114,6 +114,7 @@ enum EnduranceBenchmark {
           --zones FILE        fence layer (default Tests/Fixtures/geometry/nyc-taxi-zones.geojson)
           --broker-config F   broker config (default deploy/mosquitto/geotrigger.conf)
           --gateway PATH      run PATH serve ... (an older geotrigger build, to compare)
+          --commit-interval S the gateway's gateway.commitInterval (default: the gateway's own)
           --dir D             where the work directory is made (default /var/tmp)
           --keep              keep the work directory (configs, database, broker db, logs)
           --json              print one JSON summary line instead of the report
@@ -143,6 +144,8 @@ enum EnduranceBenchmark {
         var zones = "Tests/Fixtures/geometry/nyc-taxi-zones.geojson"
         var brokerConfig = "deploy/mosquitto/geotrigger.conf"
         var gateway: String?
+        /// `gateway.commitInterval` in the generated config; nil leaves the gateway's default.
+        var commitInterval: Double?
         var directory = "/var/tmp"
         var keep = false
         var json = false
@@ -153,7 +156,8 @@ enum EnduranceBenchmark {
     static func options(_ arguments: [String]) throws -> Options {
         let args = try Arguments(
             arguments,
-            valued: ["devices", "interval", "fleet", "mix", "duration", "warmup", "trips", "idle", "zones", "broker-config", "gateway", "dir"],
+            valued: ["devices", "interval", "fleet", "mix", "duration", "warmup", "trips", "idle", "zones", "broker-config", "gateway",
+                     "commit-interval", "dir"],
             flags: ["keep", "json"])
         var o = Options()
         if let n = try args.number("devices") {
@@ -189,6 +193,10 @@ enum EnduranceBenchmark {
         o.zones = args["zones"] ?? o.zones
         o.brokerConfig = args["broker-config"] ?? o.brokerConfig
         o.gateway = args["gateway"]
+        if let s = try args.number("commit-interval") {
+            guard s >= 0, s <= 5 else { throw UsageError("--commit-interval expects seconds from 0 to 5, got \(args["commit-interval"]!)") }
+            o.commitInterval = s
+        }
         o.directory = args["dir"] ?? o.directory
         o.keep = args.has("keep")
         o.json = args.has("json")
@@ -320,7 +328,7 @@ enum EnduranceBenchmark {
         let config = """
             // Written by geotrigger bench endurance.
             {
-              gateway: { id: "\(gatewayID)", database: "gateway.db", fences: "fences" },
+              gateway: { id: "\(gatewayID)", database: "gateway.db", fences: "fences"\(o.commitInterval.map { ", commitInterval: \($0)" } ?? "") },
               broker: { host: "127.0.0.1", port: \(port), clientId: "geotrigger-\(gatewayID)" },
               output: { prefix: "\(prefix)", occupancy: true },
               homeassistant: { discovery: true },

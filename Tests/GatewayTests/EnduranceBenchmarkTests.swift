@@ -152,6 +152,14 @@ import Testing
         }
     }
 
+    @Test func theCommitIntervalIsTheGatewaysUnlessGiven() throws {
+        #expect(try EnduranceBenchmark.options([]).commitInterval == nil)
+        #expect(try EnduranceBenchmark.options(["--commit-interval", "0.8"]).commitInterval == 0.8)
+        for bad in [["--commit-interval", "-1"], ["--commit-interval", "6"], ["--commit-interval", "x"]] {
+            #expect(throws: UsageError.self, "\(bad)") { try EnduranceBenchmark.options(bad) }
+        }
+    }
+
     @Test func aTripRequestNamesItsDeviceAndRoute() throws {
         let payload = EnduranceBenchmark.tripRequest(
             device: "d7", route: [Coordinate(lat: 40.75, lon: -73.99), Coordinate(lat: 40.7512345, lon: -73.9812345)])
