@@ -94,13 +94,12 @@ extension GatewayStore {
     static let stateUpsert = MultiRowInsert(
         head: "INSERT OR IGNORE INTO device_state (device, state)", row: "(?, ?)",
         tail: "ON CONFLICT (device) DO UPDATE SET state = excluded.state")
-    /// `OR IGNORE` skips an event whose (fix_time, id) is journaled already, as `ON CONFLICT
-    /// DO NOTHING` did, and, unlike it, leaves no constraint that could abort the statement
-    /// halfway (a NOT NULL check's default is ABORT): SQLite then keeps no statement journal,
-    /// the copy of every page a multi-row statement changes, taken so that the statement alone
-    /// can be undone (8 % of the commit's instructions). A failed statement fails its whole
-    /// transaction here anyway. The outbox inserts use it for that reason only.
-    /// Each row's `seq` is bound: ``nextJournalSequence`` on.
+    /// `OR IGNORE` leaves no constraint that could abort the statement halfway (a NOT NULL
+    /// check's default is ABORT): SQLite then keeps no statement journal, the copy of every page
+    /// a multi-row statement changes, taken so that the statement alone can be undone (8 % of
+    /// the commit's instructions). Every value is bound and each row's `seq` is a new one
+    /// (``nextJournalSequence`` on), so no row can be ignored; a failed statement fails its
+    /// whole transaction here anyway. The outbox inserts use it for that reason too.
     static let journalInsert = MultiRowInsert(
         head: "INSERT OR IGNORE INTO journal (seq, id, fix_time, emitted_time, payload, outboxes, topic, qos)",
         row: "(?, ?, ?, ?, ?, ?, ?, ?)")
@@ -127,13 +126,20 @@ extension GatewayStore {
         // are known to hold their outbox messages' payloads: a duplicate keeps the journal's
         // earlier version, and its messages get outbox rows of their own).
         var journalSequences = [Int64?](repeating: nil, count: batch.events.count)
-        for chunk in MultiRowInsert.chunks(batch.events.count) {
+        var journaling = Array(batch.events.indices)
+        if batch.eventsMayRepeat {
+            let repeated = try repeatedEvents(batch.events, on: connection)
+            journaling.removeAll { repeated.contains($0) }
+            receipt.duplicateEventIDs = repeated.sorted().map { batch.events[$0].id }
+        }
+        for chunk in MultiRowInsert.chunks(journaling.count) {
             let first = nextSequence
-            let inserted = try connection.run(Self.journalInsert.sql(rows: chunk.count)) { parameters in
+            let sql = Self.journalInsert.sql(rows: chunk.count)
+            let inserted = try connection.run(sql) { parameters in
                 batch.events.withUnsafeBufferPointer { events in
-                    for index in chunk {
+                    for (offset, index) in journaling[chunk].enumerated() {
                         let event = events.baseAddress! + index
-                        parameters.integer(first + Int64(index - chunk.lowerBound))
+                        parameters.integer(first + Int64(offset))
                         parameters.text(event.pointee.id)
                         parameters.real(event.pointee.fixTime)
                         parameters.real(event.pointee.emittedTime)
@@ -153,16 +159,14 @@ extension GatewayStore {
                     }
                 }
             }
-            nextSequence += Int64(chunk.count)  // a duplicate's number stays unused
-            let sequences = try insertedJournalSequences(inserted: inserted, count: chunk.count, from: first, on: connection)
-            for (index, sequence) in zip(chunk, sequences) {
-                if let sequence {
-                    journaled += 1
-                    journalSequences[index] = sequence
-                } else {
-                    receipt.duplicateEventIDs.append(batch.events[index].id)
-                }
+            guard inserted == chunk.count else {
+                throw SQLiteError(code: SQLITE_CONSTRAINT, message: "\(inserted) of \(chunk.count) journal rows inserted", context: sql)
             }
+            for (offset, index) in journaling[chunk].enumerated() {
+                journalSequences[index] = first + Int64(offset)
+            }
+            journaled += chunk.count
+            nextSequence += Int64(chunk.count)
         }
 
         for destination in OutboxDestination.allCases {
@@ -336,18 +340,30 @@ extension GatewayStore {
         }
     }
 
-    /// The journal sequence of each of the `count` rows one multi-row insert bound from `first`
-    /// on, or nil for a duplicate, which `OR IGNORE` skipped: all `count` were inserted
-    /// usually; otherwise the rows found in that range are the ones inserted.
-    private func insertedJournalSequences(inserted: Int, count: Int, from first: Int64, on connection: SQLiteConnection) throws -> [Int64?] {
-        let all = (0..<Int64(count)).map { first + $0 }
-        if inserted == count { return all }
-        var found = Set<Int64>()
-        if inserted > 0 {
-            try connection.forEachRow("SELECT seq FROM journal WHERE seq BETWEEN ? AND ?",
-                                      [.integer(first), .integer(first + Int64(count) - 1)]) { found.insert($0.int64(0)) }
+    /// The indexes of `events` (a batch that may repeat, ``StoreBatch/eventsMayRepeat``) that
+    /// are journaled already, or repeat an earlier one of `events`: the same id and fix time.
+    ///
+    /// Only the journal's newest rows are read, from the first sequence emitted at or after
+    /// ``emittedDisorder`` before the earliest of `events`: a journaled copy of one of them
+    /// holds its emitted time, and emitted times follow commit order but for a wall clock set
+    /// back (by at most ``emittedDisorder``, ``firstSequence(emittedFrom:on:)``).
+    private func repeatedEvents(_ events: [JournalEvent], on connection: SQLiteConnection) throws -> Set<Int> {
+        struct Key: Hashable {
+            var id: String
+            var fixTime: Double
         }
-        return all.map { found.contains($0) ? $0 : nil }
+        var first: [Key: Int] = [:]
+        var repeated = Set<Int>()
+        for (index, event) in events.enumerated() {
+            let key = Key(id: event.id, fixTime: event.fixTime)
+            if first[key] == nil { first[key] = index } else { repeated.insert(index) }
+        }
+        guard let earliest = events.lazy.map(\.emittedTime).min(),
+              let start = try Self.firstSequence(emittedFrom: earliest - Self.emittedDisorder, on: connection) else { return repeated }
+        try connection.forEachRow("SELECT id, fix_time FROM journal WHERE seq >= ?", [.integer(start)]) { row in
+            if let index = first[Key(id: row.string(0), fixTime: row.double(1))] { repeated.insert(index) }
+        }
+        return repeated
     }
 
     /// `sequences` sorted, without repeats, as ranges of consecutive numbers.

@@ -4,13 +4,14 @@ extension GatewayStore {
     /// The journal events matching `query`, in commit order. Device, trigger, layer, fence and
     /// type are read from each event's payload (the event JSON; "" where it lacks one).
     public func events(_ query: JournalQuery) throws -> [JournalEntry] {
-        var (sql, bindings) = Self.filter(query)
+        let connection = try openConnection()
+        var (sql, bindings) = try Self.rows(query, on: connection)
         let fields = [Self.PayloadField.device, Self.PayloadField.trigger, Self.PayloadField.layer,
                       Self.PayloadField.fence, Self.PayloadField.type].map { "coalesce(\(Self.payloadField($0)), '')" }
-        sql = "SELECT seq, id, \(fields.joined(separator: ", ")), fix_time, emitted_time, payload FROM journal" + sql
+        sql = "SELECT seq, id, \(fields.joined(separator: ", ")), fix_time, emitted_time, payload FROM " + sql
         sql += " ORDER BY seq LIMIT ?"
         bindings.append(.integer(Int64(query.limit.map { max($0, 0) } ?? -1)))
-        return try openConnection().query(sql, bindings) { row in
+        return try connection.query(sql, bindings) { row in
             JournalEntry(
                 sequence: row.int64(0),
                 event: JournalEvent(id: row.string(1), device: row.string(2), trigger: row.string(3),
@@ -21,7 +22,7 @@ extension GatewayStore {
 
     /// A page of the `events` query (docs/control-plane.md): the payloads, the event JSON as
     /// published, of the events matching `query` (its `limit` and `afterSequence` unused) in
-    /// fix time order (then id: the journal's own index), the first `offset` skipped, at most
+    /// fix time order (then id), the first `offset` skipped, at most
     /// `limit`; `more` when further events match; `count`: how many match in all (so that a
     /// reader can ask for the newest ones).
     ///
@@ -30,15 +31,63 @@ extension GatewayStore {
     /// filters that match little, or a large offset, costs at most that, never a scan of a
     /// journal of millions of events.
     public func eventPage(_ query: JournalQuery, offset: Int, limit: Int, maxSteps: Int) throws -> (payloads: [String], more: Bool, count: Int) {
-        let (filter, bindings) = Self.filter(query)
         let connection = try openConnection()
         return try connection.withStepBudget(maxSteps) {
-            let count = Int(try connection.scalarInt64("SELECT count(*) FROM journal" + filter, bindings) ?? 0)
+            let (rows, bindings) = try Self.rows(query, on: connection)
+            let count = Int(try connection.scalarInt64("SELECT count(*) FROM " + rows, bindings) ?? 0)
             guard offset < count else { return ([], false, count) }
-            let page = "SELECT payload FROM journal" + filter + " ORDER BY fix_time, id LIMIT ? OFFSET ?"
+            let page = "SELECT payload FROM " + rows + " ORDER BY fix_time, id LIMIT ? OFFSET ?"
             let payloads = try connection.query(page, bindings + [.integer(Int64(limit)), .integer(Int64(offset))]) { $0.string(0) }
             return (payloads, offset + payloads.count < count, count)
         }
+    }
+
+    /// How far ahead of its emitted time an event's fix time may be and still be found from
+    /// its sequence (seconds; `journal_fix_ahead` holds those further ahead: fixes from a clock
+    /// ahead of the gateway's, which a gpsd feed keeps, docs/configuration.md "Inputs"). The
+    /// index's condition in schema 10 says 60 too.
+    static let fixAhead = 60.0
+    /// `journal_fix_ahead`'s condition, as the queries must spell it for SQLite to use it.
+    static let fixAheadCondition = "fix_time > emitted_time + 60"
+    /// How far back emitted times may step in commit order (seconds): they are the wall clock
+    /// when the event was decided and follow commit order but for a clock set back (by NTP,
+    /// by hand). Searches by emitted time start this much earlier.
+    static let emittedDisorder = 600.0
+
+    /// The first sequence from which every journal row (in commit order) was emitted at or
+    /// after `time`, as far as emitted times follow commit order; nil when the newest row was
+    /// emitted before it (or there is none). A bisection over sequences: a few dozen reads of
+    /// one row each, however long the journal, with no index on the emitted time (each index
+    /// costs every group commit its pages).
+    static func firstSequence(emittedFrom time: Double, on connection: SQLiteConnection) throws -> Int64? {
+        guard var low = try connection.scalarInt64("SELECT min(seq) FROM journal"),
+              var high = try connection.scalarInt64("SELECT max(seq) FROM journal") else { return nil }
+        // Whether the first row at or after sequence `bound` was emitted at or after `time`.
+        func from(_ bound: Int64) throws -> Bool {
+            try connection.query("SELECT emitted_time >= ? FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1",
+                                 [.real(time), .integer(bound)]) { $0.int64(0) != 0 }.first ?? true
+        }
+        guard try from(high) else { return nil }
+        while low < high {
+            let middle = low + (high - low) / 2
+            if try from(middle) { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+
+    /// The rows `query` reads, as the text after `FROM`, and its bindings: the journal with
+    /// `query`'s filters. With `since` (fix times at or after it), not the whole journal: an
+    /// event's fix time is at most its emitted time plus ``fixAhead`` unless
+    /// `journal_fix_ahead` holds it, so the others are among the rows from the first sequence
+    /// emitted at or after `since` less ``fixAhead`` and ``emittedDisorder`` on.
+    static func rows(_ query: JournalQuery, on connection: SQLiteConnection) throws -> (sql: String, bindings: [SQLiteValue]) {
+        let (filter, bindings) = Self.filter(query)
+        guard let since = query.since else { return ("journal" + filter, bindings) }
+        let start = try firstSequence(emittedFrom: since - fixAhead - emittedDisorder, on: connection) ?? Int64.max
+        let conditions = " AND " + filter.dropFirst(" WHERE ".count)  // `since`'s at least
+        return ("(SELECT * FROM journal WHERE seq >= ?\(conditions) UNION ALL "
+                + "SELECT * FROM journal WHERE \(fixAheadCondition) AND seq < ?\(conditions))",
+                [.integer(start)] + bindings + [.integer(start)] + bindings)
     }
 
     /// The WHERE clause of `query`'s filters (empty without any) and its bindings. The lists
@@ -160,8 +209,8 @@ extension GatewayStore {
     ///
     /// The budget is counted in sequence numbers, which read two B-tree ends instead of
     /// counting millions of rows: the journal keeps the newest `maxRows` sequences, plus the
-    /// older rows an outbox still has to send. (A duplicate event may have used up a number
-    /// without a row, so the journal can then hold a few rows less than `maxRows`.) One step
+    /// older rows an outbox still has to send. (A database from before schema 10 may have
+    /// numbers without a row, so the journal can then hold a few rows less than `maxRows`.) One step
     /// looks at `limit` rows at most, so a commit waits for one short step, never the whole trim:
     /// see ``trimJournal(toRows:batch:)``.
     public func trimJournalStep(toRows maxRows: Int, after: Int64, limit: Int) throws -> (removed: Int, resumeAfter: Int64?) {

@@ -47,6 +47,7 @@ extension GatewayStore {
         runningClockMigration,
         tripsMigration,
         plainSequenceMigration,
+        fixTimeWithoutIndexMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.
@@ -182,10 +183,29 @@ extension GatewayStore {
         CREATE UNIQUE INDEX journal_by_fix_time ON journal(fix_time, id);
         """)
 
-    /// Migrations that rebuild the journal, leaving the old table's pages free: the first
-    /// start after one of them compacts the file once (VACUUM).
+    /// Version 10: no `(fix_time, id)` index. Its entries went to the leaf of their fix time,
+    /// an older one for every event decided late (by silence), so a group commit wrote 2-3 of
+    /// its pages whatever its events (docs/performance.md "On the box"). What it served:
+    /// - duplicates: only a spill file's events can be journaled already (a monitor's events
+    ///   commit with its state); such a batch is checked against the journal's newest rows
+    ///   (``StoreBatch/eventsMayRepeat``);
+    /// - `events` by fix time: emitted times follow commit order, and an event's fix time is
+    ///   at most its emitted time unless the fix came from a clock ahead of the gateway's, so
+    ///   the rows from `since` on are found by sequence (``GatewayStore/firstSequence(emittedFrom:on:)``),
+    ///   and the few whose fix time is more than ``GatewayStore/fixAhead`` seconds ahead of
+    ///   their emitted time in `journal_fix_ahead`, an index no other event writes.
+    static let fixTimeWithoutIndexMigration = SQLiteMigration(
+        version: 10, summary: "journal without the (fix_time, id) index", sql: """
+        DROP INDEX journal_by_fix_time;
+        CREATE INDEX journal_fix_ahead ON journal(fix_time) WHERE fix_time > emitted_time + 60;
+        """)
+
+    /// Migrations that rebuild the journal or drop its index, leaving the old pages free: the
+    /// first start after one of them compacts the file once (VACUUM). (Left free, they would be
+    /// reused one by one by the journal's new pages, each taken from the free list's trunk
+    /// page: one more page written by every commit until they are used up.)
     static let journalRebuilds: Set<Int> = [leanJournalMigration.version, payloadFieldsMigration.version,
-                                            plainSequenceMigration.version]
+                                            plainSequenceMigration.version, fixTimeWithoutIndexMigration.version]
 
     /// The schema version this program writes and reads.
     public static var schemaVersion: Int { migrations.count }

@@ -129,9 +129,9 @@ public actor GatewayStore {
             }
         } else if !journalRebuilds.isDisjoint(with: try connection.migrate(migrations)),
                   (try connection.scalarInt64("PRAGMA freelist_count") ?? 0) > 0 {
-            // Versions 3, 5 and 9 rebuilt the journal and left the old table's pages free: give
-            // them back once, so an upgraded file holds only what it uses. (The pages of the
-            // index version 4 drops are few and reused by the next events.)
+            // Versions 3, 5 and 9 rebuilt the journal, 10 dropped its index, and left pages
+            // free: give them back once, so an upgraded file holds only what it uses. (The
+            // pages of the index version 4 drops are few and reused by the next events.)
             try connection.execute("VACUUM")
         }
         var checkpointer: WALCheckpointer?

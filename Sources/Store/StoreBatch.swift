@@ -20,6 +20,13 @@ public struct StoreBatch: Sendable, Equatable {
     /// Trips opened, progressed, settled or removed, applied in order after the expectations
     /// (a trip's progress rides with the events it decided, in this batch).
     public var trips: [TripChange] = []
+    /// Its events may be journaled already: a spill file's, which a run killed between the
+    /// commit that took them and the file's removal leaves behind (docs/configuration.md
+    /// "Durability"). The commit then skips those the journal's newest rows hold (same id and
+    /// fix time) and names them in ``StoreReceipt/duplicateEventIDs``; other batches' events
+    /// are journaled as they come (a monitor's events commit with its state, so it never
+    /// decides one twice).
+    public var eventsMayRepeat = false
 
     public init(stateChanges: [DeviceStateChange] = [], events: [JournalEvent] = [],
                 outbox: [OutboxMessage] = [], acknowledgements: [OutboxAcknowledgement] = [],

@@ -33,6 +33,22 @@ import Testing
             == ["remote:old1", "local:old2", "remote:old2", "local:new", "remote:new"])
     }
 
+    /// A spill file's batch, which may repeat journaled events, keeps saying so when it is
+    /// retried with new items and when the database refuses it again, so that the store skips
+    /// those events whenever it takes them; a round without one checks nothing.
+    @Test func aSpillFilesBatchMayRepeatEventsThroughEveryRetry() {
+        var spilled = batch(["old"])
+        spilled.eventsMayRepeat = true
+        let round = CommitRound(taken: batch(["new"], device: "d2"), retried: spilled, retryCap: 10)
+        let committed = round.batch(delivered: [:])
+        #expect(committed.eventsMayRepeat)
+        let (_, retry) = round.refused(committed, warning: "full")
+        #expect(retry.eventsMayRepeat)
+        #expect(retry.events.map(\.id) == ["old", "new"])
+        let plain = CommitRound(taken: batch(["new"]), retried: batch(["old"]), retryCap: 10)
+        #expect(!plain.batch(delivered: [:]).eventsMayRepeat)
+    }
+
     @Test func aCommitTakenDeliversItsRowsAndClearsTheWarning() {
         let taken = batch(["e1"])
         let round = CommitRound(taken: taken, retried: StoreBatch(), retryCap: 10)

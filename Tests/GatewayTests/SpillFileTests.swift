@@ -31,6 +31,26 @@ import TestSupport
         #expect(try spill.read() == nil)
     }
 
+    /// A run killed between the commit that took the spill file's batches and the file's
+    /// removal leaves a file whose events the journal holds: the next start skips those (no
+    /// event twice in the journal, none sent twice from it) and commits the rest.
+    @Test func aSpillFileTheDatabaseTookAlreadyAddsNoEventTwice() async throws {
+        let directory = try TemporaryDirectory()
+        let spill = SpillFile(path: directory.file("spill.jsonl"))
+        try spill.append(Self.batch("e1"))
+        try spill.append(Self.batch("e2"))
+        let store = try await GatewayStore(path: directory.file("gateway.db"))
+        _ = try await store.commit(StoreBatch(events: Self.batch("e1").events + Self.batch("e2").events))  // then the kill
+        try spill.append(Self.batch("e3"))  // refused after that commit
+        let warnings = Warnings(logger: Logger(label: "test"))
+        let retry = await GatewayServer.applySpill(spill, to: store, warnings: warnings, logger: Logger(label: "test"))
+        #expect(retry.isEmpty)
+        #expect(try spill.read() == nil)
+        #expect(try await store.events(JournalQuery()).map(\.event.id) == ["e1", "e2", "e3"])
+        #expect(try await store.deviceStates() == ["d/e1": [1, 2, 3], "d/e2": [1, 2, 3], "d/e3": [1, 2, 3]])
+        await store.close()
+    }
+
     @Test func pathPerDatabase() {
         let a = SpillFile.path(forDatabase: "/var/lib/geotrigger/a.db", environment: ["RUNTIME_DIRECTORY": "/run/geotrigger"])
         let b = SpillFile.path(forDatabase: "/var/lib/geotrigger/b.db", environment: ["RUNTIME_DIRECTORY": "/run/geotrigger"])

@@ -434,12 +434,14 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
     @Test func largeBatchesKeepOrderSequencesAndTheLastStateOfEachDevice() async throws {
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("large.db"))
-        // 100 events (several multi-row statements) with one id repeated inside the batch.
+        // 100 events (several multi-row statements) with one id repeated inside the batch (a
+        // spill file's batch, which may repeat events: the repeat is skipped).
         var events = (0..<100).map { testEvent("e\($0)") }
         events.insert(testEvent("e7", type: "exit"), at: 50)
         // Messages alternating in runs between the two outboxes.
         let messages = (0..<90).map { testMessage($0 / 10 % 2 == 0 ? .local : .remote, "m\($0)") }
         var batch = StoreBatch(events: events, outbox: messages)
+        batch.eventsMayRepeat = true
         batch.upsertState(device: "a", state: [1])
         batch.upsertState(device: "b", state: [2])
         batch.upsertState(device: "a", state: [3])
@@ -473,10 +475,11 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let directory = try TemporaryDirectory()
         let store = try await GatewayStore(path: directory.file("chunks.db"))
         _ = try await store.commit(StoreBatch(events: (0..<10).map { testEvent("old\($0)", fix: Double($0)) }))
-        // 40 events, every fourth a replay of a journaled one, each with an outbox message
-        // reading its payload from the journal: the duplicates make some multi-row inserts
-        // write fewer rows than they hold.
+        // 40 events (a spill file's, which may repeat events), every fourth a replay of a
+        // journaled one, each with an outbox message reading its payload from the journal: the
+        // duplicates are left out of the multi-row inserts.
         var batch = StoreBatch()
+        batch.eventsMayRepeat = true
         for i in 0..<40 {
             let event = i % 4 == 0 ? testEvent("old\(i / 4)", type: "replayed", fix: Double(i / 4))
                                    : testEvent("new\(i)", type: "t\(i)", fix: Double(100 + i))
@@ -509,12 +512,15 @@ func testMessage(_ destination: OutboxDestination, _ eventID: String) -> OutboxM
         let store = try await GatewayStore(path: directory.file("duplicates.db"))
         let first = try await store.commit(StoreBatch(events: [testEvent("same")]))
         #expect(first.duplicateEventIDs.isEmpty)
-        // A replayed event repeats its id and its fix time; the first version stays.
-        let again = try await store.commit(StoreBatch(events: [testEvent("same", type: "exit"), testEvent("other")]))
+        // A spill file's event may be journaled already: it repeats its id and its fix time;
+        // the first version stays. The same id at another fix time is another event.
+        var spilled = StoreBatch(events: [testEvent("same", type: "exit"), testEvent("other"), testEvent("same", fix: 1_800_000_001)])
+        spilled.eventsMayRepeat = true
+        let again = try await store.commit(spilled)
         #expect(again.duplicateEventIDs == ["same"])
-        #expect(try await store.journalCount() == 2)
+        #expect(try await store.journalCount() == 3)
         #expect(try await store.events(JournalQuery(limit: 1)).first?.event.type == "enter")
-        #expect(await store.statistics.events == 2)
+        #expect(await store.statistics.events == 3)
         await store.close()
     }
 

@@ -265,7 +265,11 @@ struct GatewayServer: Sendable {
             warnings.set("spill", "the spill file left by the last run is not applied: \(error)")
             return StoreBatch()
         }
-        guard let (batch, unreadable) = found else { return StoreBatch() }
+        guard let (read, unreadable) = found else { return StoreBatch() }
+        var batch = read
+        // A run killed after the commit that took them, before the file's removal, leaves
+        // events the journal holds already: the store skips those.
+        batch.eventsMayRepeat = true
         if unreadable > 0 { logger.warning("lines of the spill file could not be read (cut by a kill)", ["file": spill.path, "lines": "\(unreadable)"]) }
         do {
             _ = try await store.commit(batch)

@@ -111,6 +111,7 @@ struct CommitRound {
         }
         retry.expectations = batch.expectations
         retry.trips = batch.trips
+        retry.eventsMayRepeat = batch.eventsMayRepeat  // a spill file's, refused at the start
         return (effects, retry)
     }
 }
