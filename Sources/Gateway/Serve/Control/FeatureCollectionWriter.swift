@@ -131,11 +131,15 @@ struct FeatureCollectionWriter {
     /// ``finish(truncated:)`` writes.
     consuming func finishParts(truncated: Bool) -> [[UInt8]] {
         guard partBytes != nil else { return [finish(truncated: truncated)] }
-        var parts = closed
-        parts.append(bytes)
+        return Self.endParts(closed + [bytes], truncated: truncated)
+    }
+
+    /// `parts` (each without its end) each ended with ``partTail(truncated:part:parts:)``.
+    static func endParts(_ parts: [[UInt8]], truncated: Bool) -> [[UInt8]] {
+        var parts = parts
         let count = parts.count
         for i in parts.indices {
-            parts[i].append(contentsOf: Self.partTail(truncated: truncated, part: i + 1, parts: count))
+            parts[i].append(contentsOf: partTail(truncated: truncated, part: i + 1, parts: count))
         }
         return parts
     }

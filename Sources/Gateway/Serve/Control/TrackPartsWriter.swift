@@ -148,12 +148,6 @@ struct TrackPartsWriter {
             bytes.append(contentsOf: (truncated ? #"],"truncated":true}"# : #"],"truncated":false}"#).utf8)
             return [bytes]
         }
-        var parts = closed
-        parts.append(bytes)
-        let count = parts.count
-        for i in parts.indices {
-            parts[i].append(contentsOf: FeatureCollectionWriter.partTail(truncated: truncated, part: i + 1, parts: count))
-        }
-        return parts
+        return FeatureCollectionWriter.endParts(closed + [bytes], truncated: truncated)
     }
 }
