@@ -155,7 +155,9 @@ import TestSupport
         setup.gateways[1]!.kill()
         try setup.publish(rounds: 4..<rounds)
         #expect(await setup.publisher.waitAcknowledged(setup.published, timeout: .seconds(90)))
-        // The other shards finish on their own: all expected events of their devices arrive.
+        // The other shards finish on their own: all expected events of their devices arrive
+        // (each up to `gateway.commitInterval` after its update).
+        #expect(await poll(timeout: .seconds(30)) { !devicesOf("gw-0").union(devicesOf("gw-2")).isEmpty })
         let others = devicesOf("gw-0").union(devicesOf("gw-2"))
         #expect(!others.isEmpty)
         #expect(await poll(timeout: .seconds(90)) {
