@@ -117,7 +117,9 @@ import Testing
     @Test func theNextShutdownWaitsForTheEndOfTheRunBefore() async throws {
         let recorder = Recorder()
         let services = [FakeService("a", recorder), FakeService("b", recorder, runs: .lingering), FakeService("c", recorder)]
-        let group = group(services)
+        // The order, not the deadline, is under test: a pool busy with the suite's other tests
+        // may delay the lingering run's 0.3 s sleep past the standard 10 s deadline.
+        let group = group(services, deadline: 3600)
         group.stop()
         try await group.run()
         let lines = recorder.lines
