@@ -14,6 +14,7 @@ extension GatewayStore {
             let receipt = try commit(batch, on: connection)
             checkpointer?.request(frames: connection.framesInWAL)
             queueWriterCheckpointIfDue(connection)
+            queueFoldIfDue()
             return receipt
         } catch {
             statistics.failedBatches += 1
@@ -92,8 +93,8 @@ extension GatewayStore {
 
     /// Without a statement journal, like the inserts below (schema 5 lets `state` be NULL).
     static let stateUpsert = MultiRowInsert(
-        head: "INSERT OR IGNORE INTO device_state (device, state)", row: "(?, ?)",
-        tail: "ON CONFLICT (device) DO UPDATE SET state = excluded.state")
+        head: "INSERT OR IGNORE INTO device_state (device, state, journal_seq)", row: "(?, ?, ?)",
+        tail: "ON CONFLICT (device) DO UPDATE SET state = excluded.state, journal_seq = excluded.journal_seq")
     /// `OR IGNORE` leaves no constraint that could abort the statement halfway (a NOT NULL
     /// check's default is ABORT): SQLite then keeps no statement journal, the copy of every page
     /// a multi-row statement changes, taken so that the statement alone can be undone (8 % of
@@ -116,7 +117,7 @@ extension GatewayStore {
     private func apply(_ batch: StoreBatch, transaction: Int, counts: inout OutboxCounts, streams: inout OutboxStreams,
                        nextSequence: inout Int64, journaled: inout Int, on connection: SQLiteConnection) throws -> StoreReceipt {
         var receipt = StoreReceipt(transaction: transaction, outbox: batch.outbox.map { OutboxRow(sequence: 0, message: $0) })
-        try writeStates(batch.stateChanges, on: connection)
+        let newestBefore = nextSequence - 1
         if !batch.expectations.isEmpty { try writeExpectations(batch.expectations, on: connection) }
         if !batch.trips.isEmpty { try writeTrips(batch.trips, on: connection) }
         let plan = OutboxPlan(batch)
@@ -168,6 +169,8 @@ extension GatewayStore {
             journaled += chunk.count
             nextSequence += Int64(chunk.count)
         }
+
+        try writeStates(batch.stateChanges, journalSequences: journalSequences, newestBefore: newestBefore, on: connection)
 
         for destination in OutboxDestination.allCases {
             // Messages riding on their journal rows join the stream; the others get rows.
@@ -317,7 +320,12 @@ extension GatewayStore {
     }
 
     /// Writes each device's last state change.
-    private func writeStates(_ changes: [DeviceStateChange], on connection: SQLiteConnection) throws {
+    /// `journalSequences`: the sequence each of the batch's events got (nil: a duplicate);
+    /// `newestBefore`: the newest given before the batch. A state's `journal_seq` is the
+    /// newest of those before it (``DeviceStateChange/eventsBefore``): the fold applies only
+    /// later events to it.
+    private func writeStates(_ changes: [DeviceStateChange], journalSequences: [Int64?], newestBefore: Int64,
+                             on connection: SQLiteConnection) throws {
         guard !changes.isEmpty else { return }
         var latest: [String: Int] = [:]  // device -> index of its last change
         latest.reserveCapacity(changes.count)
@@ -327,11 +335,16 @@ extension GatewayStore {
         for (index, change) in changes.enumerated() where latest[change.device] == index {
             if change.state == nil { deletions.append(change.device) } else { upserts.append(index) }
         }
+        func sequence(before count: Int?) -> Int64 {
+            let count = min(max(count ?? journalSequences.count, 0), journalSequences.count)
+            return journalSequences[..<count].last { $0 != nil }.flatMap { $0 } ?? newestBefore
+        }
         for chunk in MultiRowInsert.chunks(upserts.count) {
             try connection.run(Self.stateUpsert.sql(rows: chunk.count)) { parameters in
                 for index in upserts[chunk] {
                     parameters.text(changes[index].device)
                     parameters.blob(changes[index].state!)
+                    parameters.integer(sequence(before: changes[index].eventsBefore))
                 }
             }
         }

@@ -190,10 +190,12 @@ extension GatewayStore {
 
     /// The condition (with its bindings) that a journal row is delivered: no outbox table row
     /// reads its payload, and no stream it is marked for still waits for it (sequence above
-    /// the stream's settled one). Such rows are the only ones retention deletes.
+    /// the stream's settled one), and, once the gateway folds states, it is folded into `device_state` (``foldJournal(batch:)``).
+    /// Such rows are the only ones retention deletes.
     private func deliveredCondition() -> (sql: String, bindings: [SQLiteValue]) {
-        var conditions: [String] = []
-        var bindings: [SQLiteValue] = []
+        // Without a fold installed (a command, a test of the store) no state waits for events.
+        var conditions = stateFold == nil ? [] : ["seq <= ?"]
+        var bindings: [SQLiteValue] = stateFold == nil ? [] : [.integer(foldedJournalSequence)]
         for destination in OutboxDestination.allCases {
             conditions.append("seq NOT IN (SELECT journal_seq FROM \(destination.table) WHERE journal_seq IS NOT NULL)")
             conditions.append("NOT ((outboxes & ?) != 0 AND seq > ?)")

@@ -48,6 +48,7 @@ extension GatewayStore {
         tripsMigration,
         plainSequenceMigration,
         fixTimeWithoutIndexMigration,
+        stateFoldMigration,
     ]
 
     /// Version 3: no index on the journal is written at a random place per event any more.
@@ -198,6 +199,19 @@ extension GatewayStore {
         version: 10, summary: "journal without the (fix_time, id) index", sql: """
         DROP INDEX journal_by_fix_time;
         CREATE INDEX journal_fix_ahead ON journal(fix_time) WHERE fix_time > emitted_time + 60;
+        """)
+
+    /// Version 11: a step whose decisions its journaled events tell writes no `device_state`
+    /// row (a row was a page written per deciding device per commit); the journal's events
+    /// are folded into the rows later (``GatewayStore/foldJournal(batch:)``). Each row keeps the
+    /// newest journal sequence given before it was written, and `state_fold` the sequence up
+    /// to which the journal is folded: every row written so far is up to date.
+    static let stateFoldMigration = SQLiteMigration(
+        version: 11, summary: "device states folded from the journal", sql: """
+        ALTER TABLE device_state ADD COLUMN journal_seq INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE state_fold (seq INTEGER NOT NULL);
+        INSERT INTO state_fold (seq)
+            SELECT max(coalesce((SELECT max(seq) FROM journal), 0), coalesce((SELECT max(seq) FROM journal_start), 0));
         """)
 
     /// Migrations that rebuild the journal or drop its index, leaving the old pages free: the

@@ -62,6 +62,7 @@ public actor GatewayStore {
         var outboxCounts: OutboxCounts
         var streams: OutboxStreams
         var nextJournalSequence: Int64
+        var foldedJournalSequence: Int64
         var checkpointer: WALCheckpointer?
         /// ``Options/writerCheckpointPages`` resolved for the database's page size.
         var writerCheckpointPages: Int
@@ -85,6 +86,12 @@ public actor GatewayStore {
     /// retention never deleting the newest row, a sequence is never used twice (outbox rows,
     /// the streams' settled positions and `events` readers rely on that).
     var nextJournalSequence: Int64
+    /// The journal's events up to this sequence are in `device_state` (``foldJournal(batch:)``).
+    var foldedJournalSequence: Int64
+    /// How states take events, once the gateway installed it (``setStateFold(_:)``).
+    var stateFold: StateFold?
+    /// A fold is queued on the store's queue.
+    var foldQueued = false
     /// WAL checkpoints run beside the writer since opening (0 when read-only).
     public nonisolated var checkpointCount: Int { checkpointer?.checkpoints ?? 0 }
     /// WAL checkpoints started beside the writer since opening.
@@ -111,6 +118,7 @@ public actor GatewayStore {
         self.queued = opened.outboxCounts
         self.streams = opened.streams
         self.nextJournalSequence = opened.nextJournalSequence
+        self.foldedJournalSequence = opened.foldedJournalSequence
         self.checkpointer = opened.checkpointer
         self.writerCheckpointPages = opened.writerCheckpointPages
     }
@@ -157,12 +165,15 @@ public actor GatewayStore {
             streams[destination] = stream
         }
         var newest: Int64 = 0
+        var folded: Int64 = 0
         if !options.readOnly {
             newest = max(try connection.scalarInt64("SELECT max(seq) FROM journal") ?? 0,
                          try connection.scalarInt64("SELECT max(seq) FROM journal_start") ?? 0,
                          streams.local.settled, streams.remote.settled)
+            folded = try connection.scalarInt64("SELECT seq FROM state_fold") ?? 0
         }
         return Opened(connection: connection, outboxCounts: counts, streams: streams, nextJournalSequence: newest + 1,
+                      foldedJournalSequence: folded,
                       checkpointer: checkpointer,
                       writerCheckpointPages: options.writerCheckpointPages ?? WALCheckpointer.writerCheckpointBytes / pageSize)
     }

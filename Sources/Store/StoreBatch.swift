@@ -3,7 +3,7 @@ internal import CSQLite
 /// Everything one submitter wants committed atomically: monitor state changes, the events they
 /// caused, the outbox messages carrying those events, and outbox acknowledgements.
 ///
-/// A batch is applied in this order: state changes, journal events, outbox messages (then the
+/// A batch is applied in this order: journal events, state changes, outbox messages (then the
 /// outbox cap), acknowledgements and settled streams. It commits whole or not at all, usually
 /// together with the batches of other submitters in one transaction (group commit).
 public struct StoreBatch: Sendable, Equatable {
@@ -57,6 +57,21 @@ public struct StoreBatch: Sendable, Equatable {
     /// Journals `event`.
     public mutating func append(_ event: JournalEvent) { events.append(event) }
 
+    /// Appends `other`'s state changes, events and outbox messages after this batch's, its
+    /// states still counting the events before them (``DeviceStateChange/eventsBefore``).
+    public mutating func append(contentsOf other: StoreBatch) {
+        let offset = events.count
+        // This batch's states count its events alone (nil said "all of them").
+        for index in stateChanges.indices where stateChanges[index].eventsBefore == nil { stateChanges[index].eventsBefore = offset }
+        stateChanges += other.stateChanges.map {
+            var change = $0
+            change.eventsBefore = offset + ($0.eventsBefore ?? other.events.count)
+            return change
+        }
+        events += other.events
+        outbox += other.outbox
+    }
+
     /// Queues `message` in its destination's outbox.
     public mutating func enqueue(_ message: OutboxMessage) { outbox.append(message) }
 
@@ -78,10 +93,15 @@ public struct DeviceStateChange: Sendable, Equatable {
     public var device: String
     /// The engine's serialized monitor state, or nil to delete the device's state.
     public var state: [UInt8]?
+    /// How many of its batch's events came before it: the state takes those into account,
+    /// and the journal's later events are folded into it (``GatewayStore/foldJournal(batch:)``).
+    /// nil: all of them.
+    public var eventsBefore: Int?
 
-    public init(device: String, state: [UInt8]?) {
+    public init(device: String, state: [UInt8]?, eventsBefore: Int? = nil) {
         self.device = device
         self.state = state
+        self.eventsBefore = eventsBefore
     }
 }
 

@@ -110,6 +110,12 @@ import TestSupport
         #expect(committed.map(\.event.type) == ["enter", "exit"])
         #expect(committed.allSatisfy { $0.event.trigger == "zone" && $0.event.layer == "zones" && $0.event.fence == "square" })
         #expect(committed.first.map { abs($0.event.fixTime - (Self.t0 + 10)) < 0.01 } == true, "\(committed)")
+        // The first update wrote the state (the trigger met the truck); the enter and the exit
+        // are told by their journal rows alone, and the state takes them when folded.
+        let written = try #require(try await rig.state("truck"))
+        #expect(try DeviceMonitor.restore(from: written, snapshot: rig.snapshot, now: 200).monitor.lastFixTime == Self.t0)
+        await rig.store.setStateFold(JournalFold.fold)
+        #expect(try await rig.store.foldJournal() == (events: 2, devices: 1))
         let state = try #require(try await rig.state("truck"))
         let (monitor, _) = try DeviceMonitor.restore(from: state, snapshot: rig.snapshot, now: 200)
         #expect(monitor.stays.isEmpty, "out again")

@@ -21,7 +21,9 @@ import TestSupport
         try spill.append(second)
         let read = try #require(try spill.read())
         #expect(read.unreadable == 0)
-        #expect(read.batch == StoreBatch(stateChanges: first.stateChanges + second.stateChanges, events: first.events, outbox: first.outbox))
+        // Each state counts the events before it in the file (the one of the first batch).
+        let states = (first.stateChanges + second.stateChanges).map { DeviceStateChange(device: $0.device, state: $0.state, eventsBefore: 1) }
+        #expect(read.batch == StoreBatch(stateChanges: states, events: first.events, outbox: first.outbox))
         let handle = try #require(FileHandle(forWritingAtPath: spill.path))
         handle.seekToEndOfFile()
         handle.write(Data(#"{"states":[{"device":"x""#.utf8))

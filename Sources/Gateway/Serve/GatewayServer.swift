@@ -142,6 +142,13 @@ struct GatewayServer: Sendable {
             statePublisher: statePublisher,
             eventBuilder: EventBuilder(gatewayID: config.gateway.id, prefix: prefix, qos: config.output.qos, owntracksTransitions: config.output.owntracks),
             runtimeFences: runtimeFences, expectations: expectations, trips: trips)
+        // States take the journal's events they did not write themselves (a kill -9 left them
+        // there) before any is read.
+        await store.setStateFold(JournalFold.fold)
+        let folded = try await store.foldJournal()
+        if folded.devices > 0 {
+            logger.info("device states took the journal's later events", ["events": "\(folded.events)", "devices": "\(folded.devices)"])
+        }
         var saved = try await store.deviceStates()
         for change in spilled.stateChanges { saved[change.device] = change.state }
         let running = try await store.runningClock()

@@ -13,52 +13,7 @@ extension DeviceMonitor {
     /// hold or the fix it measures from (docs/trips.md "Speed limits": a hold begins afresh after
     /// a restart). Deterministic: equal states give equal bytes.
     public func serialized() -> [UInt8] {
-        var w = StateWriter()
-        let speeds = entries.indices.contains { isOverspeed(entry: $0) }
-        for b in speeds ? DeviceMonitor.stateMagicWithSpeed : DeviceMonitor.stateMagic { w.write(UInt64(b)) }
-        w.write(device)
-        w.write(lastUpdate != nil)
-        if let u = lastUpdate { write(u, to: &w) }
-        w.write(known.count)
-        for k in known { w.write(fixed: k) }
-        w.write(entries.count)
-        for e in entries {
-            w.write(e.trigger)
-            w.write(e.layer)
-            w.write(e.fenceID)
-            w.write(e.fenceName)
-            w.write(e.inside)
-            w.write(e.baseline)
-            w.write(e.since)
-            w.write(e.dwellFired)
-            w.write(e.lastDistance)
-            w.write(e.lastSameSideFix)
-            w.write(e.pending != nil)
-            if let p = e.pending {
-                w.write(p.toInside)
-                w.write(p.distance)
-                write(p.crossing, to: &w)
-            }
-            if speeds { w.write(e.speedTracks.first?.watch.isOverspeed ?? false) }
-        }
-        return w.bytes
-    }
-
-    private func write(_ u: LocationUpdate, to w: inout StateWriter) {
-        w.write(u.lat)
-        w.write(u.lon)
-        w.write(u.time)
-        w.write(u.accuracy)
-        w.write(u.speed)
-        w.write(u.heading)
-        w.write(u.altitude)
-    }
-
-    private static func readUpdate(_ r: inout StateReader, device: String) throws(MonitorStateError) -> LocationUpdate {
-        let lat = try r.double(), lon = try r.double(), time = try r.double()
-        return LocationUpdate(
-            device: device, lat: lat, lon: lon, time: time, accuracy: try r.optionalDouble(), speed: try r.optionalDouble(),
-            heading: try r.optionalDouble(), altitude: try r.optionalDouble())
+        MonitorRecord(device: device, lastUpdate: lastUpdate, known: known, entries: entries).serialized()
     }
 
     /// Rebuilds a monitor from ``serialized()`` bytes with the current `snapshot`, its gateway
@@ -71,39 +26,19 @@ extension DeviceMonitor {
     public static func restore(
         from bytes: [UInt8], snapshot: EngineSnapshot, now: Double
     ) throws(MonitorStateError) -> (monitor: DeviceMonitor, notifications: [FenceNotification]) {
-        var r = StateReader(bytes)
-        var magic: [UInt64] = []
-        for _ in stateMagic { magic.append(try r.varint()) }
-        guard magic == stateMagic.map(UInt64.init) || magic == stateMagicWithSpeed.map(UInt64.init) else {
-            throw MonitorStateError("not a geotrigger monitor state (version 1 or 2)")
-        }
-        let speeds = magic == stateMagicWithSpeed.map(UInt64.init)
-        let device = try r.string()
+        let record = try MonitorRecord(bytes: bytes)
+        let device = record.device
         var monitor = DeviceMonitor(device: device, snapshot: snapshot, now: now)
-        if try r.bool() { monitor.lastUpdate = try readUpdate(&r, device: device) }
-        let knownCount = try r.count()
-        for _ in 0..<knownCount { monitor.known.append(try r.fixed()) }
-        var entries: [Entry] = []
-        let entryCount = try r.count()
-        for _ in 0..<entryCount {
-            let trigger = try r.string(), layer = try r.string(), fenceID = try r.string()
-            let fenceName = try r.optionalString()
-            var e = Entry(
-                trigger: trigger, layer: layer, fenceID: fenceID, fenceName: fenceName,
-                watchKey: StableHash.watchKey(trigger: trigger, layer: layer), watch: -1, fence: -1, buffer: 0,
-                inside: try r.bool(), baseline: try r.bool(), since: try r.double(), dwellFired: try r.bool(),
-                pending: nil, lastDistance: try r.double(), lastSameSideFix: try r.double(), lastSameSideReceived: now)
-            if try r.bool() {
-                let toInside = try r.bool(), distance = try r.double()
-                e.pending = Pending(toInside: toInside, crossing: try readUpdate(&r, device: device), distance: distance)
-            }
-            if speeds, try r.bool() {
-                // Its limit is read below, from the snapshot.
-                e.speedTracks = [SpeedTrack(limit: nil, watch: SpeedWatch(after: monitor.lastUpdate, overspeed: true))]
-            }
-            entries.append(e)
+        monitor.lastUpdate = record.lastUpdate
+        monitor.known = record.known
+        let entries = record.entries.map { entry in
+            var e = entry
+            e.lastSameSideReceived = now
+            // An overspeed visit's watch measures from the last accepted update; its limit is
+            // read below, from the snapshot.
+            if !e.speedTracks.isEmpty { e.speedTracks = [SpeedTrack(limit: nil, watch: SpeedWatch(after: monitor.lastUpdate, overspeed: true))] }
+            return e
         }
-        guard r.atEnd else { throw MonitorStateError("\(bytes.count - r.offset) unexpected bytes at the end") }
         monitor.computeMasks()
         var notifications: [FenceNotification] = []
         for var entry in entries {

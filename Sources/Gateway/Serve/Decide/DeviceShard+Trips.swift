@@ -85,8 +85,7 @@ extension DeviceShard {
                 let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now)
             else { return }
             s.hibernated[device] = nil
-            var slot = Slot(monitor: monitor, lastReceived: lastReport)
-            slot.emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
+            var slot = Slot(restored: monitor, from: bytes, lastReceived: lastReport)
             if s.pausedDevices[device] != nil { slot.monitor.pause(at: now) }
             handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
             s.slots[device] = SlotBox(slot)

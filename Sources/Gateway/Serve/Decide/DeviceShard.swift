@@ -61,6 +61,21 @@ package final class DeviceShard: Sendable {
         /// when last measured (the shard's budget counts them).
         var track = RecentTrack()
         var trackBytes = 0
+        /// What the database holds of its committed facts, with the journal's later events
+        /// folded in (``settleState(of:in:)``).
+        var committed = CommittedFacts.none
+
+        init(monitor: DeviceMonitor, lastReceived: Double) {
+            self.monitor = monitor
+            self.lastReceived = lastReceived
+        }
+
+        /// A monitor restored from the database's `bytes`.
+        init(restored monitor: DeviceMonitor, from bytes: [UInt8], lastReceived: Double) {
+            self.init(monitor: monitor, lastReceived: lastReceived)
+            emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
+            committed = CommittedFacts(serialized: bytes) ?? .none
+        }
     }
 
     /// A slot on the heap, so that the shard's dictionary holds one reference per device. A
@@ -282,8 +297,7 @@ package final class DeviceShard: Sendable {
                         // An update may have woken the device (from the database, newer) before
                         // its restore arrived: never go back to the state read at start.
                         guard s.slots[monitor.device] == nil, s.queued[monitor.device] == nil else { return }
-                        var slot = Slot(monitor: monitor, lastReceived: min(now, lastReport ?? now))
-                        slot.emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
+                        var slot = Slot(restored: monitor, from: bytes, lastReceived: min(now, lastReport ?? now))
                         // Its clocks start at `now`: paused from there while its feed is down.
                         if s.pausedDevices[monitor.device] != nil { slot.monitor.pause(at: now) }
                         context.statePublisher.publish(context.publication(of: monitor, updated: WallClock.now()))
@@ -374,8 +388,7 @@ package final class DeviceShard: Sendable {
             if let waiting = s.queued[device] { s.queued[device] = waiting > 1 ? waiting - 1 : nil }
             if s.slots[device] == nil {
                 if let bytes, let (monitor, notes) = try? DeviceMonitor.restore(from: bytes, snapshot: s.snapshot, now: now) {
-                    var slot = Slot(monitor: monitor, lastReceived: now)
-                    slot.emission = OutcomeEmission(publishedStays: monitor.stays, decisions: monitor.decisions)
+                    var slot = Slot(restored: monitor, from: bytes, lastReceived: now)
                     handOver(item(notes, changed: !notes.isEmpty, now: now, slot: &slot), mustWait: &mustWait)
                     s.slots[device] = SlotBox(slot)
                 } else {
@@ -578,6 +591,7 @@ package final class DeviceShard: Sendable {
     /// The slot's state as it is in memory, to be saved (hibernation, a stop).
     private func save(_ slot: inout Slot) -> EventCommitter.Item {
         slot.emission.saved(decisions: slot.monitor.decisions)
+        slot.committed = slot.monitor.committedFacts
         return EventCommitter.Item(state: DeviceStateChange(device: slot.monitor.device, state: slot.monitor.serialized()))
     }
 
@@ -615,8 +629,8 @@ package final class DeviceShard: Sendable {
         let device = slot.monitor.device
         // Device state: when the inside set changes, else at most every stateInterval.
         var stays: [DeviceMonitor.Stay]?
-        if slot.emission.savesState(decisions: slot.monitor.decisions, stateChanged: changed, notified: !notes.isEmpty) {
-            item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
+        let decided = slot.emission.savesState(decisions: slot.monitor.decisions, stateChanged: changed, notified: !notes.isEmpty)
+        if decided {
             let current = slot.monitor.stays
             stays = current
             if let phone = slot.phone { count(phone.ledger.gatewayStays(phone.keys(current), time: slot.monitor.lastFixTime ?? now)) }
@@ -624,7 +638,10 @@ package final class DeviceShard: Sendable {
         }
         let publish = slot.emission.publishes(stays: stays, now: now, stateInterval: context.config.output.stateInterval, force: forcePublish)
         // The wall clock only for what is emitted (most updates emit nothing).
-        guard publish || !notes.isEmpty else { return item.state != nil ? item : nil }
+        guard publish || !notes.isEmpty else {
+            if decided { settleState(of: &slot, in: &item) }
+            return item.isEmpty ? nil : item
+        }
         let wall = WallClock.now()
         // The state above keeps every decision; only what is inside its schedule leaves.
         let (published, outside) = notes.inSchedule(clock: wall)
@@ -645,7 +662,30 @@ package final class DeviceShard: Sendable {
             slot.emission.published(at: now)
             item.publication = context.publication(of: slot.monitor, updated: wall)
         }
-        if item.state != nil || !item.events.isEmpty || item.publication != nil { return item }
-        return nil
+        if decided { settleState(of: &slot, in: &item) }
+        return item.isEmpty ? nil : item
+    }
+
+    /// A step decided something a restart must not lose: its state goes into `item` unless
+    /// the step's journaled events tell all of it (the database's state, with the journal's
+    /// later events folded in, gives the monitor's committed facts again: docs/architecture.md
+    /// "Commit and outbox"). At most a device's first update (its triggers newly know it), a
+    /// silent baseline or a decision nothing journals (outside its schedule, past
+    /// `input.maxEventsPerDevice`, an unpublished exit) writes the state itself.
+    private func settleState(of slot: inout Slot, in item: inout EventCommitter.Item) {
+        let device = slot.monitor.device
+        var told = slot.committed
+        for event in item.events where event.device == device {
+            guard let type = JournaledDecision.Kind(rawValue: event.type) else { continue }
+            told = told.applying(JournaledDecision(type: type, trigger: event.trigger, layer: event.layer, fence: event.fence,
+                                                   fixTime: event.fixTime))
+        }
+        let facts = slot.monitor.committedFacts
+        if told != facts {
+            item.state = DeviceStateChange(device: device, state: slot.monitor.serialized())
+        } else {
+            slot.emission.toldByJournal()
+        }
+        slot.committed = facts
     }
 }

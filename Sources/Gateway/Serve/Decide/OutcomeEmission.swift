@@ -52,6 +52,11 @@ struct OutcomeEmission: Sendable, Equatable {
         positionUnpublished = true
     }
 
+    /// The step's decisions went to the journal only: the database's state takes them at its
+    /// next fold, and the slot is saved whole when it hibernates or the gateway stops, so
+    /// that a hibernated device is read back with them.
+    mutating func toldByJournal() { unsaved = true }
+
     /// The state was saved as it is in memory (at hibernation or a stop).
     mutating func saved(decisions: UInt32) {
         unsaved = false

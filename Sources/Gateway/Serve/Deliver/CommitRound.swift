@@ -37,12 +37,10 @@ struct CommitRound {
     /// between this and the commit may then arrive twice, with the same id).
     func batch(delivered: [OutboxDestination: Set<String>]) -> StoreBatch {
         var batch = retried
-        batch.stateChanges += taken.stateChanges
-        batch.events += taken.events
         if !retried.outbox.isEmpty {
             batch.outbox.removeAll { delivered[$0.destination]?.contains($0.eventID) == true }
         }
-        batch.outbox += taken.outbox
+        batch.append(contentsOf: StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox))
         batch.expectations += taken.expectations
         batch.trips += taken.trips
         return batch
@@ -101,8 +99,14 @@ struct CommitRound {
             effects.append(.spill(StoreBatch(stateChanges: taken.stateChanges, events: taken.events, outbox: taken.outbox)))
         }
         var retry = StoreBatch()
-        retry.stateChanges = batch.stateChanges
         retry.events = Array(batch.events.suffix(max(retryCap, 0)))
+        // The events dropped from the front no longer count before the states.
+        let droppedEvents = batch.events.count - retry.events.count
+        retry.stateChanges = batch.stateChanges.map {
+            var change = $0
+            change.eventsBefore = max(($0.eventsBefore ?? batch.events.count) - droppedEvents, 0)
+            return change
+        }
         if retry.events.count == batch.events.count {
             retry.outbox = batch.outbox
         } else {

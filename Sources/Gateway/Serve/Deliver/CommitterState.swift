@@ -87,9 +87,13 @@ struct CommitterState {
     /// which ends with ``burstEnded(now:)``. `mustWait`: more than ``limit`` items are pending.
     /// (`now` is read only when a commit may start: not per item of a burst.)
     mutating func add(_ item: EventCommitter.Item, deferred: Bool, now: @autoclosure () -> Double) -> (mustWait: Bool, start: Start) {
-        if let state = item.state { batch.stateChanges.append(state) }
         // Most items carry one or two of these (a trip's progress only its retained message).
         if !item.events.isEmpty { batch.events.append(contentsOf: item.events) }
+        // The state takes its own step's events into account, and those handed over before.
+        if var state = item.state {
+            state.eventsBefore = batch.events.count
+            batch.stateChanges.append(state)
+        }
         if !item.outbox.isEmpty { batch.outbox.append(contentsOf: item.outbox) }
         if !item.expectations.isEmpty { batch.expectations.append(contentsOf: item.expectations) }
         if !item.trips.isEmpty { batch.trips.append(contentsOf: item.trips) }

@@ -76,6 +76,12 @@ package final class EventCommitter: Service, StepSink, Sendable {
         /// Retained topics to publish (a nil payload clears) once committed, in order: trips'
         /// progress (docs/trips.md "Progress").
         var retained: [RetainedMessage] = []
+
+        /// Nothing to commit or publish.
+        var isEmpty: Bool {
+            state == nil && events.isEmpty && outbox.isEmpty && publication == nil && expectations.isEmpty && trips.isEmpty
+                && retained.isEmpty
+        }
     }
 
     /// A retained message published by the ``StatePublisher`` once its item is committed.

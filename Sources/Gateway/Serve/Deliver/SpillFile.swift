@@ -99,9 +99,7 @@ package struct SpillFile: Sendable {
                 unreadable += 1
                 continue
             }
-            merged.stateChanges += batch.stateChanges
-            merged.events += batch.events
-            merged.outbox += batch.outbox
+            merged.append(contentsOf: batch)
         }
         return (merged, unreadable)
     }
@@ -265,7 +263,10 @@ package struct SpillFile: Sendable {
     static func encode(_ batch: StoreBatch) -> JSONValue {
         .object([
             "states": .array(batch.stateChanges.map { change in
-                .object(["device": .string(change.device), "state": change.state.map { .string(Data($0).base64EncodedString()) } ?? .null])
+                var state: JSONObject = [
+                    "device": .string(change.device), "state": change.state.map { .string(Data($0).base64EncodedString()) } ?? .null]
+                if let before = change.eventsBefore { state["eventsBefore"] = .number(Double(before)) }
+                return .object(state)
             }),
             "events": .array(batch.events.map { e in
                 .object(["id": .string(e.id), "device": .string(e.device), "trigger": .string(e.trigger), "layer": .string(e.layer),
@@ -292,7 +293,8 @@ package struct SpillFile: Sendable {
                 guard let data = Data(base64Encoded: text) else { return nil }
                 state = [UInt8](data)
             }
-            batch.stateChanges.append(DeviceStateChange(device: device, state: state))
+            // A file written before states counted their events: the state is the newest.
+            batch.stateChanges.append(DeviceStateChange(device: device, state: state, eventsBefore: s["eventsBefore"]?.numberValue.map { Int($0) }))
         }
         for case .object(let e) in events {
             guard let id = e["id"]?.stringValue, let device = e["device"]?.stringValue, let trigger = e["trigger"]?.stringValue,
