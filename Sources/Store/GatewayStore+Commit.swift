@@ -335,16 +335,16 @@ extension GatewayStore {
         for (index, change) in changes.enumerated() where latest[change.device] == index {
             if change.state == nil { deletions.append(change.device) } else { upserts.append(index) }
         }
-        func sequence(before count: Int?) -> Int64 {
-            let count = min(max(count ?? journalSequences.count, 0), journalSequences.count)
-            return journalSequences[..<count].last { $0 != nil }.flatMap { $0 } ?? newestBefore
-        }
+        // newest[i]: the newest sequence given to the first i events (one pass, not one per state).
+        var newest = [newestBefore]
+        newest.reserveCapacity(journalSequences.count + 1)
+        for sequence in journalSequences { newest.append(sequence ?? newest[newest.count - 1]) }
         for chunk in MultiRowInsert.chunks(upserts.count) {
             try connection.run(Self.stateUpsert.sql(rows: chunk.count)) { parameters in
                 for index in upserts[chunk] {
                     parameters.text(changes[index].device)
                     parameters.blob(changes[index].state!)
-                    parameters.integer(sequence(before: changes[index].eventsBefore))
+                    parameters.integer(newest[min(max(changes[index].eventsBefore ?? journalSequences.count, 0), journalSequences.count)])
                 }
             }
         }

@@ -190,7 +190,7 @@ extension GatewayStore {
 
     /// The condition (with its bindings) that a journal row is delivered: no outbox table row
     /// reads its payload, and no stream it is marked for still waits for it (sequence above
-    /// the stream's settled one), and, once the gateway folds states, it is folded into `device_state` (``foldJournal(batch:)``).
+    /// the stream's settled one), and, once the gateway folds states, it is folded into `device_state` (``foldJournal(batch:transactions:)``).
     /// Such rows are the only ones retention deletes.
     private func deliveredCondition() -> (sql: String, bindings: [SQLiteValue]) {
         // Without a fold installed (a command, a test of the store) no state waits for events.

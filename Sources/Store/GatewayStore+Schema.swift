@@ -203,7 +203,7 @@ extension GatewayStore {
 
     /// Version 11: a step whose decisions its journaled events tell writes no `device_state`
     /// row (a row was a page written per deciding device per commit); the journal's events
-    /// are folded into the rows later (``GatewayStore/foldJournal(batch:)``). Each row keeps the
+    /// are folded into the rows later (``GatewayStore/foldJournal(batch:transactions:)``). Each row keeps the
     /// newest journal sequence given before it was written, and `state_fold` the sequence up
     /// to which the journal is folded: every row written so far is up to date.
     static let stateFoldMigration = SQLiteMigration(

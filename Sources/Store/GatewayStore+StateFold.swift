@@ -33,9 +33,11 @@ extension GatewayStore {
     /// `state_fold` holds the sequence up to which the journal's events are in those rows.
     /// Folding applies the events after that mark to their devices' rows (only those after a
     /// row's own `journal_seq`) and moves the mark on, in one transaction: at the start (after
-    /// a `kill -9`, before any state is read), every ``foldEvery`` events while running, and at
-    /// a stop. Retention keeps every event after the mark.
-    public static let foldEvery: Int64 = 4096
+    /// a `kill -9`, before any state is read) and every ``foldEvery`` events while running, in
+    /// transactions of ``foldBatch`` events, each a job of its own between commits. Retention
+    /// keeps every event after the mark.
+    public static let foldEvery: Int64 = 16_384
+    public static let foldBatch = 4096
 
     /// Installs how states take events (``StateFold``); from then on the store folds on its
     /// own every ``foldEvery`` journaled events, as a job of its own between commits.
@@ -44,17 +46,18 @@ extension GatewayStore {
     /// Events journaled after the fold's mark.
     public var unfoldedEvents: Int64 { nextJournalSequence - 1 - foldedJournalSequence }
 
-    /// Folds every event after the mark into `device_state` (``foldEvery`` explains), in
-    /// transactions of at most `batch` events; returns how many events and device rows it
-    /// folded. A device without a row (forgotten) is skipped.
+    /// Folds the events after the mark into `device_state` (``foldEvery`` explains), in
+    /// transactions of at most `batch` events, at most `transactions` of them (all by
+    /// default); returns how many events it folded and how many device rows it wrote. A device
+    /// without a row (forgotten) is skipped.
     @discardableResult
-    public func foldJournal(batch: Int = 20_000) throws -> (events: Int, devices: Int) {
+    public func foldJournal(batch: Int = GatewayStore.foldBatch, transactions: Int = .max) throws -> (events: Int, devices: Int) {
         executor.checkIsolated()
         guard let fold = stateFold else { return (0, 0) }
         if options.readOnly { throw StoreError.readOnly(path: path) }
         let connection = try openConnection()
         var total = (events: 0, devices: 0)
-        while true {
+        for _ in 0..<max(transactions, 1) {
             let from = foldedJournalSequence
             var byDevice: [String: [FoldedEvent]] = [:]
             var order: [String] = []
@@ -99,18 +102,21 @@ extension GatewayStore {
             statistics.folds += 1
             total.events += count
             total.devices += devices
-            if count < batch { return total }
+            if count < batch { break }
         }
+        return total
     }
 
-    /// Queues a fold once ``foldEvery`` events wait for one (see ``foldJournal(batch:)``).
-    func queueFoldIfDue() {
-        guard stateFold != nil, !foldQueued, unfoldedEvents >= Self.foldEvery else { return }
+    /// Queues a fold once ``foldEvery`` events wait for one: a transaction of ``foldBatch``
+    /// events per job, queued again behind the commits while a whole batch waits.
+    func queueFoldIfDue(continuing: Bool = false) {
+        guard stateFold != nil, !foldQueued, unfoldedEvents >= (continuing ? Int64(Self.foldBatch) : Self.foldEvery) else { return }
         foldQueued = true
         perform { store in
             store.foldQueued = false
             // A failure (disk full, I/O) leaves the events for the next one: retention keeps them.
-            _ = try? store.foldJournal()
+            guard (try? store.foldJournal(transactions: 1)) != nil else { return }
+            store.queueFoldIfDue(continuing: true)
         }
     }
 }

@@ -86,7 +86,7 @@ public actor GatewayStore {
     /// retention never deleting the newest row, a sequence is never used twice (outbox rows,
     /// the streams' settled positions and `events` readers rely on that).
     var nextJournalSequence: Int64
-    /// The journal's events up to this sequence are in `device_state` (``foldJournal(batch:)``).
+    /// The journal's events up to this sequence are in `device_state` (``foldJournal(batch:transactions:)``).
     var foldedJournalSequence: Int64
     /// How states take events, once the gateway installed it (``setStateFold(_:)``).
     var stateFold: StateFold?

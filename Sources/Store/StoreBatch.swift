@@ -94,7 +94,7 @@ public struct DeviceStateChange: Sendable, Equatable {
     /// The engine's serialized monitor state, or nil to delete the device's state.
     public var state: [UInt8]?
     /// How many of its batch's events came before it: the state takes those into account,
-    /// and the journal's later events are folded into it (``GatewayStore/foldJournal(batch:)``).
+    /// and the journal's later events are folded into it (``GatewayStore/foldJournal(batch:transactions:)``).
     /// nil: all of them.
     public var eventsBefore: Int?
 

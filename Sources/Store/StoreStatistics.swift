@@ -13,7 +13,7 @@ public struct StoreStatistics: Sendable, Equatable {
     /// Checkpoints the writer ran between transactions (the WAL reached
     /// `GatewayStore.writerCheckpointPages`).
     public var writerCheckpoints = 0
-    /// Folds of the journal's events into `device_state` (``GatewayStore/foldJournal(batch:)``).
+    /// Folds of the journal's events into `device_state` (``GatewayStore/foldJournal(batch:transactions:)``).
     public var folds = 0
     /// The last commit error, cleared by the next successful commit.
     public var lastError: SQLiteError?

@@ -1,7 +1,7 @@
 import GeotriggerCore
 import Store
 
-/// How a device's stored state takes the journal's later events (``GatewayStore/foldJournal(batch:)``):
+/// How a device's stored state takes the journal's later events (``GatewayStore/foldJournal(batch:transactions:)``):
 /// the engine replays them onto the state's bytes (``DeviceMonitor/replay(_:onto:)``), as the
 /// shard counted on when it wrote no state for them (`DeviceShard.settleState(of:in:)`).
 enum JournalFold {
