@@ -196,4 +196,64 @@ import Testing
         #expect(broker.messages.last?.payload == "a3")
         #expect(broker.messages.last.map { !qos0($0.id) } == true, "a change goes at QoS 1 again")
     }
+
+    /// A device's state that only moved its position (`atMostOnce`) goes at QoS 0, with its
+    /// Home Assistant attributes; one whose inside set changed at QoS 1. A QoS 0 payload of a
+    /// topic whose QoS 1 message is still in flight goes at QoS 1 too (libmosquitto may hold
+    /// a QoS 1 message back for the broker's receive maximum; a QoS 0 one would overtake it).
+    /// A connect's republish goes at the QoS of each topic's newest payload.
+    @Test func positionOnlyStatesGoOutAtQoS0() {
+        let broker = FakeBroker()
+        let atMostOnce = Mutex<Set<Int32>>([])
+        let publisher = StatePublisher(prefix: "p", logger: Logger(label: "test"), window: 10,
+                                       send: { try broker.send($0, $1) },
+                                       sendAtMostOnce: { topic, payload in
+                                           let id = try broker.send(topic, payload)
+                                           atMostOnce.withLock { _ = $0.insert(id) }
+                                           return id
+                                       },
+                                       discovery: HomeAssistantDiscovery(config: GatewayConfig()))
+        func qos0(_ id: Int32) -> Bool { atMostOnce.withLock { $0.contains(id) } }
+        func sent(after count: Int) -> [(topic: String, payload: String, qos0: Bool)] {
+            broker.messages.dropFirst(count).map { ($0.topic, $0.payload, qos0($0.id)) }
+        }
+        // The gateway's own config, acknowledged.
+        #expect(broker.messages.count == 1 && ack(publisher, 1))
+        let discovery = HomeAssistantDiscovery(config: GatewayConfig())
+        let attributes = discovery.attributesTopic(device: "d")
+        publisher.publish(DevicePublication(device: "d", state: Array("in".utf8), attributes: Array("a-in".utf8)))
+        var messages = sent(after: 1)
+        #expect(messages.map(\.topic) == ["p/devices/d/state", discovery.trackerConfigTopic(device: "d"), attributes])
+        #expect(messages.allSatisfy { !$0.qos0 }, "a change: QoS 1 (\(messages))")
+        for message in broker.messages.dropFirst(1) { #expect(ack(publisher, message.id)) }
+
+        let before = broker.messages.count
+        publisher.publish(DevicePublication(device: "d", state: Array("moved".utf8), attributes: Array("a-moved".utf8), atMostOnce: true))
+        messages = sent(after: before)
+        #expect(messages.map(\.topic) == ["p/devices/d/state", attributes])
+        #expect(messages.map(\.payload) == ["moved", "a-moved"])
+        #expect(messages.allSatisfy { $0.qos0 }, "position alone: QoS 0")
+        for message in broker.messages.dropFirst(before) { #expect(ack(publisher, message.id)) }
+
+        // A change still in flight keeps the next position-only payload at QoS 1.
+        let changed = broker.messages.count
+        publisher.publish(DevicePublication(device: "d", state: Array("out".utf8), attributes: Array("a-out".utf8)))
+        publisher.publish(DevicePublication(device: "d", state: Array("moved2".utf8), attributes: Array("a-moved2".utf8), atMostOnce: true))
+        messages = sent(after: changed)
+        #expect(messages.map(\.payload) == ["out", "a-out", "moved2", "a-moved2"])
+        #expect(messages.allSatisfy { !$0.qos0 }, "\(messages)")
+        for message in broker.messages.dropFirst(changed) { #expect(ack(publisher, message.id)) }
+        let landed = broker.messages.count
+        publisher.publish(DevicePublication(device: "d", state: Array("moved3".utf8), attributes: Array("a-moved3".utf8), atMostOnce: true))
+        #expect(sent(after: landed).map(\.qos0) == [true, true], "acknowledged: QoS 0 again")
+        for message in broker.messages.dropFirst(landed) { #expect(ack(publisher, message.id)) }
+
+        let republished = broker.messages.count
+        publisher.republishAll()
+        let again = sent(after: republished)
+        #expect(again.count == 4, "\(again)")
+        for message in again {
+            #expect(message.qos0 == (message.topic == "p/devices/d/state" || message.topic == attributes), "\(message)")
+        }
+    }
 }
