@@ -141,6 +141,109 @@ import TestSupport
     }
 }
 
+extension BufferedReadsTests {
+    /// Bytes waiting for `fd` (not registered), taken without blocking.
+    static func drain(_ fd: Int32) -> [UInt8] {
+        var got: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            guard n > 0 else { return got }
+            got += buffer[..<n]
+        }
+    }
+
+    /// One write of `bytes` to `fd` through the process's `write`.
+    static func put(_ fd: Int32, _ bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Writes to a registered socket inside `gatherWrites` wait until it ends, then go out
+    /// together, in order; outside, a write goes straight to the socket.
+    @Test func gatheredWritesGoOutTogetherInOrder() throws {
+        let pair = try Pair()
+        let packets = (0..<3).map { Self.packet(0x30 + UInt8($0), payload: 20) }
+        let (gathered, socketWrites) = (BufferedReads.gatheredWrites, BufferedReads.socketWrites)
+        BufferedReads.gatherWrites(pair.reader) {
+            for packet in packets { #expect(Self.put(pair.reader, packet) == packet.count) }
+            #expect(BufferedReads.heldWriteBytes(pair.reader) == packets.joined().count)
+            #expect(Self.drain(pair.writer).isEmpty, "nothing reached the socket yet")
+        }
+        #expect(BufferedReads.heldWriteBytes(pair.reader) == 0)
+        #expect(Self.drain(pair.writer) == Array(packets.joined()))
+        // Other tests' sockets only add to the counts.
+        #expect(BufferedReads.gatheredWrites - gathered >= 3)
+        #expect(BufferedReads.socketWrites - socketWrites >= 1)
+        #expect(Self.put(pair.reader, [9, 9]) == 2)
+        #expect(BufferedReads.heldWriteBytes(pair.reader) == 0)
+        #expect(Self.drain(pair.writer) == [9, 9])
+    }
+
+    /// A socket that takes only part of what was gathered: the rest is held, a later write
+    /// (gathered or not) goes behind it, a write past the buffer says EAGAIN, and the next
+    /// `gatherWrites` once the peer reads writes what was held. The peer gets exactly the
+    /// bytes every write accepted, in order.
+    @Test func whatTheSocketDoesNotTakeIsHeldAndGoesFirst() throws {
+        let pair = try Pair()
+        var small: Int32 = 4096
+        setsockopt(pair.reader, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var accepted: [UInt8] = []
+        var refused = 0
+        BufferedReads.gatherWrites(pair.reader) {
+            for i in 0..<400 {
+                let chunk = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &+ i) }
+                let n = Self.put(pair.reader, chunk)
+                if n == chunk.count { accepted += chunk } else {
+                    #expect(n == -1 && errno == EAGAIN)
+                    refused += 1
+                }
+            }
+        }
+        #expect(refused > 0, "the buffer filled")
+        #expect(BufferedReads.heldWriteBytes(pair.reader) > 0)
+        var received = Self.drain(pair.writer)
+        let late: [UInt8] = [7, 7, 7]
+        #expect(Self.put(pair.reader, late) == late.count, "queued behind what is held")
+        accepted += late
+        for _ in 0..<1000 where BufferedReads.heldWriteBytes(pair.reader) > 0 {
+            received += Self.drain(pair.writer)
+            BufferedReads.gatherWrites(pair.reader) {}
+        }
+        received += Self.drain(pair.writer)
+        #expect(BufferedReads.heldWriteBytes(pair.reader) == 0)
+        #expect(received.count == accepted.count)
+        #expect(received == accepted)
+    }
+
+    /// Within `readTurn`, once a read from the socket found less than the buffer holds, the
+    /// reads after it say EAGAIN without asking the socket; the next turn reads what came.
+    @Test func aTurnStopsReadingOnceTheSocketWasEmptied() throws {
+        let pair = try Pair()
+        pair.send([1, 2, 3])
+        BufferedReads.readTurn(pair.reader) {
+            #expect(pair.read(3) == [1, 2, 3])
+            pair.send([4])
+            #expect(pair.read(1) == nil && errno == EAGAIN)
+            #expect(pair.unread == 1, "not read in this turn")
+        }
+        #expect(BufferedReads.readTurn(pair.reader) { pair.read(1) } == [4])
+        #expect(pair.read(1) == nil && errno == EAGAIN)
+    }
+
+    /// `withoutSocketPair` refuses `socketpair` on its thread (libmosquitto's wake-up pair),
+    /// and only there.
+    @Test func socketPairsAreRefusedOnlyWhereAsked() {
+        var fds: [Int32] = [-1, -1]
+        let (refused, error) = BufferedReads.withoutSocketPair {
+            (socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), errno)
+        }
+        #expect(refused == -1 && error == EMFILE)
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        close(fds[0])
+        close(fds[1])
+    }
+}
+
 extension MQTTIntegrationTests {
     /// Through a real broker, with buffered reads (the default): payloads on both sides of
     /// `BufferedReads.capacity`, and a burst of small ones, arrive whole and in order.
