@@ -6,7 +6,7 @@ import PackageDescription
 // - GeotriggerCore: the pure core (JSON/JSON5 reader, fence layers, geometry, index, Arcade,
 //   triggers and monitors). No C imports and no I/O; time is injected.
 // - MQTT, GPSD, Store: one thin wrapper per C library; the only modules importing C*.
-// - ReadInterposition: the process-wide `read`/`write`/`close`/`socketpair` for MQTT's buffered reads.
+// - ReadInterposition: the process-wide `read`/`close` for MQTT's buffered reads.
 // - Gateway: wires feeds -> monitors -> delivery and implements every command but `bench`.
 // - Benchmarks: `geotrigger bench` (the benchmark programs and their load generator).
 // - geotrigger: the thin @main.
@@ -27,16 +27,13 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "GeotriggerCore"),
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
-        // The process's `read`, `write`, `close` and `socketpair` (for MQTT's BufferedReads): a
-        // change to the whole process, linked only by the executable and the MQTT tests, which
-        // export the symbols so that libmosquitto binds to them.
+        // The process's `read` and `close` (for MQTT's BufferedReads): a change to the whole
+        // process, linked only by the executable and the MQTT tests, which export both symbols
+        // so that libmosquitto binds to them.
         .target(
             name: "ReadInterposition", dependencies: ["MQTT"],
             linkerSettings: [
-                .unsafeFlags([
-                    "-Xlinker", "--export-dynamic-symbol=read", "-Xlinker", "--export-dynamic-symbol=close",
-                    "-Xlinker", "--export-dynamic-symbol=write", "-Xlinker", "--export-dynamic-symbol=socketpair",
-                ])
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=read", "-Xlinker", "--export-dynamic-symbol=close"])
             ]),
         .target(name: "GPSD", dependencies: ["CGPS"]),
         .target(name: "Store", dependencies: ["CSQLite"]),

@@ -91,11 +91,8 @@ public final class MQTTClient: @unchecked Sendable {
             delegate: MQTTClosureDelegate(onConnectionEvent: onConnectionEvent, onAcknowledgement: onAcknowledgement),
             eventContinuation: continuation, wakeFD: wakeFD)
         let unmanagedCore = Unmanaged.passRetained(core)
-        // No wake-up socket pair (see BufferedReads.withoutSocketPair): the network thread has
-        // its eventfd.
-        guard let handle = BufferedReads.withoutSocketPair({
-            mosquitto_new(configuration.clientId, configuration.cleanStart, unmanagedCore.toOpaque())
-        }) else {
+        guard let handle = mosquitto_new(configuration.clientId, configuration.cleanStart, unmanagedCore.toOpaque())
+        else {
             unmanagedCore.release()
             let code = errno == ENOMEM ? MOSQ_ERR_NOMEM : MOSQ_ERR_INVAL
             throw MosquittoError(code: Int32(code.rawValue), call: "mosquitto_new")
@@ -205,11 +202,9 @@ public final class MQTTClient: @unchecked Sendable {
                 "mosquitto_property_add_int32(MAXIMUM_PACKET_SIZE)")
         }
         let first = configuration.endpoints[0]
-        let code = BufferedReads.withoutSocketPair {
-            geotrigger_mosquitto_connect_async_v5(
-                handle, first.host, Int32(clamping: first.port), Int32(clamping: configuration.keepalive),
-                properties)
-        }
+        let code = geotrigger_mosquitto_connect_async_v5(
+            handle, first.host, Int32(clamping: first.port), Int32(clamping: configuration.keepalive),
+            properties)
         switch code {
         case Int32(MOSQ_ERR_SUCCESS.rawValue):
             return true

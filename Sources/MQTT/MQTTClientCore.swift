@@ -57,9 +57,8 @@ final class MQTTClientCore: @unchecked Sendable {
     /// How many times the network thread began batching its reads.
     let batchesBegun = Atomic<Int>(0)
     /// An eventfd beside the socket in the network thread's `poll`: written to wake it for
-    /// queued work or for a packet another thread queued (libmosquitto's own wake-up socket
-    /// pair is only read by `mosquitto_loop`, which this loop replaces, so the client is made
-    /// without it: `BufferedReads.withoutSocketPair`).
+    /// queued work or for a packet another thread queued (libmosquitto's own wake-up pipe is
+    /// only read by `mosquitto_loop`, which this loop replaces).
     let wakeFD: Int32
     /// A wake-up was written and not taken yet: a burst of calls writes once.
     private let wakePending = Atomic<Bool>(false)
@@ -242,11 +241,8 @@ final class MQTTClientCore: @unchecked Sendable {
                 if stopping { break }
                 // mosquitto_connect_async keeps the v5 CONNECT properties stored by the first
                 // connect (it only replaces host, port and keepalive), as reconnect_async does.
-                let code = endpoint.map { endpoint in
-                    BufferedReads.withoutSocketPair {
-                        mosquitto_connect_async(
-                            handle, endpoint.host, Int32(clamping: endpoint.port), Int32(clamping: configuration.keepalive))
-                    }
+                let code = endpoint.map {
+                    mosquitto_connect_async(handle, $0.host, Int32(clamping: $0.port), Int32(clamping: configuration.keepalive))
                 } ?? mosquitto_reconnect_async(handle)
                 if code != Int32(MOSQ_ERR_SUCCESS.rawValue) {
                     let call = endpoint.map { "mosquitto_connect_async(\($0))" } ?? "mosquitto_reconnect_async"
@@ -278,8 +274,7 @@ final class MQTTClientCore: @unchecked Sendable {
                     }
                     stopDeadline = deadline
                     if ContinuousClock.now >= deadline { break }
-                    if !connecting, !disconnectQueued, !mosquitto_want_write(handle),
-                       BufferedReads.heldWriteBytes(mosquitto_socket(handle)) == 0 {
+                    if !connecting, !disconnectQueued, !mosquitto_want_write(handle) {
                         let socket = mosquitto_socket(handle)
                         if configuration.tls == nil, socket >= 0 {
                             disconnect(socket, until: deadline)
@@ -396,9 +391,7 @@ final class MQTTClientCore: @unchecked Sendable {
             BufferedReads.register(socket)
             batching.store(false, ordering: .relaxed)  // a new socket wakes for every byte
         }
-        // Packets libmosquitto has queued, or bytes of a gathered write the socket did not take.
-        let writes = mosquitto_want_write(handle) || BufferedReads.heldWriteBytes(socket) > 0
-        let writable = writes ? Int16(POLLOUT) : 0
+        let writable = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
         // Packets already taken from the socket (a burst ended before them) are there to read
         // whatever poll says: no waiting then.
         let held = reading && BufferedReads.heldBytes(socket) > 0
@@ -417,7 +410,7 @@ final class MQTTClientCore: @unchecked Sendable {
         var read = success
         let taken = BufferedReads.takenBytes(socket)
         if reading, held || batched || events & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 || (connecting && events & Int16(POLLOUT) != 0) {
-            read = BufferedReads.readTurn(socket) { readBurst(handle, calls: connecting ? 1 : Self.readCalls) }
+            read = readBurst(handle, calls: connecting ? 1 : Self.readCalls)
         }
         if read == success, mosquitto_socket(handle) == socket, BufferedReads.isRegistered(socket) {
             adjustBatching(socket, took: BufferedReads.takenBytes(socket) - taken, batched: batched, held: held)
@@ -425,10 +418,9 @@ final class MQTTClientCore: @unchecked Sendable {
         delegate.afterReads()
         if read != success || mosquitto_socket(handle) < 0 { return read }
         // The jobs, the packets just read (PUBACKs for QoS 1) and `afterReads` may have queued
-        // packets: written in one `write` (BufferedReads.gatherWrites), with what an earlier
-        // turn's left.
-        if mosquitto_want_write(handle) || BufferedReads.heldWriteBytes(socket) > 0 {
-            let code = BufferedReads.gatherWrites(socket) { mosquitto_loop_write(handle, 1) }
+        // packets.
+        if mosquitto_want_write(handle) {
+            let code = mosquitto_loop_write(handle, 1)
             if code != success || mosquitto_socket(handle) < 0 { return code }
         }
         return mosquitto_loop_misc(handle)

@@ -1,6 +1,4 @@
 import Foundation
-import MQTT
-import Synchronization
 import GeotriggerCore
 import Store
 import Testing
@@ -28,8 +26,7 @@ import TestSupport
         let pool: MonitorPool
 
         /// `hold`: the trigger's `enterAfter` and `exitAfter` (seconds of fix time).
-        /// `statePublisher`: where the device states go (default: one that only remembers them).
-        init(hold: Double = 0, statePublisher: StatePublisher? = nil, _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
+        init(hold: Double = 0, _ configure: (inout GatewayConfig) -> Void = { _ in }) async throws {
             directory = try TemporaryDirectory(prefix: "device-shard")
             var config = GatewayConfig()
             config.gateway.database = directory.file("gw.db")
@@ -37,7 +34,7 @@ import TestSupport
             let logger = Logger(label: "device-shard-test")
             warnings = Warnings(logger: logger)
             store = try await GatewayStore(path: config.gateway.database)
-            let statePublisher = statePublisher ?? StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
+            let statePublisher = StatePublisher(client: nil, prefix: config.output.prefix, logger: logger)
             committer = EventCommitter(store: store, counters: counters, warnings: warnings, logger: logger, publishers: [:],
                                        statePublisher: statePublisher)
             context = ServeContext(
@@ -104,37 +101,6 @@ import TestSupport
             await committer.shutdown()
             await store.close()
         }
-    }
-
-    /// A publication that moves only the position goes at QoS 0 (StatePublisher); the device's
-    /// first in the run, and one whose inside set changed (with its event) at QoS 1.
-    @Test func positionOnlyPublicationsGoAtQoS0() async throws {
-        let sent = Mutex<[(id: Int32, topic: String, qos0: Bool)]>([])
-        @Sendable func record(_ topic: String, qos0: Bool) -> Int32 {
-            sent.withLock { sent in
-                sent.append((Int32(sent.count + 1), topic, qos0))
-                return Int32(sent.count)
-            }
-        }
-        let publisher = StatePublisher(prefix: "geotriggers", logger: Logger(label: "device-shard-test"), window: 64,
-                                       send: { topic, _ in record(topic, qos0: false) },
-                                       sendAtMostOnce: { topic, _ in record(topic, qos0: true) })
-        let rig = try await Rig(statePublisher: publisher) { $0.output.stateInterval = 0 }
-        // Outside, outside a little further, inside (enter), inside a little further, outside (exit).
-        let steps: [(lon: Double, time: Double)] = [
-            (-119.80, Self.t0), (-119.801, Self.t0 + 5), (-119.70, Self.t0 + 10), (-119.701, Self.t0 + 15), (-119.60, Self.t0 + 20),
-        ]
-        var qos0: [Bool] = []
-        for step in steps {
-            await rig.submit([LocationUpdate(device: "truck", lat: 34.45, lon: step.lon, time: step.time)])
-            let states = sent.withLock { $0 }.filter { $0.topic == "geotriggers/devices/truck/state" }
-            qos0 += states.dropFirst(qos0.count).map(\.qos0)
-            // The broker's answers: no QoS 1 message stays in flight.
-            for message in sent.withLock({ $0 }) { _ = publisher.acknowledged(MQTTAcknowledgement(messageId: message.id, reasonCode: 0)) }
-        }
-        #expect(qos0 == [false, true, false, true, false])
-        #expect(try await rig.events("truck") == ["enter", "exit"])
-        await rig.close()
     }
 
     @Test func aDeviceCrossingAFenceCommitsItsEnterExitAndState() async throws {

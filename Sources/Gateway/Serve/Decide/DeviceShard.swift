@@ -629,14 +629,10 @@ package final class DeviceShard: Sendable {
         let device = slot.monitor.device
         // Device state: when the inside set changes, else at most every stateInterval.
         var stays: [DeviceMonitor.Stay]?
-        // The inside set as last published, and published before in this run: a publication
-        // without events then moves only the position (QoS 0, StatePublisher).
-        var positionOnly = slot.emission.lastPublished > -.infinity
         let decided = slot.emission.savesState(decisions: slot.monitor.decisions, stateChanged: changed, notified: !notes.isEmpty)
         if decided {
             let current = slot.monitor.stays
             stays = current
-            if current != slot.emission.publishedStays { positionOnly = false }
             if let phone = slot.phone { count(phone.ledger.gatewayStays(phone.keys(current), time: slot.monitor.lastFixTime ?? now)) }
             context.expectations?.observe(device: device, notes: notes, stays: current, into: &item)
         }
@@ -665,7 +661,6 @@ package final class DeviceShard: Sendable {
         if publish {
             slot.emission.published(at: now)
             item.publication = context.publication(of: slot.monitor, updated: wall)
-            item.publication?.atMostOnce = positionOnly && notes.isEmpty
         }
         if decided { settleState(of: &slot, in: &item) }
         return item.isEmpty ? nil : item

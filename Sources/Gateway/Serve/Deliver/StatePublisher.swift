@@ -8,8 +8,7 @@ import Synchronization
 /// likewise on every connect).
 ///
 /// At most `window` messages are with libmosquitto at a time (QoS 1, waiting for their PUBACK;
-/// QoS 0, a device's position alone or a trip's progress between its changes, until written
-/// to the socket).
+/// QoS 0, a trip's progress between its changes, until written to the socket).
 /// The others wait here as "topic T is due", and a topic whose payload changes again before
 /// its turn goes out once, with its newest payload. Without the window, 10,000 devices
 /// appearing at once queued 14,000 copies of their states in libmosquitto behind the broker's
@@ -65,16 +64,8 @@ package final class StatePublisher: Sendable {
         /// The newest payload of every other retained topic (a cleared topic is absent).
         var payloads: [String: [UInt8]] = [:]
         /// The topics among ``payloads`` whose newest payload goes out at QoS 0 (trips' progress
-        /// between their changes, Home Assistant attributes for a position alone); empty
-        /// without them.
+        /// between their changes); empty without open trips.
         var atMostOnce: Set<String> = []
-        /// The same for ``states``: devices whose newest state only moved the position (the
-        /// inside set as last published).
-        var statesAtMostOnce: Set<String> = []
-        /// Topics with a QoS 1 message in flight, and how many: their next payload goes at
-        /// QoS 1 too, so that it cannot overtake one that libmosquitto holds back for the
-        /// broker's receive maximum (QoS 0 messages are never held back).
-        var reliableInFlight: [Retained: Int] = [:]
         /// Topics cleared in this run (a forgotten device's, a removed fence's occupancy), the
         /// last ``StatePublisher/clearedKept`` of them, oldest first: every connect clears them
         /// again, so a broker restarted from an old save does not keep them.
@@ -84,8 +75,8 @@ package final class StatePublisher: Sendable {
         /// the same as a set.
         var due = ArrayQueue<Retained>()
         var dueSet: Set<Retained> = []
-        /// Message id -> topic (and whether at QoS 1), for the messages libmosquitto holds.
-        var inflight: [Int32: (retained: Retained, reliable: Bool)] = [:]
+        /// Message id -> topic, for the messages libmosquitto holds.
+        var inflight: [Int32: Retained] = [:]
         /// A pump hands messages over (outside the lock); another caller leaves it to that one,
         /// which looks for due topics again before it ends. So the messages of one topic go
         /// out in the order their payloads were set.
@@ -125,29 +116,14 @@ package final class StatePublisher: Sendable {
         mutating func record(_ work: PumpWork) -> [MQTTAcknowledgement] {
             guard work.epoch == epoch else { return [] }
             var refused: [MQTTAcknowledgement] = []
-            for (id, retained, reliable) in work.sent {
+            for (id, retained) in work.sent {
                 if !early.isEmpty, let ack = early.removeValue(forKey: id) {
                     if !ack.isSuccess { refused.append(ack) }
                 } else {
-                    inflight[id] = (retained, reliable)
-                    if reliable { reliableInFlight[retained, default: 0] += 1 }
+                    inflight[id] = retained
                 }
             }
             return refused
-        }
-
-        /// Takes message `id` out of the ones in flight: false when it is not one of them.
-        mutating func land(_ id: Int32) -> Bool {
-            guard let landed = inflight.removeValue(forKey: id) else { return false }
-            if landed.reliable, let count = reliableInFlight[landed.retained] {
-                reliableInFlight[landed.retained] = count > 1 ? count - 1 : nil
-            }
-            return true
-        }
-
-        /// Whether `retained`'s newest payload (`listed`: in its QoS 0 set) goes at QoS 0.
-        func goesAtMostOnce(_ retained: Retained, listed: Bool) -> Bool {
-            listed && (reliableInFlight.isEmpty || reliableInFlight[retained] == nil)
         }
 
         /// Fills `work` with the due topics that fit in the window; when none does, ends the
@@ -158,15 +134,11 @@ package final class StatePublisher: Sendable {
             work.sent.removeAll(keepingCapacity: true)
             while inflight.count + work.messages.count < window, let due = nextDue() {
                 switch due {
-                case .state(let device):
-                    // A cleared topic (no payload) goes at QoS 1.
-                    let payload = states[device]
-                    let listed = payload != nil && !statesAtMostOnce.isEmpty && statesAtMostOnce.contains(device)
-                    work.messages.append((due, payload ?? [], goesAtMostOnce(due, listed: listed)))
+                case .state(let device): work.messages.append((due, states[device] ?? [], false))
                 case .topic(let topic):
                     let payload = payloads[topic]
-                    let listed = payload != nil && !atMostOnce.isEmpty && atMostOnce.contains(topic)
-                    work.messages.append((due, payload ?? [], goesAtMostOnce(due, listed: listed)))
+                    // A cleared topic (no payload) goes at QoS 1.
+                    work.messages.append((due, payload ?? [], payload != nil && !atMostOnce.isEmpty && atMostOnce.contains(topic)))
                 }
             }
             if !work.messages.isEmpty { return true }
@@ -181,7 +153,7 @@ package final class StatePublisher: Sendable {
     private struct PumpWork: Sendable {
         var epoch = 0
         var messages: [(retained: Retained, payload: [UInt8], atMostOnce: Bool)] = []
-        var sent: [(id: Int32, retained: Retained, reliable: Bool)] = []
+        var sent: [(id: Int32, retained: Retained)] = []
     }
 
     /// Publishing through `client` (nil: only remembering states).
@@ -220,35 +192,20 @@ package final class StatePublisher: Sendable {
 
     /// Publishes a device's state and, with discovery, its tracker's config (the first time in
     /// this run) and attributes; a forgotten device's topics are cleared. Occupancy follows
-    /// its stays. A publication ``DevicePublication/atMostOnce`` (the position alone moved)
-    /// goes at QoS 0, state and attributes: a lost one is replaced by the device's next, and
-    /// only a broken connection loses one, after which ``republishAll()`` sends the newest.
+    /// its stays.
     func publish(_ publication: DevicePublication) {
         let state = publication.state.map(StatePublisher.compacted)
         let attributes = publication.attributes.map(StatePublisher.compacted)
-        let atMostOnce = publication.atMostOnce && state != nil
         book.withLock { book in
-            if atMostOnce {
-                book.statesAtMostOnce.insert(publication.device)
-            } else if !book.statesAtMostOnce.isEmpty {
-                book.statesAtMostOnce.remove(publication.device)
-            }
             set(.state(device: publication.device), state, in: &book)
             guard let discovery else { return }
             let config = discovery.trackerConfigTopic(device: publication.device)
-            let attributesTopic = discovery.attributesTopic(device: publication.device)
             if publication.state == nil {
                 set(.topic(config), nil, in: &book)
-                if !book.atMostOnce.isEmpty { book.atMostOnce.remove(attributesTopic) }
-                set(.topic(attributesTopic), nil, in: &book)
+                set(.topic(discovery.attributesTopic(device: publication.device)), nil, in: &book)
             } else {
                 if book.payloads[config] == nil { set(.topic(config), discovery.trackerConfig(device: publication.device), in: &book) }
-                if atMostOnce {
-                    book.atMostOnce.insert(attributesTopic)
-                } else if !book.atMostOnce.isEmpty {
-                    book.atMostOnce.remove(attributesTopic)
-                }
-                set(.topic(attributesTopic), attributes, in: &book)
+                set(.topic(discovery.attributesTopic(device: publication.device)), attributes, in: &book)
             }
         }
         if occupancyEnabled, occupancy.withLock({ $0.update(device: publication.device, stays: publication.stays) }) {
@@ -336,7 +293,6 @@ package final class StatePublisher: Sendable {
             let onThread = onSendThread()
             pump(book.withLock { book in
                 book.inflight.removeAll()
-                book.reliableInFlight.removeAll()
                 book.epoch &+= 1
                 for device in book.states.keys { book.markDue(.state(device: device)) }
                 for topic in book.payloads.keys { book.markDue(.topic(topic)) }
@@ -350,7 +306,7 @@ package final class StatePublisher: Sendable {
     /// false when `ack` is not for one of them (an event's, for the outbox).
     func acknowledged(_ ack: MQTTAcknowledgement) -> Bool {
         let (mine, work): (Bool, PumpWork?) = book.withLock { book in
-            guard book.land(ack.messageId) else {
+            guard book.inflight.removeValue(forKey: ack.messageId) != nil else {
                 // Perhaps of a message a pump elsewhere has published and not recorded yet.
                 if book.pumping { book.early[ack.messageId] = ack }
                 return (false, nil)
@@ -395,7 +351,7 @@ package final class StatePublisher: Sendable {
                 case .topic(let name): topic = name
                 }
                 do {
-                    work.sent.append((try (atMostOnce ? sendAtMostOnce : send)(topic, payload), retained, !atMostOnce))
+                    work.sent.append((try (atMostOnce ? sendAtMostOnce : send)(topic, payload), retained))
                 } catch {
                     logger.debug("retained message not published now (sent again on reconnect)", ["mqtt.topic": topic, "error": "\(error)"])
                 }
@@ -424,9 +380,6 @@ struct DevicePublication: Sendable {
     var stays: [DeviceMonitor.Stay] = []
     /// The Home Assistant attributes payload (with `homeassistant.discovery`).
     var attributes: [UInt8]?
-    /// Only the position moved since the device's last publication (its inside set is the one
-    /// published, no event goes with it): state and attributes go at QoS 0.
-    var atMostOnce = false
 
     /// A forgotten device: every retained topic of it is cleared.
     static func forgotten(_ device: String) -> DevicePublication {
