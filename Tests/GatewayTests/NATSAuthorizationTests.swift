@@ -52,8 +52,9 @@ extension NATSClusterTests {
             for topic in dispatched {
                 try dispatcher.client.publish(topic: topic, payload: #"{"device":"vehicles/v17"}"#, qos: .atLeastOnce)
             }
-            #expect(await gateway.waitMessages(4), "\(gateway.messages.all.map(\.topic))\n\(cluster.logs)")
-            #expect(await dispatcher.waitMessages(3))
+            // A loaded box forms the cluster's routes slowly (the dispatcher waited past 30 s once).
+            #expect(await gateway.waitMessages(4, timeout: .seconds(90)), "\(gateway.messages.all.map(\.topic))\n\(cluster.logs)")
+            #expect(await dispatcher.waitMessages(3, timeout: .seconds(90)), "\(dispatcher.messages.all.map(\.topic))")
             // Give anything refused the same chance to arrive late.
             _ = await poll(timeout: .seconds(2)) { gateway.messages.count > 4 || dispatcher.messages.count > 3 }
             let log = (try? String(contentsOfFile: cluster.nodes[0].logPath, encoding: .utf8)) ?? ""
