@@ -136,7 +136,7 @@ struct MonitorRecord {
 }
 
 /// An event as the journal holds it, reduced to what it decided for its device's state.
-public struct JournaledDecision: Sendable, Equatable {
+public struct JournaledDecision: Sendable {
     public enum Kind: String, Sendable { case enter, exit, dwell }
     public var type: Kind
     public var trigger: String
@@ -152,12 +152,6 @@ public struct JournaledDecision: Sendable, Equatable {
                 position: (lat: Double, lon: Double, time: Double, accuracy: Double?)? = nil, distance: Double? = nil) {
         (self.type, self.trigger, self.layer, self.fence, self.fixTime) = (type, trigger, layer, fence, fixTime)
         (self.position, self.distance) = (position, distance)
-    }
-
-    public static func == (a: Self, b: Self) -> Bool {
-        a.type == b.type && a.trigger == b.trigger && a.layer == b.layer && a.fence == b.fence && a.fixTime == b.fixTime
-            && a.distance == b.distance && a.position?.lat == b.position?.lat && a.position?.lon == b.position?.lon
-            && a.position?.time == b.position?.time && a.position?.accuracy == b.position?.accuracy
     }
 }
 
